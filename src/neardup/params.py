@@ -69,10 +69,16 @@ class SketchParams:
 
     def __post_init__(self) -> None:
         if self.kind not in ("oph", "classic", "bottomk"):
-            raise ParamError(f"sketch kind must be 'oph', 'classic' or 'bottomk', got {self.kind!r}")
+            raise ParamError(
+                f"sketch kind must be 'oph', 'classic' or 'bottomk', got {self.kind!r}"
+            )
         if not isinstance(self.t, int) or isinstance(self.t, bool) or not 1 <= self.t <= 65536:
             raise ParamError(f"sketch length t must be an integer from 1 to 65536, got {self.t!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2**63:
+        if (
+            not isinstance(self.seed, int)
+            or isinstance(self.seed, bool)
+            or not 0 <= self.seed < 2**63
+        ):
             raise ParamError(f"seed must be an integer from 0 to 2**63-1, got {self.seed!r}")
 
     def fingerprint(self) -> str:

@@ -1,0 +1,164 @@
+"""Shingle fingerprints -> MinHash sketches: one-permutation (densified), classic, bottom-k.
+
+Every kernel first re-hashes a fingerprint with a seeded bijection, g = fmix64(fp xor seed), so
+sketches depend on the seed and not on how fingerprints were made (mix or Rabin).
+- classic: value i is min over the set of (a_i * g + b_i) mod 2**64, a_i odd (t hash functions).
+- oph: bin = top bits of g mapped to [0, t); value = min g in the bin; empty bins are filled by
+  optimal densification (Shrivastava 2017): bin j borrows from the first non-empty bin in a
+  seeded probe sequence that depends only on (j, attempt), so equal sets densify equally.
+- bottomk: the t smallest distinct g, ascending, padded with EMPTY.
+Rows of documents without shingles are all EMPTY.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .hashing import EMPTY, bucket, fmix64, splitmix64
+
+
+@njit(cache=True)
+def classic_coefficients(seed: np.uint64, t: int) -> tuple[np.ndarray, np.ndarray]:
+    """(a odd, b) for t hash functions, derived from the seed by SplitMix64."""
+    a = np.empty(t, dtype=np.uint64)
+    b = np.empty(t, dtype=np.uint64)
+    for i in range(t):
+        a[i] = splitmix64(seed + np.uint64(2 * i + 1)) | np.uint64(1)
+        b[i] = splitmix64(seed + np.uint64(2 * i + 2))
+    return a, b
+
+
+@njit(cache=True)
+def sketch_classic(
+    fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, a: np.ndarray, b: np.ndarray
+) -> np.ndarray:
+    n = offsets.shape[0] - 1
+    t = a.shape[0]
+    out = np.full((n, t), EMPTY, dtype=np.uint64)
+    mins = np.empty(t, dtype=np.uint64)
+    for d in range(n):
+        if offsets[d + 1] == offsets[d]:
+            continue
+        mins[:] = EMPTY
+        for p in range(offsets[d], offsets[d + 1]):
+            g = fmix64(fps[p] ^ seed)
+            for i in range(t):
+                v = a[i] * g + b[i]
+                if v < mins[i]:
+                    mins[i] = v
+        out[d, :] = mins
+    return out
+
+
+@njit(cache=True)
+def densify(row: np.ndarray, filled: np.ndarray, seed: np.uint64) -> None:
+    """Fill empty bins of one OPH row in place by optimal densification."""
+    t = row.shape[0]
+    for j in range(t):
+        if filled[j]:
+            continue
+        attempt = np.uint64(0)
+        while True:
+            h = fmix64(seed ^ ((np.uint64(j) << np.uint64(32)) | attempt))
+            src = bucket(h, t)
+            if filled[src]:
+                row[j] = row[src]
+                break
+            attempt += np.uint64(1)
+
+
+@njit(cache=True)
+def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) -> np.ndarray:
+    n = offsets.shape[0] - 1
+    out = np.full((n, t), EMPTY, dtype=np.uint64)
+    filled = np.zeros(t, dtype=np.bool_)
+    row = np.empty(t, dtype=np.uint64)
+    dseed = splitmix64(seed)
+    for d in range(n):
+        lo = offsets[d]
+        hi = offsets[d + 1]
+        if hi == lo:
+            continue
+        row[:] = EMPTY
+        filled[:] = False
+        for p in range(lo, hi):
+            g = fmix64(fps[p] ^ seed)
+            j = bucket(g, t)
+            filled[j] = True
+            if g < row[j]:
+                row[j] = g
+        densify(row, filled, dseed)
+        out[d, :] = row
+    return out
+
+
+@njit(cache=True)
+def sketch_bottomk(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) -> np.ndarray:
+    n = offsets.shape[0] - 1
+    out = np.full((n, t), EMPTY, dtype=np.uint64)
+    for d in range(n):
+        lo = offsets[d]
+        hi = offsets[d + 1]
+        if hi == lo:
+            continue
+        g = np.empty(hi - lo, dtype=np.uint64)
+        for p in range(lo, hi):
+            g[p - lo] = fmix64(fps[p] ^ seed)
+        g.sort()
+        k = 0
+        for i in range(g.shape[0]):
+            if k == t:
+                break
+            if i == 0 or g[i] != g[i - 1]:
+                out[d, k] = g[i]
+                k += 1
+    return out
+
+
+@njit(cache=True)
+def estimate_positional(sketches: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Share of equal positions for each pair (classic and OPH); 0 when either row is empty."""
+    t = sketches.shape[1]
+    out = np.zeros(a.shape[0], dtype=np.float64)
+    for i in range(a.shape[0]):
+        x = sketches[a[i]]
+        y = sketches[b[i]]
+        if x[0] == EMPTY or y[0] == EMPTY:  # only rows of empty documents hold EMPTY
+            continue
+        eq = 0
+        for j in range(t):
+            eq += x[j] == y[j]
+        out[i] = eq / t
+    return out
+
+
+@njit(cache=True)
+def estimate_bottomk(sketches: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|S_k(A u B) n S_k(A) n S_k(B)| / |S_k(A u B)| by merging two ascending bottom-k rows."""
+    t = sketches.shape[1]
+    out = np.zeros(a.shape[0], dtype=np.float64)
+    for i in range(a.shape[0]):
+        x = sketches[a[i]]
+        y = sketches[b[i]]
+        p = 0
+        q = 0
+        union = 0
+        both = 0
+        while union < t:
+            vx = x[p] if p < t else EMPTY
+            vy = y[q] if q < t else EMPTY
+            if vx == EMPTY and vy == EMPTY:
+                break
+            if vx == vy:
+                both += 1
+                p += 1
+                q += 1
+            elif vx < vy:
+                p += 1
+            else:
+                q += 1
+            union += 1
+        if union > 0:
+            out[i] = both / union
+    return out

@@ -1,0 +1,216 @@
+"""Code points -> canonical tokens -> w-shingle fingerprints, fused in one pass per batch.
+
+Token hash ("mix"): FNV-1a over the folded code points of the token, finalised with fmix64 of
+(state xor length). Shingle hash ("mix"): h <- (h xor token_hash) * C over the shingle's tokens in
+order, finalised with fmix64(h xor count). Shingle hash ("rabin"): the Rabin fingerprint, modulo
+an irreducible degree-64 polynomial over GF(2), of the shingle's canonical text as 32-bit code
+points (word mode: tokens joined by one space; char mode: the q characters).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .hashing import EMPTY, FNV_OFFSET, FNV_PRIME, SHINGLE_MUL, fmix64
+
+#: The Rabin polynomial x^64 + RABIN_LOW: irreducible over GF(2) (tests prove it), chosen as the
+#: first irreducible found from a fixed derivation, so it never changes.
+RABIN_LOW = 0x5B98B2C4F20492FF
+SPACE = 0x20
+
+
+def rabin_table(low: int = RABIN_LOW) -> np.ndarray:
+    """T[t] = (t(x) * x^64) mod P for every byte t: the table of the byte-wise Rabin update."""
+    table = np.zeros(256, dtype=np.uint64)
+    for t in range(256):
+        r = t << 64
+        for bit in range(71, 63, -1):
+            if r >> bit & 1:
+                r ^= ((1 << 64) | low) << (bit - 64)
+        table[t] = r
+    return table
+
+
+@njit(cache=True, inline="always")
+def _decode(buf: np.ndarray, p: int) -> tuple[np.uint64, int]:
+    """The code point starting at byte p of well-formed UTF-8 (surrogates allowed), next p."""
+    b = np.uint64(buf[p])
+    if b < 0x80:
+        return b, p + 1
+    if b < 0xE0:
+        return ((b & np.uint64(0x1F)) << np.uint64(6)) | (
+            np.uint64(buf[p + 1]) & np.uint64(0x3F)
+        ), p + 2
+    if b < 0xF0:
+        c = ((b & np.uint64(0x0F)) << np.uint64(12)) | (
+            (np.uint64(buf[p + 1]) & np.uint64(0x3F)) << np.uint64(6)
+        )
+        return c | (np.uint64(buf[p + 2]) & np.uint64(0x3F)), p + 3
+    c = ((b & np.uint64(0x07)) << np.uint64(18)) | (
+        (np.uint64(buf[p + 1]) & np.uint64(0x3F)) << np.uint64(12)
+    )
+    c |= (np.uint64(buf[p + 2]) & np.uint64(0x3F)) << np.uint64(6)
+    return c | (np.uint64(buf[p + 3]) & np.uint64(0x3F)), p + 4
+
+
+@njit(cache=True, inline="always")
+def _rabin_symbol(f: np.uint64, c: np.uint64, table: np.ndarray) -> np.uint64:
+    for shift in (24, 16, 8, 0):
+        top = f >> np.uint64(56)
+        f = (f << np.uint64(8)) ^ ((c >> np.uint64(shift)) & np.uint64(0xFF)) ^ table[top]
+    return f
+
+
+@njit(cache=True)
+def _rabin_shingle(
+    buf: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    first: int,
+    m: int,
+    fold: np.ndarray,
+    char_mode: bool,
+    table: np.ndarray,
+) -> np.uint64:
+    """Rabin fingerprint of the canonical text of m tokens (ring-buffer slots first, first+1...)."""
+    size = starts.shape[0]
+    f = np.uint64(0)
+    for j in range(m):
+        slot = (first + j) % size
+        if j > 0 and not char_mode:
+            f = _rabin_symbol(f, np.uint64(SPACE), table)
+        p = starts[slot]
+        while p < ends[slot]:
+            c, p = _decode(buf, p)
+            f = _rabin_symbol(f, np.uint64(fold[c]), table)
+    return f
+
+
+@njit(cache=True)
+def shingle_kernel(
+    buf: np.ndarray,
+    offsets: np.ndarray,
+    is_word: np.ndarray,
+    fold: np.ndarray,
+    w: int,
+    char_mode: bool,
+    rabin: bool,
+    table: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """UTF-8 bytes -> (fps in document order with repeats, offsets[n+1], tokens[n], canonical[n]).
+
+    A document of 0 tokens has no shingle; of 1..w-1 tokens, one shingle of all its tokens.
+    The canonical hash identifies the token sequence (exact duplicates up to case/punctuation);
+    it is EMPTY for a document without tokens.
+    """
+    n = offsets.shape[0] - 1
+    fps = np.empty(buf.shape[0] + 1, dtype=np.uint64)
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    ntokens = np.zeros(n, dtype=np.int64)
+    canonical = np.empty(n, dtype=np.uint64)
+    ring = np.empty(w, dtype=np.uint64)
+    starts = np.zeros(w, dtype=np.int64)
+    ends = np.zeros(w, dtype=np.int64)
+    k = 0
+    for d in range(n):
+        out_offsets[d] = k
+        ntok = 0
+        content = FNV_OFFSET
+        h = FNV_OFFSET
+        length = 0
+        start = 0
+        p = offsets[d]
+        stop = offsets[d + 1]
+        while p <= stop:
+            here = p
+            word = False
+            c = np.uint64(0)
+            if p < stop:
+                c, p = _decode(buf, p)
+                word = is_word[c] != 0
+            else:
+                p += 1
+            if word:
+                f = np.uint64(fold[c])
+                if not char_mode:
+                    if length == 0:
+                        h = FNV_OFFSET
+                        start = here
+                    h = (h ^ f) * FNV_PRIME
+                    length += 1
+                    continue
+                tok = fmix64(((FNV_OFFSET ^ f) * FNV_PRIME) ^ np.uint64(1))
+                tok_start = here
+                tok_end = p
+            elif length > 0:
+                tok = fmix64(h ^ np.uint64(length))
+                tok_start = start
+                tok_end = here
+                length = 0
+            else:
+                continue
+            slot = ntok % w
+            ring[slot] = tok
+            starts[slot] = tok_start
+            ends[slot] = tok_end
+            content = (content ^ tok) * SHINGLE_MUL
+            ntok += 1
+            if ntok >= w:
+                if rabin:
+                    fps[k] = _rabin_shingle(buf, starts, ends, ntok - w, w, fold, char_mode, table)
+                else:
+                    s = SHINGLE_MUL
+                    for j in range(ntok - w, ntok):
+                        s = (s ^ ring[j % w]) * SHINGLE_MUL
+                    fps[k] = fmix64(s ^ np.uint64(w))
+                k += 1
+        if 0 < ntok < w:
+            if rabin:
+                fps[k] = _rabin_shingle(buf, starts, ends, 0, ntok, fold, char_mode, table)
+            else:
+                s = SHINGLE_MUL
+                for j in range(ntok):
+                    s = (s ^ ring[j]) * SHINGLE_MUL
+                fps[k] = fmix64(s ^ np.uint64(ntok))
+            k += 1
+        ntokens[d] = ntok
+        canonical[d] = fmix64(content ^ np.uint64(ntok)) if ntok > 0 else EMPTY
+    out_offsets[n] = k
+    return fps[:k].copy(), out_offsets, ntokens, canonical
+
+
+@njit(cache=True)
+def unique_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sort each document's fingerprints and drop repeats: the shingle *set* of each document."""
+    n = offsets.shape[0] - 1
+    out = np.empty(fps.shape[0], dtype=np.uint64)
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    k = 0
+    for d in range(n):
+        out_offsets[d] = k
+        lo = offsets[d]
+        hi = offsets[d + 1]
+        if hi > lo:
+            seg = np.sort(fps[lo:hi])
+            out[k] = seg[0]
+            k += 1
+            for i in range(1, seg.shape[0]):
+                if seg[i] != seg[i - 1]:
+                    out[k] = seg[i]
+                    k += 1
+    out_offsets[n] = k
+    return out[:k].copy(), out_offsets
+
+
+@njit(cache=True)
+def raw_hash_kernel(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each document's exact UTF-8 bytes (identical raw text, identical hash)."""
+    n = offsets.shape[0] - 1
+    out = np.empty(n, dtype=np.uint64)
+    for d in range(n):
+        h = FNV_OFFSET
+        for p in range(offsets[d], offsets[d + 1]):
+            h = (h ^ np.uint64(buf[p])) * FNV_PRIME
+        out[d] = fmix64(h ^ np.uint64(offsets[d + 1] - offsets[d]))
+    return out
