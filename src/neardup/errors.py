@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 class NeardupError(Exception):
-    """Base class of every error neardup raises on purpose; the CLI turns it into a clean message."""
+    """Base of every error neardup raises on purpose; the CLI turns it into a clean message."""
 
 
 class ParamError(NeardupError, ValueError):

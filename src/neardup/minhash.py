@@ -44,11 +44,11 @@ def sketch(
         raise ParamError("offsets must be n+1 increasing boundaries ending at len(fps)")
     seed = _seed(params)
     if params.kind == "oph":
-        return _k.sketch_oph(fps, offsets, seed, params.t)  # type: ignore[no-any-return]
+        return _k.sketch_oph(fps, offsets, seed, params.t)
     if params.kind == "classic":
         a, b = _k.classic_coefficients(seed, params.t)
-        return _k.sketch_classic(fps, offsets, seed, a, b)  # type: ignore[no-any-return]
-    return _k.sketch_bottomk(fps, offsets, seed, params.t)  # type: ignore[no-any-return]
+        return _k.sketch_classic(fps, offsets, seed, a, b)
+    return _k.sketch_bottomk(fps, offsets, seed, params.t)
 
 
 def sketch_batch(batch: ShingleBatch, params: SketchParams = SketchParams()) -> np.ndarray:
@@ -81,9 +81,9 @@ def estimate_pairs(
     if a.shape != b.shape:
         raise ParamError("pair index arrays a and b must have the same length")
     if kind == "bottomk":
-        return _k.estimate_bottomk(sketches, a, b)  # type: ignore[no-any-return]
+        return _k.estimate_bottomk(sketches, a, b)
     if kind in ("oph", "classic"):
-        return _k.estimate_positional(sketches, a, b)  # type: ignore[no-any-return]
+        return _k.estimate_positional(sketches, a, b)
     raise ParamError(f"sketch kind must be 'oph', 'classic' or 'bottomk', got {kind!r}")
 
 
@@ -95,4 +95,4 @@ def estimate(x: np.ndarray, y: np.ndarray, kind: SketchKind = "oph") -> float:
 
 def expected_error(j: float | np.ndarray, t: int) -> float | np.ndarray:
     """Standard error of the estimate at true resemblance j with t sketch values: sqrt(j(1-j)/t)."""
-    return np.sqrt(np.asarray(j) * (1 - np.asarray(j)) / t)  # type: ignore[no-any-return]
+    return np.sqrt(np.asarray(j) * (1 - np.asarray(j)) / t)

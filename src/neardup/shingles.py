@@ -21,7 +21,7 @@ from .text import encode_batch, tables
 
 @dataclass(frozen=True)
 class ShingleBatch:
-    """Shingle sets of n documents: document i is ``fps[offsets[i]:offsets[i+1]]``, sorted, unique."""
+    """Shingle sets of n documents: doc i is ``fps[offsets[i]:offsets[i+1]]``, sorted, unique."""
 
     fps: np.ndarray
     offsets: np.ndarray
@@ -60,7 +60,7 @@ def _run(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     is_word, fold = tables()
     buf, offsets = encode_batch(texts, params.nfkc)
-    return _k.shingle_kernel(  # type: ignore[no-any-return]
+    return _k.shingle_kernel(
         buf,
         offsets,
         is_word,

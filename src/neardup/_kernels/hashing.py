@@ -36,6 +36,6 @@ def splitmix64(x: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
-def bucket(h: np.uint64, t: np.int64) -> np.int64:
-    """Map a 64-bit hash to [0, t) by its top 32 bits (multiply-shift, no modulo bias to speak of)."""
+def bucket(h: np.uint64, t: int) -> np.int64:
+    """Map a 64-bit hash to [0, t) by its top 32 bits (multiply-shift, negligible bias)."""
     return np.int64(((h >> np.uint64(32)) * np.uint64(t)) >> np.uint64(32))
