@@ -1,0 +1,28 @@
+"""Edge I/O: JSONL / gzip JSONL / Parquet / text files / stdin -> document batches (pass 1);
+kept mask -> the kept records in the input's own format (pass 2); result writers; atomic output.
+
+Nothing here knows the algorithm: the dedup command streams ``Source.batches()`` into the engine,
+then calls ``Source.write_kept(kept, out)``. Bad input raises ``InputError`` naming file, line
+and fix, or with ``on_error="skip"`` is skipped and counted in ``Source.errors``.
+"""
+
+from __future__ import annotations
+
+from ._atomic import atomic_dir, atomic_write
+from ._report import ErrorReport
+from ._source import FORMATS, DocBatch, Fmt, Source, detect_format, open_source
+from ._writers import write_clusters, write_pairs
+
+__all__ = [
+    "FORMATS",
+    "DocBatch",
+    "ErrorReport",
+    "Fmt",
+    "Source",
+    "atomic_dir",
+    "atomic_write",
+    "detect_format",
+    "open_source",
+    "write_clusters",
+    "write_pairs",
+]

@@ -1,0 +1,188 @@
+"""JSON Lines in and out: bytes of one line -> (id, text); pass 2 copies kept lines verbatim.
+
+Plain and gzip files are told apart by the gzip magic bytes, not the name. Blank lines (empty or
+ASCII whitespace only) are not records: both passes ignore them, and they still count toward line
+numbers. ``orjson`` is used when installed, with the standard ``json`` module as the judge of
+any line it rejects, so the accepted records and the messages do not depend on it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from ._report import (
+    BAD_JSON,
+    BAD_TEXT,
+    INVALID_UTF8,
+    MISSING_FILE,
+    MISSING_TEXT,
+    NOT_OBJECT,
+    UNREADABLE,
+    Entry,
+    Problems,
+    RecordProblem,
+    id_string,
+    json_type,
+    raise_changed,
+)
+
+_fast_loads: Callable[[bytes], Any] | None
+try:  # optional speed-up; never required
+    import orjson
+
+    _fast_loads = orjson.loads
+except ImportError:  # pragma: no cover - depends on the environment
+    _fast_loads = None
+
+_MISSING = object()
+_GZIP_MAGIC = b"\x1f\x8b"
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def parse_record(line: bytes, text_field: str, id_field: str) -> tuple[str | None, str]:
+    """One JSONL line -> (id or None when the id field is absent, text); else RecordProblem."""
+    obj: Any = _MISSING
+    if _fast_loads is not None:
+        try:
+            obj = _fast_loads(line)
+        except Exception:  # the standard library decides and explains below
+            obj = _MISSING
+    if obj is _MISSING:
+        try:
+            decoded = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordProblem(
+                INVALID_UTF8,
+                f"invalid UTF-8 at byte {exc.start + 1} of the line",
+                "re-encode the file as UTF-8",
+            ) from None
+        try:
+            obj = json.loads(decoded.removeprefix("\ufeff"))
+        except json.JSONDecodeError as exc:
+            raise RecordProblem(
+                BAD_JSON,
+                f"not valid JSON ({exc.msg} at column {exc.colno})",
+                "fix the line so it holds exactly one JSON object",
+            ) from None
+    if not isinstance(obj, dict):
+        raise RecordProblem(
+            NOT_OBJECT,
+            f"the line holds {json_type(obj)}, not a JSON object",
+            'write one object per line, e.g. {"id": "a1", "text": "..."}',
+        )
+    text = obj.get(text_field, _MISSING)
+    if text is _MISSING:
+        raise RecordProblem(
+            MISSING_TEXT,
+            f"field '{text_field}' is missing",
+            "use --text-field to name the field that holds the text",
+        )
+    if not isinstance(text, str):
+        raise RecordProblem(
+            BAD_TEXT,
+            f"field '{text_field}' is {json_type(text)}, not a string",
+            "store the text as a JSON string, or use --text-field to name another field",
+        )
+    rid = obj.get(id_field, _MISSING)
+    return (None if rid is _MISSING else id_string(rid, id_field)), text
+
+
+def open_jsonl(entry: Entry) -> BinaryIO:
+    """Open a JSONL file for reading bytes, decompressing gzip if its first bytes say so."""
+    if entry.path is None:  # pragma: no cover - streams are read through entry.stream
+        raise RuntimeError(f"{entry.name} has no file to open")
+    raw = open(entry.path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    try:
+        magic = raw.read(2)
+        raw.seek(0)
+    except BaseException:
+        raw.close()
+        raise
+    if magic == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+def scan_jsonl(
+    entry: Entry,
+    text_field: str,
+    id_field: str,
+    problems: Problems,
+    tee: BinaryIO | None = None,
+) -> Iterator[tuple[int, str | None, str, int]]:
+    """Pass 1: yield (line number, id or None, text, line bytes) for each good record.
+
+    Bad records go to ``problems``; ``tee`` receives every line read (the stdin spool).
+    """
+    try:
+        handle = entry.stream if entry.stream is not None else open_jsonl(entry)
+    except FileNotFoundError:
+        problems.file(entry, MISSING_FILE, "file not found", "check the path")
+        return
+    except OSError as exc:
+        problems.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
+        return
+    recno = 0
+    try:
+        lines = iter(handle)
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                break
+            except _READ_ERRORS as exc:
+                problems.file(
+                    entry,
+                    UNREADABLE,
+                    f"reading failed after line {recno} ({exc})",
+                    "repair or re-create the file",
+                )
+                return
+            recno += 1
+            if tee is not None:
+                tee.write(line)
+            if not line.strip():
+                continue
+            try:
+                rid, text = parse_record(line, text_field, id_field)
+            except RecordProblem as p:
+                problems.record(entry, recno, p.kind, p.problem, p.fix)
+                continue
+            yield recno, rid, text, len(line)
+    finally:
+        if entry.stream is None:
+            handle.close()
+
+
+def copy_kept_jsonl(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> None:
+    """Pass 2: write the lines of the file's kept documents to ``out``, byte for byte.
+
+    ``keep[i]`` is for the file's i-th accepted record; records skipped in pass 1 are skipped by
+    line number, blank lines by the same test as pass 1, and reading stops after the last
+    accepted record (so a file truncated after it reads the same as in pass 1).
+    """
+    remaining = entry.n_docs
+    if remaining == 0:
+        return
+    skipped = entry.skipped
+    flags: list[bool] = keep.tolist()
+    i = 0
+    with open_jsonl(entry) as handle:
+        recno = 0
+        for line in handle:
+            recno += 1
+            if not line.strip() or recno in skipped:
+                continue
+            if flags[i]:
+                out.write(line if line.endswith(b"\n") else line + b"\n")
+            i += 1
+            if i == remaining:
+                return
+    raise_changed(entry)

@@ -1,0 +1,223 @@
+"""Parquet in and out: record batches -> (id, text) rows; pass 2 filters rows, schema unchanged.
+
+Only the text and id columns are read in pass 1; pass 2 reads every column and writes the kept
+rows with the first file's schema (all columns and metadata preserved). Rows are numbered from 1
+across the file; skipped rows are remembered by that number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ._report import (
+    BAD_ID,
+    BAD_SCHEMA,
+    BAD_TEXT,
+    MISSING_FILE,
+    UNREADABLE,
+    Entry,
+    Problems,
+    raise_changed,
+)
+
+#: Rows per record batch read from a Parquet file (and per row group written).
+BATCH_ROWS = 65_536
+
+_READ_ERRORS = (OSError, pa.ArrowException, UnicodeDecodeError)
+
+
+def _is_text_type(dtype: pa.DataType) -> bool:
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    is_view = getattr(pa.types, "is_string_view", None)
+    return bool(
+        pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or (is_view is not None and is_view(dtype))
+    )
+
+
+def _as_strings(column: pa.Array) -> list[str | None]:
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if not _is_text_type(column.type):
+        column = pc.cast(column, pa.string())
+    values: list[str | None] = column.to_pylist()
+    return values
+
+
+@dataclass
+class SchemaRef:
+    """The schema of the first usable Parquet file: every later file must match it."""
+
+    schema: pa.Schema | None = None
+    name: str = ""
+
+
+def scan_parquet(
+    entry: Entry, text_field: str, id_field: str, problems: Problems, first: SchemaRef
+) -> Iterator[tuple[int, str | None, str, int]]:
+    """Pass 1: yield (row number, id or None, text, text bytes) for each good row."""
+    try:
+        pfile = pq.ParquetFile(entry.path)
+    except FileNotFoundError:
+        problems.file(entry, MISSING_FILE, "file not found", "check the path")
+        return
+    except _READ_ERRORS as exc:
+        problems.file(entry, UNREADABLE, f"not a readable Parquet file ({exc})", "check the file")
+        return
+    schema = pfile.schema_arrow
+    names = schema.names
+    if text_field not in names:
+        shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+        problems.file(
+            entry,
+            BAD_SCHEMA,
+            f"there is no column '{text_field}' (columns: {shown})",
+            "use --text-field to name the column that holds the text",
+        )
+        return
+    text_type = schema.field(text_field).type
+    if not _is_text_type(text_type):
+        problems.file(
+            entry,
+            BAD_SCHEMA,
+            f"column '{text_field}' has type {text_type}, not string",
+            "store the text as a string column, or use --text-field to name another column",
+        )
+        return
+    has_id = id_field in names
+    if has_id:
+        id_type = schema.field(id_field).type
+        if not (_is_text_type(id_type) or pa.types.is_integer(id_type)):
+            problems.file(
+                entry,
+                BAD_SCHEMA,
+                f"column '{id_field}' has type {id_type}, not string or integer",
+                "store ids as strings or integers, or use --id-field to name another column",
+            )
+            return
+    if first.schema is None:
+        first.schema, first.name = schema, entry.name
+    elif not schema.equals(first.schema, check_metadata=False):
+        problems.file(
+            entry,
+            BAD_SCHEMA,
+            f"its columns differ from those of {first.name}",
+            "deduplicate files with one schema together, or convert them to one schema first",
+        )
+        return
+    columns = [text_field, id_field] if has_id else [text_field]
+    row0 = 0
+    try:
+        for batch in pfile.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+            texts = _as_strings(batch.column(0))
+            sizes: list[int] = (
+                pc.binary_length(batch.column(0).cast(pa.string()))
+                .fill_null(0)
+                .to_numpy(zero_copy_only=False)
+                .tolist()
+            )
+            ids = _as_strings(batch.column(1)) if has_id else None
+            for j, text in enumerate(texts):
+                recno = row0 + j + 1
+                if text is None:
+                    problems.record(
+                        entry,
+                        recno,
+                        BAD_TEXT,
+                        f"field '{text_field}' is null",
+                        "give every row a text (an empty string is fine)",
+                    )
+                    continue
+                rid = None
+                if ids is not None:
+                    rid = ids[j]
+                    if rid is None:
+                        problems.record(
+                            entry,
+                            recno,
+                            BAD_ID,
+                            f"field '{id_field}' is null",
+                            "give every row an id, or use --id-field to name another column",
+                        )
+                        continue
+                yield recno, rid, text, sizes[j]
+            row0 += batch.num_rows
+    except _READ_ERRORS as exc:
+        problems.file(
+            entry,
+            UNREADABLE,
+            f"reading failed after row {row0} ({exc})",
+            "repair or re-create the file",
+        )
+
+
+@dataclass
+class ParquetSink:
+    """Buffers filtered batches and writes them as row groups of about BATCH_ROWS rows."""
+
+    out: BinaryIO
+    schema: pa.Schema
+    _writer: pq.ParquetWriter | None = None
+    _buffer: list[pa.RecordBatch] = field(default_factory=list)
+    _rows: int = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        self._buffer.append(batch)
+        self._rows += batch.num_rows
+        if self._rows >= BATCH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.out, self.schema)
+        if self._buffer:
+            table = pa.Table.from_batches(self._buffer).cast(self.schema)
+            self._writer.write_table(table, row_group_size=max(self._rows, 1))
+        self._buffer, self._rows = [], 0
+
+    def close(self) -> None:
+        """Write what is buffered and the footer (an empty file still gets the schema)."""
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+
+
+def copy_kept_parquet(entry: Entry, keep: npt.NDArray[np.bool_], sink: ParquetSink) -> None:
+    """Pass 2: write the rows of the file's kept documents, every column preserved.
+
+    ``keep[i]`` is for the file's i-th accepted row; rows skipped in pass 1 are skipped by row
+    number, vectorised per batch.
+    """
+    remaining = entry.n_docs
+    if remaining == 0:
+        return
+    skip_rows = np.array(sorted(entry.skipped), dtype=np.int64)
+    pfile = pq.ParquetFile(entry.path)
+    done = 0
+    row0 = 0
+    for batch in pfile.iter_batches(batch_size=BATCH_ROWS):
+        n = batch.num_rows
+        accepted = np.ones(n, dtype=np.bool_)
+        lo, hi = np.searchsorted(skip_rows, [row0 + 1, row0 + n + 1])
+        accepted[skip_rows[lo:hi] - row0 - 1] = False
+        index = np.flatnonzero(accepted)[: remaining - done]
+        select = np.zeros(n, dtype=np.bool_)
+        select[index] = keep[done : done + index.size]
+        sink.write(batch.filter(pa.array(select)))
+        done += index.size
+        row0 += n
+        if done == remaining:
+            return
+    raise_changed(entry)

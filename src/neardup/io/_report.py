@@ -1,0 +1,163 @@
+"""Bad-input bookkeeping: one input file's pass-1 record, and stop-or-skip handling of problems.
+
+In "stop" mode a problem raises ``InputError`` naming the file, line (or row) and how to fix it;
+in "skip" mode the record (or file) is dropped, counted by kind, and remembered by its record
+number so that pass 2 drops exactly the same records and global positions never shift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+from ..errors import InputError
+
+OnError = Literal["stop", "skip"]
+
+# Kinds of problem. Record-level kinds count records; file-level kinds count files.
+BAD_JSON = "bad_json"  # a JSONL line that is not valid JSON
+NOT_OBJECT = "not_object"  # valid JSON, but not an object
+MISSING_TEXT = "missing_text"  # the text field is absent
+BAD_TEXT = "bad_text"  # the text field is not a string (number, null, list, ...)
+BAD_ID = "bad_id"  # the id field is neither a string nor an integer
+INVALID_UTF8 = "invalid_utf8"  # bytes that do not decode as UTF-8
+DUPLICATE_ID = "duplicate_id"  # an id already used by an earlier record (the later is dropped)
+MISSING_FILE = "missing_file"  # an input path that does not exist (file level)
+UNREADABLE = "unreadable"  # a file or folder that cannot be read or decoded (file level)
+BAD_SCHEMA = "bad_schema"  # a Parquet file without a usable text column (file level)
+
+#: How many problem messages an ErrorReport keeps verbatim.
+MAX_EXAMPLES = 5
+
+_SKIP_HINT = "or use --on-error skip to skip and count such records"
+
+
+@dataclass
+class ErrorReport:
+    """Problems skipped in "skip" mode: counts by kind and the first few messages."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        """Number of problems (skipped records plus skipped files)."""
+        return sum(self.counts.values())
+
+    def add(self, kind: str, message: str) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(message)
+
+    def summary(self) -> str:
+        """One line for a log: "skipped 3 problems (bad_json 2, duplicate_id 1); first: ..."."""
+        if not self.counts:
+            return "no input problems"
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.counts.items()))
+        return f"skipped {self.total} problems ({kinds}); first: {self.examples[0]}"
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready form for a run report."""
+        return {"total": self.total, "counts": dict(self.counts), "examples": list(self.examples)}
+
+
+@dataclass
+class Entry:
+    """One input (file or stdin) and what pass 1 learned about it.
+
+    ``skipped`` holds the 1-based record numbers (JSONL line, Parquet row) dropped in pass 1;
+    ``start`` and ``n_docs`` give the contiguous range of global positions its documents took.
+    """
+
+    name: str  # as the user wrote it: used in messages and as the id of text files
+    fmt: str  # "jsonl" | "parquet" | "text"
+    path: Path | None  # None for stdin until it is spooled
+    rel: Path | None = None  # text files: where a kept copy goes under the output folder
+    stream: BinaryIO | None = None  # stdin (or another binary stream) read in pass 1
+    stamp: tuple[int, int] | None = None  # (size, mtime_ns) seen in pass 1
+    skipped: set[int] = field(default_factory=set)
+    start: int = 0
+    n_docs: int = 0
+
+    def where(self, recno: int | None) -> str:
+        if recno is None or self.fmt == "text":
+            return self.name
+        unit = "row" if self.fmt == "parquet" else "line"
+        return f"{self.name} {unit} {recno}"
+
+    def reset(self) -> None:
+        self.skipped = set()
+        self.start = 0
+        self.n_docs = 0
+
+
+class Problems:
+    """Raise (stop) or count and remember (skip) each input problem."""
+
+    def __init__(self, on_error: OnError, report: ErrorReport) -> None:
+        self.on_error = on_error
+        self.report = report
+
+    def record(self, entry: Entry, recno: int, kind: str, problem: str, fix: str) -> None:
+        """A bad record: raises in stop mode, else counts it and marks it skipped for pass 2."""
+        message = f"{entry.where(recno)}: {problem}; {fix}"
+        if self.on_error == "stop":
+            raise InputError(f"{message}, {_SKIP_HINT}")
+        self.report.add(kind, message)
+        entry.skipped.add(recno)
+
+    def file(self, entry: Entry, kind: str, problem: str, fix: str) -> None:
+        """A bad file (the rest of it is dropped): raises in stop mode, else counts it."""
+        message = f"{entry.name}: {problem}; {fix}"
+        if self.on_error == "stop":
+            raise InputError(f"{message}, {_SKIP_HINT}")
+        self.report.add(kind, message)
+
+
+class RecordProblem(Exception):
+    """Raised by a record parser; the scanner turns it into Problems.record(...)."""
+
+    def __init__(self, kind: str, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.kind = kind
+        self.problem = problem
+        self.fix = fix
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for messages: "a number", "null", ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__  # pragma: no cover - json only makes the types above
+
+
+def id_string(value: object, id_field: str) -> str:
+    """An id value as a string: strings as they are, integers in decimal; else RecordProblem."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise RecordProblem(
+        BAD_ID,
+        f"field '{id_field}' is {json_type(value)}, not a string or integer",
+        "store ids as strings or integers, or use --id-field to name another field",
+    )
+
+
+def raise_changed(entry: Entry) -> None:
+    """Pass 2 found fewer records than pass 1: the input changed underneath us."""
+    raise InputError(
+        f"{entry.name}: the file changed between the two passes (pass 1 read {entry.n_docs} "
+        "records); do not modify the input while neardup runs"
+    )

@@ -1,0 +1,389 @@
+"""Inputs -> batches of (ids, texts, global positions) in pass 1; kept mask -> output in pass 2.
+
+A global position is the 0-based index of a document among the accepted records of all inputs,
+in input order. Pass 1 remembers, per file, the record numbers it skipped and the position range
+it produced; pass 2 skips exactly those records and checks the file did not change in between,
+so ``kept[position]`` always refers to the record that pass 1 produced at that position.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import weakref
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Literal, cast
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from ..errors import InputError, ParamError
+from ._atomic import Output, atomic_dir, open_output
+from ._jsonl import copy_kept_jsonl, scan_jsonl
+from ._parquet import ParquetSink, SchemaRef, copy_kept_parquet, scan_parquet
+from ._report import (
+    DUPLICATE_ID,
+    MISSING_FILE,
+    UNREADABLE,
+    Entry,
+    ErrorReport,
+    OnError,
+    Problems,
+)
+from ._text import copy_kept_text, scan_text
+
+Fmt = Literal["jsonl", "parquet", "text"]
+FORMATS: tuple[Fmt, ...] = ("jsonl", "parquet", "text")
+Inputs = str | Path | BinaryIO | Sequence[str | Path]
+
+_JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz")
+_PARQUET_SUFFIXES = (".parquet", ".pq")
+_STDIN_NAME = "<stdin>"
+_RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
+
+
+@dataclass(frozen=True, slots=True)
+class DocBatch:
+    """Documents of one pass-1 batch.
+
+    ``positions[i]`` is the global 0-based index of document i (consecutive across batches);
+    ``nbytes`` is the input size these documents came from (JSONL line bytes, text-file bytes,
+    Parquet text bytes), for throughput reports.
+    """
+
+    ids: list[str]
+    texts: list[str]
+    positions: npt.NDArray[np.int64]
+    nbytes: int
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def detect_format(path: str | Path) -> Fmt:
+    """Format from the name: .jsonl/.json/.ndjson (optionally .gz) -> "jsonl", .parquet/.pq ->
+    "parquet", a folder or anything else -> "text"."""
+    name = Path(path).name.lower()
+    if name.endswith(_JSONL_SUFFIXES):
+        return "jsonl"
+    if name.endswith(_PARQUET_SUFFIXES):
+        return "parquet"
+    return "text"
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(size, mtime in ns) of a file, None if it cannot be read: tells a changed file apart."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class Source:
+    """Documents from one or more inputs of one format, readable in two passes.
+
+    Use ``batches()`` for pass 1 and ``write_kept()`` for pass 2; ``errors`` counts the records
+    and files skipped in "skip" mode (reset at the start of each pass 1). Close it (or use it as
+    a context manager) to remove the stdin spool file.
+    """
+
+    def __init__(
+        self,
+        entries: list[Entry],
+        fmt: Fmt,
+        text_field: str,
+        id_field: str,
+        on_error: OnError,
+        open_problems: list[tuple[str, str]],
+    ) -> None:
+        self.fmt: Fmt = fmt
+        self.text_field = text_field
+        self.id_field = id_field
+        self.on_error: OnError = on_error
+        self.errors = ErrorReport()
+        #: Number of documents pass 1 produced; None until a pass 1 has run to the end.
+        self.n_docs: int | None = None
+        self._entries = entries
+        self._open_problems = open_problems
+        self._schema: pa.Schema | None = None
+        self._spool: str | None = None
+        self._spool_complete = False
+        self._finalizer: weakref.finalize | None = None
+
+    # ----------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Remove the stdin spool file, if any. Pass 2 is impossible afterwards for stdin."""
+        if self._finalizer is not None:
+            self._finalizer()
+        self._spool = None
+        self._spool_complete = False
+
+    def __enter__(self) -> Source:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def input_bytes(self) -> int | None:
+        """Total size of the input files (compressed size for gzip), None for a stream."""
+        total = 0
+        for entry in self._entries:
+            if entry.stream is not None and not self._spool_complete:
+                return None
+            if entry.path is not None and entry.path.exists():
+                total += entry.path.stat().st_size
+        return total
+
+    # ----------------------------------------------------------------- pass 1
+    def batches(self, batch_size: int = 10_000) -> Iterator[DocBatch]:
+        """Pass 1: the documents in input order, ``batch_size`` per batch (the last may be
+        shorter). The concatenated ids, texts and positions do not depend on ``batch_size``."""
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise ParamError(f"batch_size must be a positive integer, got {batch_size!r}")
+        return self._pass1(batch_size)
+
+    def _pass1(self, batch_size: int) -> Iterator[DocBatch]:
+        self.n_docs = None
+        self.errors.counts.clear()
+        self.errors.examples.clear()
+        for kind, message in self._open_problems:
+            self.errors.add(kind, message)
+        problems = Problems(self.on_error, self.errors)
+        first = SchemaRef()
+        seen: dict[str, int] = {}
+        many = len(self._entries) > 1
+        ids: list[str] = []
+        texts: list[str] = []
+        nbytes = 0
+        pos = 0
+        for index, entry in enumerate(self._entries):
+            entry.reset()
+            entry.start = pos
+            for recno, rid, text, size in self._scan(entry, problems, first):
+                if rid is None:
+                    rid = f"{entry.name}:{recno}" if many else str(recno)
+                key = (index << _RECNO_BITS) | recno
+                earlier = seen.setdefault(rid, key)
+                if earlier != key:
+                    problems.record(
+                        entry,
+                        recno,
+                        DUPLICATE_ID,
+                        f"id {rid!r} is already used by {self._where(earlier)}",
+                        "make the ids unique (with --on-error skip the first record with an id "
+                        "is kept and later ones are dropped)",
+                    )
+                    continue
+                ids.append(rid)
+                texts.append(text)
+                nbytes += size
+                entry.n_docs += 1
+                pos += 1
+                if len(ids) == batch_size:
+                    yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes)
+                    ids, texts, nbytes = [], [], 0
+        if ids:
+            yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes)
+        self._schema = first.schema
+        self.n_docs = pos
+
+    def _where(self, key: int) -> str:
+        entry = self._entries[key >> _RECNO_BITS]
+        return entry.where(key & ((1 << _RECNO_BITS) - 1))
+
+    def _scan(
+        self, entry: Entry, problems: Problems, first: SchemaRef
+    ) -> Iterator[tuple[int, str | None, str, int]]:
+        if entry.stream is not None:
+            yield from self._scan_stream(entry, problems)
+            return
+        if entry.path is not None:
+            entry.stamp = _stamp(entry.path)  # None if missing: the scanner reports that
+        if self.fmt == "jsonl":
+            yield from scan_jsonl(entry, self.text_field, self.id_field, problems)
+        elif self.fmt == "parquet":
+            yield from scan_parquet(entry, self.text_field, self.id_field, problems, first)
+        else:
+            yield from scan_text(entry, problems)
+
+    def _scan_stream(
+        self, entry: Entry, problems: Problems
+    ) -> Iterator[tuple[int, str | None, str, int]]:
+        """Read stdin once, copying every line into a spool file that later passes read."""
+        if self._spool is not None:
+            raise InputError(
+                f"{entry.name}: the stream was only partly read by an earlier pass and cannot "
+                "be read again; run pass 1 to the end before pass 2"
+            )
+        fd, spool = tempfile.mkstemp(prefix="neardup-stdin-", suffix=".jsonl")
+        self._spool = spool
+        self._finalizer = weakref.finalize(self, _unlink_quietly, spool)
+        with os.fdopen(fd, "wb") as tee:
+            yield from scan_jsonl(entry, self.text_field, self.id_field, problems, tee=tee)
+        entry.stream = None
+        entry.path = Path(spool)
+        entry.stamp = _stamp(entry.path)
+        self._spool_complete = True
+
+    # ----------------------------------------------------------------- pass 2
+    def write_kept(self, kept: npt.ArrayLike, out: Output) -> int:
+        """Pass 2: write the records whose ``kept[position]`` is True, in input order and in the
+        input's format, to ``out``; returns how many were written.
+
+        JSONL: the original line bytes, verbatim (gzip-compressed if ``out`` ends in ``.gz``;
+        ``"-"`` or a binary stream is written to directly). Parquet: one file with the first
+        input's schema and every column. Text: ``out`` is a new (or empty) folder that receives
+        a copy of each kept file under its path relative to the inputs' common folder.
+        Runs pass 1 first if it has not run to the end.
+        """
+        if self.n_docs is None:
+            for _ in self._pass1(65_536):
+                pass
+        n_docs = cast(int, self.n_docs)
+        mask = np.asarray(kept)
+        if mask.dtype != np.bool_ or mask.shape != (n_docs,):
+            raise ParamError(
+                f"kept must be a bool array of shape ({n_docs},), one flag per document, "
+                f"got dtype {mask.dtype} and shape {mask.shape}"
+            )
+        for entry in self._entries:
+            if entry.n_docs and entry.path is not None and entry.stamp != _stamp(entry.path):
+                raise InputError(
+                    f"{entry.name}: the file changed between the two passes; do not modify "
+                    "the input while neardup runs"
+                )
+
+        def part(entry: Entry) -> npt.NDArray[np.bool_]:
+            return mask[entry.start : entry.start + entry.n_docs]
+
+        if self.fmt == "text":
+            if not isinstance(out, str | Path) or str(out) == "-":
+                raise ParamError("text-file input writes kept files to a folder: name one")
+            with atomic_dir(out) as folder:
+                for entry in self._entries:
+                    copy_kept_text(entry, part(entry), folder)
+        elif self.fmt == "parquet":
+            schema = self._schema or pa.schema([pa.field(self.text_field, pa.string())])
+            with open_output(out) as handle:
+                sink = ParquetSink(handle, schema)
+                for entry in self._entries:
+                    copy_kept_parquet(entry, part(entry), sink)
+                sink.close()
+        else:
+            with open_output(out) as handle:
+                for entry in self._entries:
+                    copy_kept_jsonl(entry, part(entry), handle)
+        return int(mask.sum())
+
+
+def _expand_folder(folder: Path, problems: list[tuple[str, str]], on_error: OnError) -> list[Path]:
+    """Regular files under ``folder``, recursively, sorted, hidden names left out."""
+
+    def failed(exc: OSError) -> None:
+        message = (
+            f"{exc.filename}: cannot read the folder ({exc.strerror or exc}); check its permissions"
+        )
+        if on_error == "stop":
+            raise InputError(message + ", or use --on-error skip to skip it")
+        problems.append((UNREADABLE, message))
+
+    files: list[Path] = []
+    for root, dirs, names in os.walk(folder, onerror=failed):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
+    return [f for f in files if f.is_file()]
+
+
+def open_source(
+    inputs: Inputs,
+    fmt: Fmt | None = None,
+    *,
+    text_field: str = "text",
+    id_field: str = "id",
+    on_error: OnError = "stop",
+) -> Source:
+    """Open documents for deduplication.
+
+    ``inputs``: a path, a list of paths, ``"-"`` for standard input, or a binary stream (read
+    as JSONL and spooled to a temporary file during pass 1). A folder stands for the regular
+    files under it (recursive, sorted, hidden names left out). ``fmt`` forces the format,
+    otherwise each file's name decides (see ``detect_format``) and mixed formats are an error.
+
+    JSONL records are objects with a string ``text_field`` and an optional ``id_field`` (string
+    or integer); a record without an id gets its 1-based line number (``"NAME:LINE"`` when
+    there are several input files). Text files: id = path, text = content. Ids must be unique.
+
+    ``on_error="stop"`` raises InputError at the first bad record (naming file, line, problem
+    and fix); ``"skip"`` drops bad records and counts them in ``Source.errors``; for a
+    duplicated id the first record is kept. Empty texts are not errors.
+    """
+    if on_error not in ("stop", "skip"):
+        raise ParamError(f"on_error must be 'stop' or 'skip', got {on_error!r}")
+    if fmt is not None and fmt not in FORMATS:
+        raise ParamError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    for label, value in (("text field", text_field), ("id field", id_field)):
+        if not isinstance(value, str) or not value:
+            raise ParamError(f"the {label} must be a non-empty string, got {value!r}")
+
+    if hasattr(inputs, "read") or (isinstance(inputs, str | Path) and str(inputs) == "-"):
+        if fmt not in (None, "jsonl"):
+            raise ParamError(f"standard input is read as JSONL, not {fmt}; use a file for {fmt}")
+        stream = sys.stdin.buffer if isinstance(inputs, str | Path) else cast(BinaryIO, inputs)
+        entry = Entry(name=_STDIN_NAME, fmt="jsonl", path=None, stream=stream)
+        return Source([entry], "jsonl", text_field, id_field, on_error, [])
+
+    paths = [inputs] if isinstance(inputs, str | Path) else list(cast(Sequence, inputs))
+    if not paths:
+        raise ParamError("no inputs given; name at least one file or folder")
+    if any(str(p) == "-" for p in paths):
+        raise ParamError("'-' (standard input) cannot be combined with other inputs")
+
+    open_problems: list[tuple[str, str]] = []
+    found: list[tuple[Path, Path]] = []  # (file, folder it was listed under or its parent)
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend((f, path) for f in _expand_folder(path, open_problems, on_error))
+        elif path.exists():
+            found.append((path, path.parent))
+        else:
+            message = f"{path}: file not found; check the path"
+            if on_error == "stop":
+                raise InputError(message + ", or use --on-error skip to skip it")
+            open_problems.append((MISSING_FILE, message))
+
+    formats = {f: (fmt or detect_format(f)) for f, _ in found}
+    kinds = sorted(set(formats.values()))
+    if len(kinds) > 1:
+        examples = ", ".join(
+            f"{next(str(f) for f, k in formats.items() if k == kind)} is {kind}" for kind in kinds
+        )
+        raise ParamError(
+            f"the inputs mix formats ({examples}); give files of one format, or force one "
+            "with --format"
+        )
+    chosen: Fmt = fmt or (kinds[0] if kinds else "jsonl")
+
+    root = os.path.commonpath([os.path.abspath(base) for _, base in found]) if found else "."
+    entries = [
+        Entry(
+            name=str(f),
+            fmt=chosen,
+            path=f,
+            rel=Path(os.path.relpath(os.path.abspath(f), root)) if chosen == "text" else None,
+        )
+        for f, _ in found
+    ]
+    return Source(entries, chosen, text_field, id_field, on_error, open_problems)
