@@ -1,0 +1,180 @@
+"""Numba kernels: sorted (key, document) codes -> document pairs sharing a key; pair run-lengths."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+# Slots of the stats array filled by column_pairs (counted once, in its counting pass).
+BIG_BUCKETS = 0  # buckets larger than max_bucket
+BIG_SLOTS = 1  # sum of their sizes
+BIG_PAIRS = 2  # pairs emitted for them
+BIG_QUADRATIC = 3  # pairs all-pairs emission would have produced for them
+LARGEST = 4  # largest bucket seen (any size)
+N_STATS = 5
+
+
+@njit(cache=True, nogil=True)
+def _bucket(
+    members: np.ndarray,
+    max_bucket: int,
+    ident: np.ndarray,
+    use_ident: bool,
+    out_a: np.ndarray,
+    out_b: np.ndarray,
+    pos: int,
+    fill: bool,
+    in_big: np.ndarray,
+    stats: np.ndarray,
+) -> int:
+    """Emit the pairs of one bucket (documents ascending, length >= 2); return the new position.
+
+    Up to max_bucket members: all pairs. Above: a chain of consecutive members (in document
+    order), or, with identical-group ids, a chain through each id's members only.
+    """
+    size = members.shape[0]
+    if not fill and size > stats[LARGEST]:
+        stats[LARGEST] = size
+    if size <= max_bucket:
+        if fill:
+            for x in range(size):
+                for y in range(x + 1, size):
+                    out_a[pos] = members[x]
+                    out_b[pos] = members[y]
+                    pos += 1
+        else:
+            pos += size * (size - 1) // 2
+        return pos
+    start = pos
+    if use_ident:
+        ids = ident[members]
+        order = np.argsort(ids, kind="mergesort")  # stable: documents stay ascending per id
+        for x in range(size - 1):
+            if ids[order[x]] == ids[order[x + 1]]:
+                if fill:
+                    out_a[pos] = members[order[x]]
+                    out_b[pos] = members[order[x + 1]]
+                pos += 1
+    else:
+        for x in range(size - 1):
+            if fill:
+                out_a[pos] = members[x]
+                out_b[pos] = members[x + 1]
+            pos += 1
+    if not fill:
+        stats[BIG_BUCKETS] += 1
+        stats[BIG_SLOTS] += size
+        stats[BIG_PAIRS] += pos - start
+        stats[BIG_QUADRATIC] += size * (size - 1) // 2
+        for x in range(size):
+            in_big[members[x]] = True
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def column_pairs(
+    keys: np.ndarray,
+    values: np.ndarray,
+    shift: int,
+    max_bucket: int,
+    ident: np.ndarray,
+    use_ident: bool,
+    in_big: np.ndarray,
+    stats: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (a < b) of documents with equal non-EMPTY values in one feature column.
+
+    keys: sorted uint64 codes ``(value >> shift << shift) | doc``, one per document, so runs of
+    equal high bits hold candidate buckets with documents ascending. A run whose full values
+    (``values[doc]``) differ is a truncation collision: it is split by a stable sort on the full
+    value. Two passes: count, allocate, fill.
+    """
+    mask = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
+    sh = np.uint64(shift)
+    n_keys = keys.shape[0]
+    out_a = np.empty(0, dtype=np.int64)
+    out_b = np.empty(0, dtype=np.int64)
+    for p in range(2):
+        fill = p == 1
+        pos = 0
+        i = 0
+        while i < n_keys:
+            hi = keys[i] >> sh
+            j = i + 1
+            while j < n_keys and (keys[j] >> sh) == hi:
+                j += 1
+            if j - i >= 2:
+                v0 = values[np.int64(keys[i] & mask)]
+                same = True
+                for x in range(i + 1, j):
+                    if values[np.int64(keys[x] & mask)] != v0:
+                        same = False
+                        break
+                if same and v0 == EMPTY:
+                    pass
+                elif same:
+                    docs = (keys[i:j] & mask).astype(np.int64)
+                    pos = _bucket(
+                        docs, max_bucket, ident, use_ident, out_a, out_b, pos, fill, in_big, stats
+                    )
+                else:
+                    docs = (keys[i:j] & mask).astype(np.int64)
+                    vals = values[docs]
+                    order = np.argsort(vals, kind="mergesort")
+                    sdocs = docs[order]
+                    svals = vals[order]
+                    u = 0
+                    while u < j - i:
+                        w = u + 1
+                        while w < j - i and svals[w] == svals[u]:
+                            w += 1
+                        if w - u >= 2 and svals[u] != EMPTY:
+                            pos = _bucket(
+                                sdocs[u:w].copy(),
+                                max_bucket,
+                                ident,
+                                use_ident,
+                                out_a,
+                                out_b,
+                                pos,
+                                fill,
+                                in_big,
+                                stats,
+                            )
+                        u = w
+            i = j
+        if not fill:
+            out_a = np.empty(pos, dtype=np.int64)
+            out_b = np.empty(pos, dtype=np.int64)
+    return out_a, out_b
+
+
+@njit(cache=True, nogil=True)
+def count_runs(codes: np.ndarray, min_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values of sorted `codes` that occur at least min_count times, with their counts."""
+    n = codes.shape[0]
+    m = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and codes[j] == codes[i]:
+            j += 1
+        if j - i >= min_count:
+            m += 1
+        i = j
+    out = np.empty(m, dtype=np.int64)
+    counts = np.empty(m, dtype=np.int32)
+    m = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and codes[j] == codes[i]:
+            j += 1
+        if j - i >= min_count:
+            out[m] = codes[i]
+            counts[m] = min(j - i, 2147483647)
+            m += 1
+        i = j
+    return out, counts

@@ -1,0 +1,174 @@
+"""Keys uint64[n, k] -> candidate pairs (a < b) sharing >= r keys, by sorting, never all-pairs.
+
+Broder's phases 2-3: expand every document's keys into (key, document) records, sort them, read
+off runs of equal keys ("buckets"), emit the document pairs inside each bucket, then sort the
+pair codes ``a*n + b`` and run-length count how many keys each pair shares. Work and memory are
+proportional to the number of records plus the pairs emitted, not to n².
+
+Keys are compared only within their column: key j of one document only meets key j of another
+(each column is sorted on its own). Broder features already hash their band number in, so this
+costs nothing for them and keeps other keys (e.g. permuted-table keys) honest too.
+
+Big buckets: a key shared by very many documents (boilerplate, templates) would make the bucket
+emit a quadratic number of pairs. Buckets larger than ``max_bucket`` are linked by a chain
+instead (consecutive members in document order; with ``identical`` group ids, consecutive members
+of the same group only). A chain keeps the bucket connected for clustering with len-1 pairs
+instead of len·(len-1)/2, but the pairs are no longer all present: counts from such buckets are
+lower bounds. The stats say how often this happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._kernels import candidates as _k
+from .errors import InputError, ParamError
+
+#: The "no key" sentinel: skipped (equal to ``neardup.features.EMPTY``).
+EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+#: Default bucket size above which a bucket is chained instead of emitting all its pairs.
+DEFAULT_MAX_BUCKET = 200
+
+
+@dataclass(frozen=True)
+class CandidateStats:
+    """What candidate generation did.
+
+    raw_pairs: pairs emitted from buckets before merging repeats (one per shared key).
+    pairs: distinct pairs kept (sharing >= r keys).
+    big_buckets: buckets larger than max_bucket, handled by chaining.
+    big_bucket_slots: sum of their sizes; big_bucket_docs: distinct documents in them.
+    big_bucket_pairs: pairs emitted for them; big_bucket_quadratic_pairs: pairs all-pairs
+    emission would have produced for them instead.
+    largest_bucket: size of the largest bucket seen.
+    """
+
+    n_docs: int
+    n_keys: int
+    raw_pairs: int
+    pairs: int
+    big_buckets: int
+    big_bucket_slots: int
+    big_bucket_docs: int
+    big_bucket_pairs: int
+    big_bucket_quadratic_pairs: int
+    largest_bucket: int
+
+
+@dataclass(frozen=True)
+class CandidateResult:
+    """Candidate pairs: a < b (int64), sorted by a then b; count = keys shared (int32)."""
+
+    a: npt.NDArray[np.int64]
+    b: npt.NDArray[np.int64]
+    count: npt.NDArray[np.int32]
+    stats: CandidateStats
+
+    def __len__(self) -> int:
+        return int(self.a.shape[0])
+
+
+def _check_features(keys: npt.ArrayLike, empty: npt.ArrayLike | None) -> npt.NDArray[np.uint64]:
+    arr = np.asarray(keys)
+    if arr.ndim != 2:
+        raise InputError(f"keys must be a 2-D array (documents x keys), got shape {arr.shape}")
+    if arr.dtype != np.uint64:
+        raise InputError(f"keys must have dtype uint64, got {arr.dtype}; use neardup.features")
+    if empty is not None:
+        mask = np.asarray(empty)
+        if mask.shape != (arr.shape[0],) or mask.dtype != np.bool_:
+            raise InputError(
+                f"empty must be a bool array with one entry per document ({arr.shape[0]}), "
+                f"got {mask.dtype} shape {mask.shape}"
+            )
+        if mask.any():
+            arr = arr.copy()
+            arr[mask] = EMPTY
+    return arr
+
+
+def candidate_pairs(
+    keys: npt.ArrayLike,
+    r: int = 1,
+    *,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    identical: npt.ArrayLike | None = None,
+    empty: npt.ArrayLike | None = None,
+) -> CandidateResult:
+    """Document pairs sharing at least r keys in the same column, by sorting.
+
+    keys: uint64[n, k] (Broder features, band keys...); EMPTY entries are "no key".
+    r: minimum number of shared keys (1 <= r <= k).
+    max_bucket: buckets with more members are chained, not expanded (see the module docstring).
+    identical: optional int64[n] exact-duplicate group per document (e.g. from a content hash);
+      inside big buckets only documents of the same group are chained.
+    empty: optional bool[n]; documents marked True get no keys.
+    Output is deterministic: sorted by a, then b.
+    """
+    arr = _check_features(keys, empty)
+    n, k = arr.shape
+    if not isinstance(r, int | np.integer) or isinstance(r, bool) or not 1 <= r <= max(k, 1):
+        raise ParamError(f"r must be an integer from 1 to the number of keys ({k}), got {r!r}")
+    if (
+        not isinstance(max_bucket, int | np.integer)
+        or isinstance(max_bucket, bool)
+        or max_bucket < 2
+    ):
+        raise ParamError(f"max_bucket must be an integer >= 2, got {max_bucket!r}")
+    if n >= 3_000_000_000:
+        raise ParamError(f"{n} documents is too many for one call; split the collection")
+    use_ident = identical is not None
+    ident = np.zeros(0, dtype=np.int64)
+    if identical is not None:
+        ident_arr = np.asarray(identical)
+        if ident_arr.shape != (n,) or not np.issubdtype(ident_arr.dtype, np.integer):
+            raise InputError(
+                f"identical must be an integer array with one group id per document ({n}), "
+                f"got {ident_arr.dtype} shape {ident_arr.shape}"
+            )
+        ident = np.ascontiguousarray(ident_arr.astype(np.int64, copy=False))
+
+    shift = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << shift) - 1)
+    docs = np.arange(n, dtype=np.uint64)
+    in_big = np.zeros(n, dtype=np.bool_)
+    stats = np.zeros(_k.N_STATS, dtype=np.int64)
+    parts_a: list[npt.NDArray[np.int64]] = []
+    parts_b: list[npt.NDArray[np.int64]] = []
+    for j in range(k):
+        col = np.ascontiguousarray(arr[:, j])
+        packed = np.sort((col & ~low) | docs)
+        pa, pb = _k.column_pairs(
+            packed, col, shift, int(max_bucket), ident, use_ident, in_big, stats
+        )
+        parts_a.append(pa)
+        parts_b.append(pb)
+
+    raw = sum(int(p.shape[0]) for p in parts_a)
+    if raw:
+        codes = np.concatenate(parts_a) * np.int64(n) + np.concatenate(parts_b)
+        codes.sort()
+        uniq, count = _k.count_runs(codes, int(r))
+        a = uniq // n
+        b = uniq - a * n
+    else:
+        a = np.zeros(0, dtype=np.int64)
+        b = np.zeros(0, dtype=np.int64)
+        count = np.zeros(0, dtype=np.int32)
+    st = CandidateStats(
+        n_docs=int(n),
+        n_keys=int(k),
+        raw_pairs=raw,
+        pairs=int(a.shape[0]),
+        big_buckets=int(stats[_k.BIG_BUCKETS]),
+        big_bucket_slots=int(stats[_k.BIG_SLOTS]),
+        big_bucket_docs=int(in_big.sum()),
+        big_bucket_pairs=int(stats[_k.BIG_PAIRS]),
+        big_bucket_quadratic_pairs=int(stats[_k.BIG_QUADRATIC]),
+        largest_bucket=int(stats[_k.LARGEST]),
+    )
+    return CandidateResult(a=a, b=b, count=count, stats=st)

@@ -1,0 +1,170 @@
+"""Candidate pairs by sorting == brute-force all-pairs counting; big buckets stay bounded."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.candidates import EMPTY, candidate_pairs
+from neardup.errors import InputError, ParamError
+
+E = int(EMPTY)
+
+
+def ref_pairs(keys: list[list[int]], r: int) -> dict[tuple[int, int], int]:
+    """All pairs i < j with their number of shared non-EMPTY keys in the same column, >= r."""
+    out = {}
+    for i in range(len(keys)):
+        for j in range(i + 1, len(keys)):
+            c = sum(1 for x, y in zip(keys[i], keys[j], strict=True) if x == y and x != E)
+            if c >= r:
+                out[(i, j)] = c
+    return out
+
+
+def as_dict(res: object) -> dict[tuple[int, int], int]:
+    a, b, c = res.a, res.b, res.count  # type: ignore[attr-defined]
+    return {(int(x), int(y)): int(z) for x, y, z in zip(a, b, c, strict=True)}
+
+
+# Few distinct values so that sharing is common; also values differing only in low bits (which
+# collide after the kernel's truncation to high bits) and EMPTY.
+key_values = st.sampled_from([0, 1, 2, 3, 7, 1 << 40, (1 << 40) + 1, E - 1, E - 2, E, 12345])
+
+
+@st.composite
+def key_matrices(draw: st.DrawFn) -> np.ndarray:
+    n = draw(st.integers(0, 30))
+    k = draw(st.integers(1, 5))
+    rows = draw(st.lists(st.lists(key_values, min_size=k, max_size=k), min_size=n, max_size=n))
+    return np.array(rows, dtype=np.uint64).reshape(n, k)
+
+
+@settings(max_examples=150, deadline=None)
+@given(key_matrices(), st.integers(1, 5))
+def test_candidate_pairs_equal_brute_force_counting(keys: np.ndarray, r: int) -> None:
+    r = min(r, keys.shape[1])
+    res = candidate_pairs(keys, r=r, max_bucket=10_000)
+    want = ref_pairs([[int(v) for v in row] for row in keys], r)
+    assert as_dict(res) == want
+    assert res.a.dtype == np.int64 and res.b.dtype == np.int64 and res.count.dtype == np.int32
+    assert (res.a < res.b).all()
+    order = np.lexsort((res.b, res.a))
+    assert (order == np.arange(len(res))).all()  # sorted by a, then b
+    assert res.stats.big_buckets == 0 and res.stats.pairs == len(res)
+
+
+def components(n: int, pairs: object) -> set[frozenset[int]]:
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(pairs)  # type: ignore[arg-type]
+    return {frozenset(c) for c in nx.connected_components(g)}
+
+
+@settings(max_examples=100, deadline=None)
+@given(key_matrices(), st.integers(2, 4))
+def test_big_bucket_chaining_keeps_r1_connectivity(keys: np.ndarray, max_bucket: int) -> None:
+    n = keys.shape[0]
+    res = candidate_pairs(keys, r=1, max_bucket=max_bucket)
+    want = ref_pairs([[int(v) for v in row] for row in keys], 1)
+    got = set(zip(res.a.tolist(), res.b.tolist(), strict=True))
+    assert got <= set(want)  # chains only link documents that really share a key
+    assert components(n, got) == components(n, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(key_matrices(), st.integers(2, 4), st.data())
+def test_big_buckets_with_identical_groups_only_link_same_group(
+    keys: np.ndarray, max_bucket: int, data: st.DataObject
+) -> None:
+    n = keys.shape[0]
+    ident = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), dtype=np.int64)
+    res = candidate_pairs(keys, r=1, max_bucket=max_bucket, identical=ident)
+    small = candidate_pairs(keys, r=1, max_bucket=10_000)
+    got = set(zip(res.a.tolist(), res.b.tolist(), strict=True))
+    assert got <= set(zip(small.a.tolist(), small.b.tolist(), strict=True))
+    if res.stats.big_buckets == 0:
+        assert got == set(zip(small.a.tolist(), small.b.tolist(), strict=True))
+    # Every same-group pair sharing a key stays connected.
+    comps = components(n, got)
+    where = {d: c for c in comps for d in c}
+    for a, b in zip(small.a.tolist(), small.b.tolist(), strict=True):
+        if ident[a] == ident[b]:
+            assert where[a] == where[b]
+
+
+def test_boilerplate_bucket_of_5000_documents_stays_linear() -> None:
+    rng = np.random.default_rng(0)
+    n, k = 6000, 4
+    keys = rng.integers(0, 2**63, (n, k), dtype=np.int64).view(np.uint64)
+    keys[:5000, 2] = np.uint64(424242)  # a boilerplate feature shared by 5,000 documents
+    res = candidate_pairs(keys, r=1, max_bucket=200)
+    st_ = res.stats
+    assert st_.big_buckets == 1 and st_.big_bucket_docs == 5000 and st_.big_bucket_slots == 5000
+    assert st_.big_bucket_pairs == 4999 and len(res) == 4999
+    assert st_.big_bucket_quadratic_pairs == 5000 * 4999 // 2
+    assert st_.largest_bucket == 5000
+    assert (res.a[:3] == [0, 1, 2]).all() and (res.b[:3] == [1, 2, 3]).all()  # a chain
+    # With exact-duplicate groups: only same-group members are chained.
+    ident = np.arange(n, dtype=np.int64)
+    ident[:5000] = np.arange(5000) % 10
+    res2 = candidate_pairs(keys, r=1, max_bucket=200, identical=ident)
+    assert res2.stats.big_bucket_pairs == 5000 - 10 and len(res2) == 4990
+    assert (ident[res2.a] == ident[res2.b]).all()
+
+
+def test_counts_and_threshold_r() -> None:
+    keys = np.array([[1, 2, 3], [1, 2, 9], [1, 8, 9], [5, 6, 7]], dtype=np.uint64)
+    r1 = candidate_pairs(keys, r=1)
+    assert as_dict(r1) == {(0, 1): 2, (0, 2): 1, (1, 2): 2}
+    assert as_dict(candidate_pairs(keys, r=2)) == {(0, 1): 2, (1, 2): 2}
+    assert as_dict(candidate_pairs(keys, r=3)) == {}
+    assert r1.stats.raw_pairs == 5
+
+
+def test_keys_match_only_within_their_column() -> None:
+    keys = np.array([[1, 2], [2, 1]], dtype=np.uint64)
+    assert len(candidate_pairs(keys)) == 0
+
+
+def test_empty_documents_get_no_pairs() -> None:
+    keys = np.array([[E, E], [E, E], [3, 4], [3, 4]], dtype=np.uint64)
+    assert as_dict(candidate_pairs(keys)) == {(2, 3): 2}
+    mask = np.array([False, False, False, True])
+    assert len(candidate_pairs(keys, empty=mask)) == 0
+    assert keys[3, 0] == 3  # the caller's array is not modified
+
+
+def test_output_is_deterministic_and_independent_of_document_order_up_to_relabeling() -> None:
+    rng = np.random.default_rng(4)
+    keys = rng.integers(0, 20, (500, 3)).astype(np.uint64)
+    res = candidate_pairs(keys, r=1)
+    perm = rng.permutation(500)
+    res_p = candidate_pairs(keys[perm], r=1)
+    back = {
+        tuple(sorted((int(perm[a]), int(perm[b])))) for a, b in zip(res_p.a, res_p.b, strict=True)
+    }
+    assert back == set(zip(res.a.tolist(), res.b.tolist(), strict=True))
+    again = candidate_pairs(keys, r=1)
+    assert (
+        (again.a == res.a).all() and (again.b == res.b).all() and (again.count == res.count).all()
+    )
+
+
+def test_candidate_pairs_reject_bad_input() -> None:
+    good = np.zeros((3, 2), dtype=np.uint64)
+    with pytest.raises(InputError, match="uint64"):
+        candidate_pairs(np.zeros((3, 2), dtype=np.int64))
+    with pytest.raises(InputError, match="2-D"):
+        candidate_pairs(np.zeros(3, dtype=np.uint64))
+    with pytest.raises(ParamError, match="r must"):
+        candidate_pairs(good, r=3)
+    with pytest.raises(ParamError, match="max_bucket"):
+        candidate_pairs(good, max_bucket=1)
+    with pytest.raises(InputError, match="identical"):
+        candidate_pairs(good, identical=np.zeros(2, dtype=np.int64))
+    with pytest.raises(InputError, match="empty"):
+        candidate_pairs(good, empty=np.zeros(3, dtype=np.int64))
