@@ -1,0 +1,42 @@
+"""Sorted unique fingerprint sets -> intersection sizes, by merging (no hashing, no allocation)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def intersection_size(x: np.ndarray, y: np.ndarray) -> int:
+    """|x n y| for two ascending arrays without repeats."""
+    i = 0
+    j = 0
+    common = 0
+    while i < x.shape[0] and j < y.shape[0]:
+        if x[i] == y[j]:
+            common += 1
+            i += 1
+            j += 1
+        elif x[i] < y[j]:
+            i += 1
+        else:
+            j += 1
+    return common
+
+
+@njit(cache=True)
+def pair_intersections(
+    fps: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(|A n B|, |A|, |B|) for each pair (a[i], b[i]) of documents of a shingle batch."""
+    m = a.shape[0]
+    inter = np.empty(m, dtype=np.int64)
+    size_a = np.empty(m, dtype=np.int64)
+    size_b = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        x = fps[offsets[a[i]] : offsets[a[i] + 1]]
+        y = fps[offsets[b[i]] : offsets[b[i] + 1]]
+        inter[i] = intersection_size(x, y)
+        size_a[i] = x.shape[0]
+        size_b[i] = y.shape[0]
+    return inter, size_a, size_b

@@ -1,0 +1,71 @@
+"""Shingle sets -> exact resemblance (Jaccard), containment and Dice, one pair or many at once.
+
+resemblance r(A, B) = |A n B| / |A u B|; containment c(A, B) = |A n B| / |A|;
+Dice d(A, B) = 2 |A n B| / (|A| + |B|). Sets are sorted unique uint64 arrays; measures involving an
+empty set are 0 (an empty document resembles nothing, not even another empty one).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from ._kernels import resemblance as _k
+from .errors import ParamError
+from .shingles import ShingleBatch
+
+Measure = Literal["jaccard", "containment", "dice"]
+
+
+def _measure(inter: np.ndarray, size_a: np.ndarray, size_b: np.ndarray, measure: str) -> np.ndarray:
+    inter = inter.astype(np.float64)
+    if measure == "jaccard":
+        denom = (size_a + size_b).astype(np.float64) - inter
+    elif measure == "containment":
+        denom = size_a.astype(np.float64)
+    elif measure == "dice":
+        inter = 2 * inter
+        denom = (size_a + size_b).astype(np.float64)
+    else:
+        raise ParamError(f"measure must be 'jaccard', 'containment' or 'dice', got {measure!r}")
+    out = np.zeros_like(inter)
+    np.divide(inter, denom, out=out, where=denom > 0)
+    return out
+
+
+def _pair(x: np.ndarray, y: np.ndarray, measure: Measure) -> float:
+    x = np.ascontiguousarray(x, dtype=np.uint64)
+    y = np.ascontiguousarray(y, dtype=np.uint64)
+    inter = np.array([_k.intersection_size(x, y)])
+    return float(_measure(inter, np.array([len(x)]), np.array([len(y)]), measure)[0])
+
+
+def jaccard(x: np.ndarray, y: np.ndarray) -> float:
+    """Resemblance |A n B| / |A u B| of two sorted unique fingerprint arrays."""
+    return _pair(x, y, "jaccard")
+
+
+def containment(x: np.ndarray, y: np.ndarray) -> float:
+    """Containment of A in B, |A n B| / |A|: how much of x appears in y."""
+    return _pair(x, y, "containment")
+
+
+def dice(x: np.ndarray, y: np.ndarray) -> float:
+    """Dice coefficient 2 |A n B| / (|A| + |B|)."""
+    return _pair(x, y, "dice")
+
+
+def pair_scores(
+    batch: ShingleBatch, a: np.ndarray, b: np.ndarray, measure: Measure = "jaccard"
+) -> np.ndarray:
+    """Exact measure for each pair (a[i], b[i]) of documents in ``batch`` -> float64[m]."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    b = np.ascontiguousarray(b, dtype=np.int64)
+    if a.shape != b.shape:
+        raise ParamError("pair index arrays a and b must have the same length")
+    n = len(batch)
+    if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
+        raise ParamError(f"pair indices must lie in [0, {n}) for a batch of {n} documents")
+    inter, size_a, size_b = _k.pair_intersections(batch.fps, batch.offsets, a, b)
+    return _measure(inter, size_a, size_b, measure)

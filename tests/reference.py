@@ -1,0 +1,151 @@
+"""Pure-Python references for every kernel: short, slow and obviously correct.
+
+Fast paths in ``neardup._kernels`` are proven equal to these by property tests.
+"""
+
+from __future__ import annotations
+
+from neardup.text import canonical_tokens
+
+MASK = (1 << 64) - 1
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+SHINGLE_MUL = 0x9FB21C651E98DF25
+EMPTY = MASK
+RABIN_P = (1 << 64) | 0x5B98B2C4F20492FF
+
+
+def fmix64(x: int) -> int:
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & MASK
+    x ^= x >> 33
+    x = (x * 0xC4CEB9FE1A85EC53) & MASK
+    return x ^ (x >> 33)
+
+
+def splitmix64(x: int) -> int:
+    z = (x + 0x9E3779B97F4A7C15) & MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def bucket(h: int, t: int) -> int:
+    return ((h >> 32) * t) >> 32
+
+
+def token_hash(token: str) -> int:
+    h = FNV_OFFSET
+    for c in token:
+        h = ((h ^ ord(c)) * FNV_PRIME) & MASK
+    return fmix64(h ^ len(token))
+
+
+def mix_shingle(token_hashes: list[int]) -> int:
+    h = SHINGLE_MUL
+    for t in token_hashes:
+        h = ((h ^ t) * SHINGLE_MUL) & MASK
+    return fmix64(h ^ len(token_hashes))
+
+
+def rabin(code_points: list[int]) -> int:
+    """A(x) mod P by long division, A the bit string of the 32-bit code points, big-endian."""
+    a = 0
+    for c in code_points:
+        a = (a << 32) | c
+    while a.bit_length() > 64:
+        a ^= RABIN_P << (a.bit_length() - 65)
+    return a
+
+
+def shingle_token_groups(tokens: list[str], w: int) -> list[list[str]]:
+    if not tokens:
+        return []
+    if len(tokens) < w:
+        return [tokens]
+    return [tokens[i : i + w] for i in range(len(tokens) - w + 1)]
+
+
+def shingles(
+    text: str, w: int = 5, mode: str = "word", hash: str = "mix", nfkc: bool = False
+) -> list[int]:
+    """Fingerprints of the w-shingles of text, in order, with repeats."""
+    tokens = canonical_tokens(text, mode, nfkc)  # type: ignore[arg-type]
+    out = []
+    for group in shingle_token_groups(tokens, w):
+        if hash == "mix":
+            out.append(mix_shingle([token_hash(t) for t in group]))
+        else:
+            joined = "".join(group) if mode == "char" else " ".join(group)
+            out.append(rabin([ord(c) for c in joined]))
+    return out
+
+
+def canonical_hash(text: str, mode: str = "word", nfkc: bool = False) -> int:
+    tokens = canonical_tokens(text, mode, nfkc)  # type: ignore[arg-type]
+    if not tokens:
+        return EMPTY
+    h = FNV_OFFSET
+    for t in tokens:
+        h = ((h ^ token_hash(t)) * SHINGLE_MUL) & MASK
+    return fmix64(h ^ len(tokens))
+
+
+def raw_hash(text: str) -> int:
+    data = text.encode("utf-8", "surrogatepass")
+    h = FNV_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * FNV_PRIME) & MASK
+    return fmix64(h ^ len(data))
+
+
+def sketch_classic(fps: set[int], t: int, seed: int) -> list[int]:
+    if not fps:
+        return [EMPTY] * t
+    out = []
+    for i in range(t):
+        a = splitmix64((seed + 2 * i + 1) & MASK) | 1
+        b = splitmix64((seed + 2 * i + 2) & MASK)
+        out.append(min((a * fmix64(f ^ seed) + b) & MASK for f in fps))
+    return out
+
+
+def sketch_oph(fps: set[int], t: int, seed: int) -> list[int]:
+    if not fps:
+        return [EMPTY] * t
+    bins: dict[int, int] = {}
+    for f in fps:
+        g = fmix64(f ^ seed)
+        j = bucket(g, t)
+        bins[j] = min(bins.get(j, EMPTY), g)
+    dseed = splitmix64(seed)
+    out = []
+    for j in range(t):
+        attempt = 0
+        src = j
+        while src not in bins:
+            src = bucket(fmix64(dseed ^ ((j << 32) | attempt)), t)
+            attempt += 1
+        out.append(bins[src])
+    return out
+
+
+def sketch_bottomk(fps: set[int], t: int, seed: int) -> list[int]:
+    values = sorted({fmix64(f ^ seed) for f in fps})[:t]
+    return values + [EMPTY] * (t - len(values))
+
+
+def estimate_positional(x: list[int], y: list[int]) -> float:
+    if x[0] == EMPTY or y[0] == EMPTY:
+        return 0.0
+    return sum(p == q for p, q in zip(x, y, strict=True)) / len(x)
+
+
+def estimate_bottomk(x: list[int], y: list[int]) -> float:
+    t = len(x)
+    sx = {v for v in x if v != EMPTY}
+    sy = {v for v in y if v != EMPTY}
+    union = sorted(sx | sy)[:t]
+    if not union:
+        return 0.0
+    return sum(v in sx and v in sy for v in union) / len(union)

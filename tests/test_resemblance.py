@@ -1,0 +1,52 @@
+"""Exact resemblance, containment and Dice equal their set definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.errors import ParamError
+from neardup.resemblance import containment, dice, jaccard, pair_scores
+from neardup.shingles import ShingleBatch, shingle_batch
+
+small_sets = st.sets(st.integers(min_value=0, max_value=60), max_size=30)
+
+
+def _arr(s: set[int]) -> np.ndarray:
+    return np.array(sorted(s), dtype=np.uint64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=small_sets, y=small_sets)
+def test_measures_equal_set_definitions(x: set[int], y: set[int]) -> None:
+    inter = len(x & y)
+    assert jaccard(_arr(x), _arr(y)) == (inter / len(x | y) if x | y else 0.0)
+    assert containment(_arr(x), _arr(y)) == (inter / len(x) if x else 0.0)
+    assert dice(_arr(x), _arr(y)) == (2 * inter / (len(x) + len(y)) if x or y else 0.0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(sets=st.lists(small_sets, min_size=2, max_size=6))
+def test_pair_scores_equal_pairwise_functions(sets: list[set[int]]) -> None:
+    fps = np.concatenate([_arr(s) for s in sets]).astype(np.uint64)
+    offsets = np.cumsum([0] + [len(s) for s in sets]).astype(np.int64)
+    batch = ShingleBatch(fps, offsets)
+    a, b = np.triu_indices(len(sets), k=1)
+    for measure, fn in (("jaccard", jaccard), ("containment", containment), ("dice", dice)):
+        got = pair_scores(batch, a, b, measure)  # type: ignore[arg-type]
+        assert got.tolist() == [fn(_arr(sets[i]), _arr(sets[j])) for i, j in zip(a, b, strict=True)]
+
+
+def test_retweet_with_prefix_is_contained_in_the_original() -> None:
+    original = "markets rallied today as the central bank held interest rates steady again"
+    batch = shingle_batch([original, "RT @someone: " + original])
+    assert pair_scores(batch, np.array([0]), np.array([1]), "containment")[0] == 1.0
+    assert pair_scores(batch, np.array([0]), np.array([1]), "jaccard")[0] < 1.0
+
+
+def test_out_of_range_pairs_are_rejected() -> None:
+    batch = shingle_batch(["a b c"])
+    with pytest.raises(ParamError, match="pair indices"):
+        pair_scores(batch, np.array([0]), np.array([3]))

@@ -1,0 +1,109 @@
+"""Shingle fingerprints: the fused kernel equals the reference on arbitrary Unicode text."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.errors import ParamError
+from neardup.params import ShingleParams
+from neardup.shingles import content_hashes, shingle_batch, shingle_sequence
+from tests import reference as ref
+from tests.strategies import texts
+
+PARAMS = [
+    ShingleParams(),
+    ShingleParams(w=1),
+    ShingleParams(w=3, hash="rabin"),
+    ShingleParams(w=4, tokens="char"),
+    ShingleParams(w=2, tokens="char", hash="rabin"),
+    ShingleParams(w=5, nfkc=True),
+]
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=lambda p: p.fingerprint())
+@settings(max_examples=60, deadline=None)
+@given(docs=st.lists(texts, max_size=6))
+def test_fast_shingles_equal_reference(params: ShingleParams, docs: list[str]) -> None:
+    fps, offsets = shingle_sequence(docs, params)
+    for i, doc in enumerate(docs):
+        expected = ref.shingles(doc, params.w, params.tokens, params.hash, params.nfkc)
+        assert fps[offsets[i] : offsets[i + 1]].tolist() == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(docs=st.lists(texts, max_size=6))
+def test_content_hashes_equal_reference(docs: list[str]) -> None:
+    canonical, raw = content_hashes(docs)
+    assert canonical.tolist() == [ref.canonical_hash(d) for d in docs]
+    assert raw.tolist() == [ref.raw_hash(d) for d in docs]
+
+
+@settings(max_examples=40, deadline=None)
+@given(docs=st.lists(texts, min_size=1, max_size=12), cut=st.integers(min_value=0, max_value=12))
+def test_batching_changes_nothing(docs: list[str], cut: int) -> None:
+    whole = shingle_batch(docs)
+    left, right = shingle_batch(docs[:cut]), shingle_batch(docs[cut:])
+    assert np.array_equal(whole.fps, np.concatenate([left.fps, right.fps]))
+    assert [whole.doc(i).tolist() for i in range(len(docs))] == [
+        left.doc(i).tolist() for i in range(len(left))
+    ] + [right.doc(i).tolist() for i in range(len(right))]
+
+
+def test_shingle_batch_is_a_sorted_set_per_document() -> None:
+    batch = shingle_batch(["a b a b a b a b a b", "x y z"], ShingleParams(w=2))
+    first = batch.doc(0)
+    assert first.tolist() == sorted(set(first.tolist()))
+    assert len(first) == 2  # "a b" and "b a"
+    assert batch.sizes.tolist() == [2, 2]
+
+
+def test_short_document_gets_one_shingle_and_empty_document_none() -> None:
+    batch = shingle_batch(["just three words", "", "   ...!  "], ShingleParams(w=5))
+    assert batch.sizes.tolist() == [1, 0, 0]
+    assert batch.empty.tolist() == [False, True, True]
+
+
+def test_formatting_does_not_change_fingerprints() -> None:
+    a = shingle_batch(["The quick brown fox jumps over the lazy dog."])
+    b = shingle_batch(["the QUICK  brown\n fox -- jumps over, the lazy DOG"])
+    assert np.array_equal(a.fps, b.fps)
+
+
+def test_rabin_polynomial_is_irreducible() -> None:
+    def mulmod(x: int, y: int) -> int:
+        r = 0
+        while y:
+            if y & 1:
+                r ^= x
+            y >>= 1
+            x <<= 1
+            if x >> 64 & 1:
+                x ^= ref.RABIN_P
+        return r
+
+    def x_pow_2k(k: int) -> int:
+        x = 2
+        for _ in range(k):
+            x = mulmod(x, x)
+        return x
+
+    def gcd(a: int, b: int) -> int:
+        while b:
+            while a and a.bit_length() >= b.bit_length():
+                a ^= b << (a.bit_length() - b.bit_length())
+            a, b = b, a
+        return a
+
+    # Rabin's test for degree 64: x^(2^64) = x mod P, and gcd(x^(2^32) - x, P) = 1.
+    assert x_pow_2k(64) == 2
+    assert gcd(x_pow_2k(32) ^ 2, ref.RABIN_P) == 1
+
+
+def test_bad_parameters_are_rejected_with_a_clear_message() -> None:
+    with pytest.raises(ParamError, match="shingle size"):
+        ShingleParams(w=0)
+    with pytest.raises(ParamError, match="tokens"):
+        ShingleParams(tokens="bytes")  # type: ignore[arg-type]

@@ -1,0 +1,66 @@
+"""Canonical tokens: case, punctuation and formatting are ignored; the tables match Python."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.text import canonical_tokens, encode_batch, fold_char, tables
+
+
+def test_case_and_punctuation_are_ignored() -> None:
+    assert canonical_tokens("Übermäßig, really!") == canonical_tokens("übermäßig really")
+    assert canonical_tokens("Hello,   WORLD\n\t--") == ["hello", "world"]
+
+
+def test_curly_quotes_dashes_and_emoji_separate_tokens() -> None:
+    assert canonical_tokens("“quoted”—dash😀emoji") == ["quoted", "dash", "emoji"]
+
+
+def test_final_sigma_and_capital_sigma_fold_alike() -> None:
+    assert canonical_tokens("ΟΔΟΣ") == canonical_tokens("οδος")
+
+
+def test_dotted_capital_i_folds_to_i_without_splitting_the_token() -> None:
+    assert canonical_tokens("İstanbul") == ["istanbul"]
+
+
+def test_char_mode_drops_non_word_characters() -> None:
+    assert canonical_tokens("kk really rocks!", mode="char") == list("kkreallyrocks")
+    assert canonical_tokens("中文, 字!", mode="char") == ["中", "文", "字"]
+
+
+def test_nfkc_option_unifies_compatibility_forms() -> None:
+    assert canonical_tokens("ﬁne ｆｕｌｌ", nfkc=True) == ["fine", "full"]
+    assert canonical_tokens("ﬁne ｆｕｌｌ") != ["fine", "full"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=0x10FFFF))
+def test_tables_agree_with_python_for_every_code_point(cp: int) -> None:
+    import re
+
+    is_word, fold = tables()
+    c = chr(cp)
+    assert bool(is_word[cp]) == bool(re.fullmatch(r"\w", c))
+    assert chr(fold[cp]) == fold_char(c)
+
+
+def test_tables_agree_with_python_on_all_of_latin_greek_cyrillic() -> None:
+    import re
+
+    is_word, fold = tables()
+    for cp in range(0x0500):
+        c = chr(cp)
+        assert bool(is_word[cp]) == bool(re.fullmatch(r"\w", c)), hex(cp)
+        assert chr(fold[cp]) == fold_char(c), hex(cp)
+
+
+def test_encode_batch_offsets_delimit_each_document() -> None:
+    docs = ["ab", "", "ß😀", "\ud800x"]
+    buf, offsets = encode_batch(docs)
+    assert offsets.tolist() == [0, 2, 2, 8, 12]
+    parts = [bytes(buf[offsets[i] : offsets[i + 1]]) for i in range(len(docs))]
+    assert [p.decode("utf-8", "surrogatepass") for p in parts] == docs
+    assert buf.dtype == np.uint8
