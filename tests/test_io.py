@@ -654,3 +654,35 @@ def test_parquet_batches_do_not_depend_on_batch_size(tmp_path: Path) -> None:
     small = collect(open_source(src), 999)
     large = collect(open_source(src), 50_000)
     assert small == large and len(small[0]) == n
+
+
+def test_parquet_dictionary_and_large_string_text_columns(tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "text": pa.array(["a", "b", "a"]).dictionary_encode(),
+            "id": pa.array(["x", "y", "z"], type=pa.large_string()),
+        }
+    )
+    pq.write_table(table, tmp_path / "c.parquet")
+    source = open_source(tmp_path / "c.parquet")
+    assert collect(source)[:2] == (["x", "y", "z"], ["a", "b", "a"])
+    source.write_kept(np.array([True, False, True]), tmp_path / "o.parquet")
+    out = pq.read_table(tmp_path / "o.parquet")
+    assert out.column("id").to_pylist() == ["x", "z"]
+    assert out.schema.equals(pq.read_table(tmp_path / "c.parquet").schema)
+
+
+def test_write_kept_to_a_binary_stream(tmp_path: Path) -> None:
+    lines = [record(text="a"), record(text="b")]
+    source = open_source(write_lines(tmp_path / "c.jsonl", lines))
+    sink = io.BytesIO()
+    source.write_kept(np.array([False, True]), sink)
+    assert sink.getvalue() == lines[1]
+
+
+def test_empty_folder_gives_no_documents_and_an_empty_output_folder(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    source = open_source(tmp_path / "in")
+    assert source.fmt == "text" and collect(source)[0] == [] and source.n_docs == 0
+    assert source.write_kept(np.zeros(0, dtype=bool), tmp_path / "out") == 0
+    assert list((tmp_path / "out").iterdir()) == []

@@ -374,7 +374,8 @@ def open_source(
             f"the inputs mix formats ({examples}); give files of one format, or force one "
             "with --format"
         )
-    chosen: Fmt = fmt or (kinds[0] if kinds else "jsonl")
+    empty_default: Fmt = "text" if any(Path(p).is_dir() for p in paths) else "jsonl"
+    chosen: Fmt = fmt or (kinds[0] if kinds else empty_default)
 
     root = os.path.commonpath([os.path.abspath(base) for _, base in found]) if found else "."
     entries = [
