@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +25,7 @@ from neardup.synth import (
     cosmetic_batch,
     edit,
     edit_batch,
+    edit_vocabulary,
     iter_render,
     near_duplicate_corpus,
     plan_corpus,
@@ -153,9 +157,9 @@ def test_cosmetic_copies_keep_tokens_but_never_bytes() -> None:
 def test_edit_and_cosmetic_on_arbitrary_text(text: str, rate: float, seed: int) -> None:
     assert edit(text, 0.0, seed) == text
     edited = edit(text, rate, seed, affix_prob=0.0)
-    if not tokens(text):
-        # whitespace and punctuation-only words may be edited, but nothing is invented from nowhere
-        assert isinstance(edited, str)
+    # edits move, drop or add whole words: every word out is a word in or a vocabulary word
+    allowed = set(text.split()) | set(edit_vocabulary())
+    assert set(edited.split()) <= allowed
     assert tokens(cosmetic(text, seed)) == tokens(text)
 
 
@@ -211,3 +215,21 @@ def test_plan_rejects_impossible_requests_with_advice() -> None:
         random_documents(3, -1)
     with pytest.raises(ParamError, match="words"):
         random_documents(3, 1, words=(0, 5))
+
+
+def test_committed_sample_corpus_is_what_make_corpus_writes(tmp_path: Path) -> None:
+    """Golden file: a change to any generator shows up as a diff of examples/sample.jsonl."""
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("make_corpus", root / "benchmarks/make_corpus.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "sample.jsonl"
+    assert module.main(["--sample", str(out)]) == 0
+    committed = (root / "examples/sample.jsonl").read_bytes()
+    assert out.read_bytes() == committed
+    records = [json.loads(line) for line in committed.decode().splitlines()]
+    assert 300 <= len(records) <= 1000 and len(committed) < 500_000
+    kinds = {r["kind"] for r in records}
+    assert kinds == {"original", "exact", "cosmetic", "edited", "empty"}
+    assert all(r["lang"] == "en" and set(r) >= {"id", "text", "source"} for r in records)

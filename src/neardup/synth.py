@@ -40,6 +40,7 @@ __all__ = [
     "cosmetic_batch",
     "edit",
     "edit_batch",
+    "edit_vocabulary",
     "iter_render",
     "near_duplicate_corpus",
     "plan_corpus",
@@ -258,6 +259,11 @@ def _split_words(
     return words, seps, counts
 
 
+def edit_vocabulary() -> tuple[str, ...]:
+    """The pseudo-words that substitutions, insertions and affixes draw from (fixed, cached)."""
+    return pseudo_vocabulary(5000, 7)
+
+
 def _edit_block(
     texts: Sequence[str],
     rates: npt.NDArray[np.float64],
@@ -266,7 +272,7 @@ def _edit_block(
 ) -> list[str]:
     words, seps, counts = _split_words(texts)
     total = len(words)
-    vocab = np.array(pseudo_vocabulary(5000, 7), dtype=object)
+    vocab = np.array(edit_vocabulary(), dtype=object)
     doc = np.repeat(np.arange(len(texts)), counts)
     editable = np.fromiter(map(len, words.tolist()), dtype=np.int64, count=total) > 0
     hit = editable & (rng.random(total) < rates[doc])
