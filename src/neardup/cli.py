@@ -1,0 +1,356 @@
+"""The ``neardup`` command: parse arguments, call one library function, report; nothing more.
+
+Exit status: 0 success, 1 bad input or parameters (a NeardupError, message on stderr),
+2 bad command line, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+from . import __version__
+from .errors import NeardupError, ParamError
+from .params import ShingleParams
+
+if TYPE_CHECKING:
+    from .engine import DedupParams
+
+
+class Progress:
+    """A one-line progress report on stderr, redrawn at most 5 times a second; silent off a TTY."""
+
+    def __init__(self, enabled: bool, stream: TextIO = sys.stderr) -> None:
+        self.enabled = enabled
+        self.stream = stream
+        self.start = time.perf_counter()
+        self.last = 0.0
+        self.total_bytes: int | None = None
+
+    def update(self, docs: int, nbytes: int) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        if now - self.last < 0.2:
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        mb = nbytes / 1e6
+        line = f"\rsketching: {docs:,} docs, {mb:,.1f} MB, {mb / elapsed:,.1f} MB/s"
+        if self.total_bytes:
+            line += f", {100 * min(nbytes / self.total_bytes, 1):.0f}%"
+        self.stream.write(line + "   ")
+        self.stream.flush()
+
+    def done(self, message: str = "") -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * 72 + "\r" + message)
+            self.stream.flush()
+
+
+def _peak_memory_mb() -> float:
+    """Peak resident memory of this process in MB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _features(value: str) -> tuple[int, int, int]:
+    try:
+        k, s, r = (int(x) for x in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--features takes k,s,r as three integers, e.g. 6,14,2; got {value!r}"
+        ) from None
+    return k, s, r
+
+
+def _add_shingle_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("shingling")
+    g.add_argument(
+        "--shingle-size",
+        "-w",
+        type=int,
+        default=5,
+        help="tokens per shingle (q for --tokens char) [5]",
+    )
+    g.add_argument(
+        "--tokens",
+        choices=["word", "char"],
+        default="word",
+        help="word tokens or character q-grams [word]",
+    )
+    g.add_argument("--nfkc", action="store_true", help="apply Unicode NFKC normalisation first")
+    g.add_argument(
+        "--hash", choices=["mix", "rabin"], default="mix", help="shingle fingerprint [mix]"
+    )
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="neardup",
+        description="Find near-duplicate documents in text collections.",
+    )
+    parser.add_argument("--version", action="version", version=f"neardup {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser(
+        "dedup",
+        help="cluster near-duplicates and write the deduplicated collection",
+        description="Read documents, find near-duplicate clusters, write the kept documents.",
+    )
+    d.add_argument(
+        "inputs",
+        nargs="+",
+        help="JSONL (.jsonl/.jsonl.gz), Parquet, text files or folders, or - for stdin",
+    )
+    d.add_argument("-o", "--output", help="write the kept documents here, in the input's format")
+    d.add_argument(
+        "--clusters", help='write {"id","cluster","kept"} for every document in a cluster of 2+'
+    )
+    d.add_argument("--pairs", help='write {"id_a","id_b","score"} for every accepted pair')
+    d.add_argument("--summary-json", help="also write the summary as JSON to this file")
+    io = d.add_argument_group("input")
+    io.add_argument("--format", choices=["jsonl", "parquet", "text"], help="force the input format")
+    io.add_argument("--text-field", default="text", help="field holding the text [text]")
+    io.add_argument(
+        "--id-field", default="id", help="field holding the id [id; line number when absent]"
+    )
+    io.add_argument(
+        "--on-error",
+        choices=["stop", "skip"],
+        default="stop",
+        help="stop at the first bad record, or skip and count [stop]",
+    )
+    io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
+    m = d.add_argument_group("method")
+    m.add_argument("--method", choices=["minhash", "simhash"], default="minhash", help="[minhash]")
+    m.add_argument(
+        "--threshold", type=float, default=0.8, help="resemblance threshold (minhash) [0.8]"
+    )
+    m.add_argument("--num-perm", type=int, help="largest sketch length the planner may use [256]")
+    m.add_argument(
+        "--features",
+        type=_features,
+        metavar="K,S,R",
+        help="explicit Broder features (LSH bands): K features of S values, R must match",
+    )
+    m.add_argument(
+        "--sketch", choices=["oph", "classic"], default="oph", help="MinHash sketch kind [oph]"
+    )
+    m.add_argument("--seed", type=int, default=1, help="random seed [1]")
+    m.add_argument(
+        "--verify",
+        choices=["sketch", "exact", "none"],
+        default="sketch",
+        help="check candidates by sketch estimate, exact Jaccard, or not at all [sketch]",
+    )
+    m.add_argument(
+        "--max-bucket",
+        type=int,
+        default=200,
+        help="feature buckets larger than this are chained [200]",
+    )
+    m.add_argument(
+        "--keep",
+        choices=["first", "longest"],
+        default="first",
+        help="which cluster member to keep [first]",
+    )
+    m.add_argument(
+        "--max-distance", type=int, default=3, help="simhash: largest Hamming distance [3]"
+    )
+    m.add_argument(
+        "--simhash-features",
+        choices=["char", "word", "shingle"],
+        default="char",
+        help="simhash features [char]",
+    )
+    m.add_argument("--q", type=int, default=4, help="simhash character window [4]")
+    _add_shingle_options(d)
+    out = d.add_argument_group("reporting")
+    out.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr [on when stderr is a terminal]",
+    )
+    out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+
+    pl = sub.add_parser(
+        "plan",
+        help="choose Broder feature parameters (k, s, r) for a threshold",
+        description="Choose (k, s, r) from the acceptance curve P(rho) for a target threshold.",
+    )
+    pl.add_argument("--threshold", type=float, required=True, help="target resemblance rho0")
+    pl.add_argument("--budget", type=int, help="bytes per document for features (8 per feature)")
+    pl.add_argument("--num-perm", type=int, help="largest sketch length k*s [256]")
+    pl.add_argument(
+        "--fp-cost", type=float, default=1.0, help="relative cost of a false positive [1]"
+    )
+    pl.add_argument(
+        "--fn-cost", type=float, default=1.0, help="relative cost of a false negative [1]"
+    )
+    pl.add_argument(
+        "--features",
+        type=_features,
+        metavar="K,S,R",
+        help="describe these parameters instead of planning",
+    )
+    pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
+    return parser
+
+
+def _dedup_params(args: argparse.Namespace) -> DedupParams:
+    from .engine import DedupParams
+    from .features import FeatureParams
+
+    shingle = ShingleParams(w=args.shingle_size, tokens=args.tokens, nfkc=args.nfkc, hash=args.hash)
+    feats = FeatureParams(*args.features) if args.features is not None else None
+    return DedupParams(
+        method=args.method,
+        threshold=args.threshold,
+        shingle=shingle,
+        features=feats,
+        sketch_kind=args.sketch,
+        seed=args.seed,
+        verify=args.verify,
+        max_bucket=args.max_bucket,
+        keep=args.keep,
+        max_distance=args.max_distance,
+        simhash_features=args.simhash_features,
+        simhash_q=args.q,
+        max_t=256 if args.num_perm is None else args.num_perm,
+    )
+
+
+def cmd_dedup(args: argparse.Namespace) -> int:
+    from .engine import Deduplicator
+    from .io import open_source, write_clusters, write_pairs
+
+    params = _dedup_params(args)
+    if args.batch_size < 1:
+        raise ParamError(f"--batch-size must be a positive integer, got {args.batch_size}")
+    progress = Progress(sys.stderr.isatty() if args.progress is None else args.progress)
+    started = time.perf_counter()
+    with open_source(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+    ) as source:
+        progress.total_bytes = source.input_bytes
+        dedup = Deduplicator(params)
+        ids: list[str] = []
+        for batch in source.batches(args.batch_size):
+            dedup.partial_fit(batch.texts, batch.nbytes)
+            ids.extend(batch.ids)
+            progress.update(dedup.n_docs, dedup.n_bytes)
+        progress.done()
+        dedup.finish()
+        written = None
+        if args.output:
+            written = source.write_kept(dedup.kept_, args.output)
+        if args.clusters:
+            sizes = np.bincount(dedup.clusters_, minlength=len(ids))
+            rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+            write_clusters(args.clusters, ids, dedup.clusters_, dedup.kept_, rows)
+        if args.pairs:
+            a, b, score = dedup.pairs_
+            write_pairs(args.pairs, ids, a, b, score)
+        errors = source.errors
+    seconds = time.perf_counter() - started
+    stats = dedup.stats_
+    summary = {
+        **stats.as_dict(),
+        "skipped_records": errors.total,
+        "kept": int(dedup.kept_.sum()),
+        "written": written,
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(stats.bytes_in / 1e6 / max(seconds, 1e-9), 2),
+        "peak_memory_mb": round(_peak_memory_mb(), 1),
+        "params": params.fingerprint(),
+    }
+    if not args.quiet:
+        sys.stderr.write(_format_summary(summary, errors.summary() if errors.total else ""))
+    if args.summary_json:
+        from .io import atomic_write
+
+        with atomic_write(args.summary_json, "w") as fh:
+            json.dump(summary, fh, indent=1)
+            fh.write("\n")
+    return 0
+
+
+def _format_summary(s: Mapping[str, Any], problems: str) -> str:
+    lines = [
+        "neardup dedup summary",
+        f"  documents            {s['documents']:>12,}",
+        f"  empty documents      {s['empty']:>12,}",
+        f"  exact duplicates     {s['exact_duplicates']:>12,}",
+        f"  near-dup clusters    {s['clusters']:>12,}",
+        f"  documents removed    {s['removed']:>12,}",
+        f"  documents kept       {s['kept']:>12,}",
+        f"  candidate pairs      {s['candidate_pairs']:>12,}",
+        f"  accepted pairs       {s['accepted_pairs']:>12,}",
+        f"  skipped records      {s['skipped_records']:>12,}",
+        f"  time                 {s['seconds']:>11.2f}s",
+        f"  throughput           {s['mb_per_s']:>8.1f} MB/s",
+        f"  peak memory          {s['peak_memory_mb']:>9.0f} MB",
+    ]
+    if s.get("big_buckets"):
+        lines.append(
+            f"  big feature buckets  {s['big_buckets']:>12,} (chained, {s['big_bucket_docs']:,} docs)"
+        )
+    text = "\n".join(lines) + "\n"
+    if problems:
+        text += problems.rstrip("\n") + "\n"
+    return text
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from .features import FeatureParams
+    from .planner import evaluate, plan, plot_curve
+
+    costs = {"cost_fp": args.fp_cost, "cost_fn": args.fn_cost}
+    if args.features is not None:
+        chosen = evaluate(FeatureParams(*args.features), args.threshold, **costs)
+    else:
+        chosen = plan(
+            args.threshold,
+            max_bytes=args.budget,
+            max_t=256 if args.num_perm is None else args.num_perm,
+            **costs,
+        )
+    sys.stdout.write(chosen.describe() + "\n")
+    if args.plot:
+        plot_curve(chosen, args.plot)
+        sys.stdout.write(f"curve written to {args.plot}\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "dedup":
+            return cmd_dedup(args)
+        return cmd_plan(args)
+    except NeardupError as exc:
+        sys.stderr.write(f"neardup: error: {exc}\n")
+        return 1
+    except KeyboardInterrupt:
+        sys.stderr.write("neardup: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,323 @@
+"""Compose the stages into deduplication: texts -> clusters of near-duplicates and a kept mask.
+
+    texts -> canonical hash + shingles -> sketches (MinHash) or fingerprints (SimHash)
+          -> keys -> candidate pairs -> verified pairs -> union-find clusters -> representatives
+
+Exact duplicates (equal canonical token sequences) are grouped first by their content hash and
+only one document per group goes through candidate generation, so boilerplate copies cost
+nothing. Documents without tokens are reported in ``empty_`` and never clustered. No I/O here:
+callers feed batches of texts (``partial_fit``) and read the fitted arrays (names ending in _).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from . import candidates, clusters, features, minhash
+from ._kernels.shingles import unique_per_doc
+from .errors import NeardupError, ParamError
+from .features import FeatureParams
+from .params import ShingleParams, SketchParams, _fingerprint
+from .resemblance import pair_scores
+from .shingles import ShingleBatch, shingle_texts
+
+Method = Literal["minhash", "simhash"]
+Verify = Literal["sketch", "exact", "none"]
+Keep = Literal["first", "longest"]
+
+#: Documents fed to the kernels per call when ``fit`` is given one big sequence.
+DEFAULT_BATCH = 2000
+
+
+@dataclass(frozen=True)
+class DedupParams:
+    """Everything that decides which documents are near-duplicates.
+
+    method: "minhash" (Broder features = LSH bands over a MinHash sketch, default) or "simhash"
+      (64-bit Charikar fingerprints within ``max_distance`` bits).
+    threshold: resemblance (Jaccard of shingle sets) at or above which two documents are
+      near-duplicates (minhash). Also chooses (k, s, r) when ``features`` is None.
+    features: explicit Broder feature parameters (k features of s sketch values, r must match).
+    sketch_kind, seed: the MinHash sketch ("oph" or "classic"; features need positions).
+    verify: "sketch" (estimate from the sketch, default), "exact" (Jaccard over the stored
+      shingle sets: precision 1 by definition) or "none" (accept every candidate pair).
+    max_bucket: feature buckets larger than this are chained instead of fully paired.
+    keep: which member of a cluster survives: "first" (smallest index) or "longest" (most
+      characters; ties to the first).
+    max_distance, simhash_features, simhash_q: SimHash options (method="simhash").
+    """
+
+    method: Method = "minhash"
+    threshold: float = 0.8
+    shingle: ShingleParams = field(default_factory=ShingleParams)
+    features: FeatureParams | None = None
+    sketch_kind: Literal["oph", "classic"] = "oph"
+    seed: int = 1
+    verify: Verify = "sketch"
+    max_bucket: int = candidates.DEFAULT_MAX_BUCKET
+    keep: Keep = "first"
+    max_distance: int = 3
+    simhash_features: Literal["char", "word", "shingle"] = "char"
+    simhash_q: int = 4
+    max_t: int = 256
+
+    def __post_init__(self) -> None:
+        if self.method not in ("minhash", "simhash"):
+            raise ParamError(f"method must be 'minhash' or 'simhash', got {self.method!r}")
+        if not isinstance(self.threshold, int | float) or not 0.0 < self.threshold <= 1.0:
+            raise ParamError(f"threshold must be a number in (0, 1], got {self.threshold!r}")
+        if self.sketch_kind not in ("oph", "classic"):
+            raise ParamError(
+                f"sketch kind for deduplication must be 'oph' or 'classic' (features need "
+                f"positional sketches; bottom-k is for estimation), got {self.sketch_kind!r}"
+            )
+        if self.verify not in ("sketch", "exact", "none"):
+            raise ParamError(f"verify must be 'sketch', 'exact' or 'none', got {self.verify!r}")
+        if self.keep not in ("first", "longest"):
+            raise ParamError(f"keep must be 'first' or 'longest', got {self.keep!r}")
+        if not isinstance(self.max_distance, int) or not 0 <= self.max_distance <= 32:
+            raise ParamError(
+                f"max_distance must be an integer from 0 to 32, got {self.max_distance!r}"
+            )
+
+    def feature_params(self) -> FeatureParams:
+        """The explicit features, or the planner's choice for ``threshold`` and ``max_t``.
+
+        With verification, a missed pair is lost for good while a false candidate only costs a
+        check, so the planner weighs misses 1000 times more: P(threshold) >= 0.99 for every
+        threshold. Without verification the features decide alone: equal costs, P(threshold)
+        near 1/2, Broder's original setting.
+        """
+        if self.features is not None:
+            return self.features
+        return _planned(self.threshold, self.max_t, 1.0 if self.verify == "none" else 1000.0)
+
+    def sketch_params(self) -> SketchParams:
+        return SketchParams(kind=self.sketch_kind, t=self.feature_params().t, seed=self.seed)
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+@dataclass(frozen=True)
+class DedupStats:
+    """What a fit found and cost; ``as_dict`` feeds summaries and JSON reports."""
+
+    documents: int
+    empty: int
+    exact_duplicates: int
+    candidate_pairs: int
+    accepted_pairs: int
+    clusters: int
+    removed: int
+    seconds: float
+    bytes_in: int
+    bytes_per_doc_in_memory: float
+    big_buckets: int
+    big_bucket_docs: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _Parts:
+    canonical: list[npt.NDArray[np.uint64]] = field(default_factory=list)
+    lengths: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    keys: list[npt.NDArray[np.uint64]] = field(default_factory=list)
+    sketches: list[npt.NDArray[np.uint32]] = field(default_factory=list)
+    fps: list[npt.NDArray[np.uint64]] = field(default_factory=list)
+    fp_sizes: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    simhash: list[npt.NDArray[np.uint64]] = field(default_factory=list)
+
+
+class Deduplicator:
+    """Find near-duplicate clusters in a collection: ``Deduplicator(p).fit(texts).clusters_``.
+
+    Feed all texts with ``fit`` (any iterable; consumed in batches), or batch by batch with
+    ``partial_fit`` then ``finish()``. Results: ``clusters_`` (int64[n]: the smallest document
+    index of each document's cluster), ``kept_`` (bool[n]), ``empty_`` (bool[n]),
+    ``pairs_`` ((a, b, score) of accepted pairs, exact duplicates included with score 1.0),
+    ``stats_``. The same texts and parameters give identical results whatever the batching.
+    """
+
+    def __init__(self, params: DedupParams | None = None) -> None:
+        self.params = params or DedupParams()
+        if self.params.method == "minhash":
+            self._features = self.params.feature_params()
+            self._sketch = SketchParams(self.params.sketch_kind, self._features.t, self.params.seed)
+        self._parts = _Parts()
+        self._n = 0
+        self._bytes = 0
+        self._started = time.perf_counter()
+        self._finished = False
+
+    @property
+    def n_docs(self) -> int:
+        """Documents fed so far."""
+        return self._n
+
+    @property
+    def n_bytes(self) -> int:
+        """Input bytes fed so far (as reported by the caller, else characters)."""
+        return self._bytes
+
+    # -- pass over the texts ---------------------------------------------------------------
+    def partial_fit(self, texts: Sequence[str], nbytes: int | None = None) -> Deduplicator:
+        """Sketch one batch of documents (their indices continue from the previous batch)."""
+        if self._finished:
+            raise NeardupError("this Deduplicator has finished; create a new one to fit again")
+        p = self.params
+        parts = self._parts
+        fps, offsets, canonical = shingle_texts(texts, p.shingle)
+        parts.canonical.append(canonical)
+        parts.lengths.append(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)))
+        if p.method == "minhash":
+            sk = minhash.sketch(fps, offsets, self._sketch)
+            parts.keys.append(features.features(sk, self._features))
+            if p.verify == "sketch":
+                parts.sketches.append(sk.astype(np.uint32))  # low 32 bits suffice to compare
+            elif p.verify == "exact":
+                uniq, uoff = unique_per_doc(fps, offsets)
+                parts.fps.append(uniq)
+                parts.fp_sizes.append(np.diff(uoff))
+        else:
+            parts.simhash.append(self._simhash(texts))
+        self._n += len(texts)
+        self._bytes += nbytes if nbytes is not None else sum(map(len, texts))
+        return self
+
+    def _simhash(self, texts: Sequence[str]) -> npt.NDArray[np.uint64]:
+        from .simhash import SimhashParams, simhash
+
+        p = self.params
+        sp = SimhashParams(features=p.simhash_features, q=p.simhash_q, w=p.shingle.w, seed=p.seed)
+        return simhash(texts, sp)
+
+    def fit(
+        self,
+        texts: Iterable[str],
+        batch_size: int = DEFAULT_BATCH,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Deduplicator:
+        """Feed every text in batches of ``batch_size``, then finish. Returns self."""
+        batch: list[str] = []
+        for text in texts:
+            batch.append(text)
+            if len(batch) == batch_size:
+                self.partial_fit(batch)
+                batch = []
+                if progress is not None:
+                    progress(self._n, self._bytes)
+        if batch:
+            self.partial_fit(batch)
+        return self.finish()
+
+    # -- clustering ------------------------------------------------------------------------
+    def finish(self) -> Deduplicator:
+        """Candidate pairs, verification, clusters and representatives over everything fed."""
+        p = self.params
+        parts = self._parts
+        n = self._n
+        canonical = _cat(parts.canonical, np.uint64)
+        lengths = _cat(parts.lengths, np.int64)
+        empty = canonical == np.uint64(minhash.EMPTY)
+
+        # Exact duplicates: every document points at the first document with its content hash.
+        _, first, inverse = np.unique(canonical, return_index=True, return_inverse=True)
+        rep = first[inverse.ravel()].astype(np.int64)
+        rep[empty] = np.flatnonzero(empty)
+        is_rep = rep == np.arange(n)
+        dup = np.flatnonzero(~is_rep)
+        exact_a, exact_b = rep[dup], dup
+
+        reps = np.flatnonzero(is_rep & ~empty)
+        big_buckets = big_docs = n_candidates = 0
+        if p.method == "minhash":
+            keys = _cat(parts.keys, np.uint64, (0, self._features.k))[reps]
+            found = candidates.candidate_pairs(keys, self._features.r, max_bucket=p.max_bucket)
+            big_buckets, big_docs = found.stats.big_buckets, found.stats.big_bucket_docs
+            a, b = reps[found.a], reps[found.b]
+            n_candidates = len(a)
+            score = self._verify(a, b, n)
+            ok = score >= p.threshold if p.verify != "none" else np.ones(len(a), dtype=bool)
+        else:
+            from .hamming import hamming_pairs
+
+            fp = _cat(parts.simhash, np.uint64)[reps]
+            ha, hb, dist = hamming_pairs(fp, p.max_distance)
+            a, b = reps[ha], reps[hb]
+            n_candidates = len(a)
+            score = 1.0 - dist.astype(np.float64) / 64.0
+            ok = np.ones(len(a), dtype=bool)
+        a, b, score = a[ok], b[ok], score[ok]
+
+        all_a = np.concatenate([exact_a, a])
+        all_b = np.concatenate([exact_b, b])
+        all_s = np.concatenate([np.ones(len(exact_a)), score])
+        order = np.lexsort((all_b, all_a))
+        self.pairs_ = (all_a[order], all_b[order], all_s[order])
+        self.clusters_ = clusters.cluster_labels(n, all_a, all_b)
+        if p.keep == "longest":
+            self.kept_ = clusters.choose_representatives(self.clusters_, "longest", lengths=lengths)
+        else:
+            self.kept_ = clusters.choose_representatives(self.clusters_, "first")
+        self.empty_ = empty
+        sizes = np.bincount(self.clusters_, minlength=n)
+        self.stats_ = DedupStats(
+            documents=n,
+            empty=int(empty.sum()),
+            exact_duplicates=len(dup),
+            candidate_pairs=int(n_candidates),
+            accepted_pairs=len(a),
+            clusters=int((sizes >= 2).sum()),
+            removed=int(n - self.kept_.sum()),
+            seconds=time.perf_counter() - self._started,
+            bytes_in=self._bytes,
+            bytes_per_doc_in_memory=self._memory_per_doc(),
+            big_buckets=int(big_buckets),
+            big_bucket_docs=int(big_docs),
+        )
+        self._finished = True
+        return self
+
+    def _verify(self, a: np.ndarray, b: np.ndarray, n: int) -> npt.NDArray[np.float64]:
+        p = self.params
+        parts = self._parts
+        if p.verify == "sketch":
+            sk = _cat(parts.sketches, np.uint32, (0, self._sketch.t))
+            return minhash.estimate_pairs(sk, a, b, self._sketch.kind)
+        if p.verify == "exact":
+            sizes = _cat(parts.fp_sizes, np.int64)
+            offsets = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            batch = ShingleBatch(_cat(parts.fps, np.uint64), offsets)
+            return pair_scores(batch, a, b, "jaccard")
+        return np.ones(len(a), dtype=np.float64)
+
+    def _memory_per_doc(self) -> float:
+        parts = self._parts
+        arrays: list[np.ndarray] = [*parts.canonical, *parts.lengths, *parts.keys]
+        arrays += [*parts.sketches, *parts.fps, *parts.fp_sizes, *parts.simhash]
+        total = sum(x.nbytes for x in arrays)
+        return total / max(self._n, 1)
+
+
+@functools.cache
+def _planned(threshold: float, max_t: int, cost_fn: float) -> FeatureParams:
+    from .planner import plan
+
+    return plan(threshold, max_t=max_t, cost_fn=cost_fn).params
+
+
+def _cat(parts: list[np.ndarray], dtype: type, empty_shape: tuple[int, ...] = (0,)) -> np.ndarray:
+    if not parts:
+        return np.zeros(empty_shape, dtype=dtype)
+    return np.concatenate(parts).astype(dtype, copy=False)
