@@ -1,0 +1,297 @@
+"""Threshold ρ0 (+ byte budget, error costs) -> Broder feature plan (k, s, r, t = k·s) minimising
+the weighted L1 distance between the acceptance curve P(ρ) = P[Bin(k, ρ^s) >= r] and a step at ρ0.
+
+The planner minimises
+
+    E = [cost_fp · ∫_0^ρ0 P(ρ) dρ  +  cost_fn · ∫_ρ0^1 (1 - P(ρ)) dρ] / [cost_fp · ρ0 + cost_fn · (1 - ρ0)].
+
+The numerator is the expected cost of a wrong decision for a pair whose resemblance ρ is uniform
+on [0, 1] (false positives below ρ0, false negatives above). The denominator is the same cost for
+the worst possible curve (accept exactly the pairs below ρ0), so E is a fraction in [0, 1] that
+can be compared across thresholds and costs; it does not change which plan wins.
+
+Why the two integrals are *not* each divided by their own interval length: that would make one
+unit of resemblance on the narrow side (above ρ0 = 0.8 the interval is four times narrower) count
+more than one on the wide side, pulling the curve off the threshold (measured: P(0.8) = 0.75
+with equal costs). Undivided, the equal-cost optimum puts P(ρ0) near 1/2, Broder's rule of thumb
+(for r = 1: s ≈ ln(k / ln 2) / ln(1/ρ0)), so "threshold" means what it says; the costs then move
+the curve deliberately. The plan also reports the mean error *rates* on each side
+(the integrals divided by their interval lengths) because those are easier to read.
+
+The search is exhaustive over k (bounded by the byte budget, 8 bytes per feature, and by the
+maximum sketch length), s (k·s <= max_t) and r <= max_r; the plan uses exactly t = k·s sketch
+values, so a sketch of that length leaves no value unused. Ties go to the smaller t, then k.
+Larger r gives steeper curves at the same t; batch candidate generation costs the same for any r
+(pairs sharing one feature are emitted and counted), but a key-lookup index needs C(k, r)
+combined keys per document (``features.feature_combinations``), hence the default max_r = 3.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import NeardupError, ParamError
+from .features import MAX_T, FeatureParams, acceptance, rejection
+
+#: Resemblances at which a plan reports its acceptance probability.
+REPORT_RHOS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
+
+_PANELS = 64
+_NODES, _WEIGHTS = np.polynomial.legendre.leggauss(8)
+
+
+def _quadrature(lo: float, hi: float) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Composite 8-point Gauss-Legendre nodes and weights on [lo, hi] (64 panels)."""
+    edges = np.linspace(lo, hi, _PANELS + 1)
+    half = (edges[1:] - edges[:-1])[:, None] / 2
+    mid = (edges[1:] + edges[:-1])[:, None] / 2
+    nodes = (mid + half * _NODES[None, :]).ravel()
+    weights = (half * _WEIGHTS[None, :]).ravel()
+    return nodes, weights
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A chosen (k, s, r) and what it does around the threshold.
+
+    fp_integral: ∫_0^threshold P(ρ) dρ; fn_integral: ∫_threshold^1 (1 - P(ρ)) dρ.
+    fp_rate: mean P(ρ) for ρ uniform on [0, threshold] (mean false-positive rate).
+    fn_rate: mean 1 - P(ρ) for ρ uniform on [threshold, 1] (mean false-negative rate).
+    error: (cost_fp * fp_integral + cost_fn * fn_integral) / (cost_fp * threshold
+      + cost_fn * (1 - threshold)), the quantity the planner minimises (module docstring).
+    rho_half: the resemblance at which P = 1/2 (the curve's effective threshold).
+    curve: (ρ, P(ρ)) at REPORT_RHOS and at the threshold, ascending in ρ.
+    """
+
+    k: int
+    s: int
+    r: int
+    t: int
+    bytes_per_doc: int
+    threshold: float
+    cost_fp: float
+    cost_fn: float
+    fp_integral: float
+    fn_integral: float
+    fp_rate: float
+    fn_rate: float
+    error: float
+    rho_half: float
+    p_at_threshold: float
+    curve: tuple[tuple[float, float], ...]
+
+    @property
+    def params(self) -> FeatureParams:
+        """The feature parameters of this plan."""
+        return FeatureParams(self.k, self.s, self.r)
+
+    def describe(self) -> str:
+        """A readable multi-line report (what ``neardup plan`` prints)."""
+        lines = [
+            f"Broder features (LSH banding) for resemblance threshold {self.threshold:g}",
+            f"  k = {self.k} features (bands) of s = {self.s} sketch values each; "
+            f"a pair needs r = {self.r} shared feature{'s' if self.r > 1 else ''}",
+            f"  sketch length t = k*s = {self.t} values; {self.bytes_per_doc} bytes of features "
+            "per document",
+            f"  P(rho) = 1/2 at rho = {self.rho_half:.3f}; "
+            f"P({self.threshold:g}) = {self.p_at_threshold:.3f}",
+            f"  mean false-positive rate, rho uniform below {self.threshold:g}: {self.fp_rate:.3g}",
+            f"  mean false-negative rate, rho uniform above {self.threshold:g}: {self.fn_rate:.3g}",
+            f"  normalised error (cost_fp = {self.cost_fp:g}, cost_fn = {self.cost_fn:g}): "
+            f"{self.error:.3g}  (0 = ideal step at the threshold, 1 = its opposite)",
+            "",
+            "     rho   P(candidate)    P(missed)",
+        ]
+        miss = rejection(np.array([rho for rho, _ in self.curve]), self.k, self.s, self.r)
+        for (rho, p), m in zip(self.curve, miss, strict=True):
+            mark = "  <- threshold" if rho == self.threshold else ""
+            lines.append(f"  {rho:6.3f}   {p:12.4g}   {float(m):10.4g}{mark}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+
+def _check_threshold(threshold: float) -> float:
+    if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+        raise ParamError(f"threshold must be a number between 0 and 1, got {threshold!r}")
+    x = float(threshold)
+    if not 0.0 < x < 1.0:
+        raise ParamError(f"threshold must lie strictly between 0 and 1, got {threshold!r}")
+    return x
+
+
+def _check_cost(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ParamError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _rho_half(k: int, s: int, r: int) -> float:
+    """ρ where P(ρ) = 1/2, by bisection (P is increasing from 0 to 1)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if float(acceptance(mid, k, s, r)) < 0.5:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def evaluate(
+    params: FeatureParams, threshold: float, *, cost_fp: float = 1.0, cost_fn: float = 1.0
+) -> Plan:
+    """The Plan (error integrals, report points) of given feature parameters at a threshold."""
+    rho0 = _check_threshold(threshold)
+    cfp, cfn = _check_cost("cost_fp", cost_fp), _check_cost("cost_fn", cost_fn)
+    k, s, r = params.k, params.s, params.r
+    lo_x, lo_w = _quadrature(0.0, rho0)
+    hi_x, hi_w = _quadrature(rho0, 1.0)
+    fp = float(lo_w @ acceptance(lo_x, k, s, r))
+    fn = float(hi_w @ rejection(hi_x, k, s, r))
+    rhos = sorted(set(REPORT_RHOS) | {rho0})
+    values = acceptance(np.array(rhos), k, s, r)
+    return Plan(
+        k=k,
+        s=s,
+        r=r,
+        t=params.t,
+        bytes_per_doc=params.bytes_per_doc,
+        threshold=rho0,
+        cost_fp=cfp,
+        cost_fn=cfn,
+        fp_integral=fp,
+        fn_integral=fn,
+        fp_rate=fp / rho0,
+        fn_rate=fn / (1.0 - rho0),
+        error=(cfp * fp + cfn * fn) / (cfp * rho0 + cfn * (1.0 - rho0)),
+        rho_half=_rho_half(k, s, r),
+        p_at_threshold=float(acceptance(rho0, k, s, r)),
+        curve=tuple((float(x), float(p)) for x, p in zip(rhos, values, strict=True)),
+    )
+
+
+def _lower_tail(log_p: np.ndarray, log_q: np.ndarray, k: int, r: int) -> np.ndarray:
+    """1 - P = Σ_{i<r} C(k,i) p^i q^(k-i) from log p and log q = log(1-p) (r terms only)."""
+    total = np.zeros_like(log_p)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for i in range(r):
+            log_c = math.lgamma(k + 1) - math.lgamma(i + 1) - math.lgamma(k - i + 1)
+            a = 0.0 if i == 0 else i * log_p
+            b = 0.0 if k - i == 0 else (k - i) * log_q
+            total += np.exp(log_c + a + b)
+    return np.minimum(total, 1.0)
+
+
+def plan(
+    threshold: float,
+    *,
+    max_bytes: int | None = None,
+    cost_fp: float = 1.0,
+    cost_fn: float = 1.0,
+    max_t: int = 256,
+    max_r: int = 3,
+) -> Plan:
+    """Choose Broder feature parameters (k, s, r) for a resemblance threshold.
+
+    threshold: resemblance ρ0 in (0, 1) above which pairs should be found.
+    max_bytes: feature storage budget per document (8 bytes per feature); None = no budget
+      beyond max_t.
+    cost_fp, cost_fn: relative cost of a false positive and of a false negative.
+    max_t: longest sketch the plan may need (t = k*s <= max_t).
+    max_r: largest number of shared features to consider (counting many is slower).
+    Returns the plan with the smallest normalised error E (module docstring), ties to smaller t.
+    """
+    rho0 = _check_threshold(threshold)
+    cfp, cfn = _check_cost("cost_fp", cost_fp), _check_cost("cost_fn", cost_fn)
+    if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
+        raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
+    if not isinstance(max_r, int) or isinstance(max_r, bool) or max_r < 1:
+        raise ParamError(f"max_r must be a positive integer, got {max_r!r}")
+    k_max = max_t
+    if max_bytes is not None:
+        if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 8:
+            raise ParamError(
+                f"max_bytes must be an integer of at least 8 (one 8-byte feature), got {max_bytes!r}"
+            )
+        k_max = min(k_max, max_bytes // 8)
+
+    lo_x, lo_w = _quadrature(0.0, rho0)
+    hi_x, hi_w = _quadrature(rho0, 1.0)
+    x = np.concatenate([lo_x, hi_x])
+    n_lo = lo_x.size
+    log_rho = np.log(x)
+    best = (math.inf, 0, 0, 0)
+    for k in range(1, k_max + 1):
+        s_vals = np.arange(1, max_t // k + 1, dtype=np.float64)
+        log_p = s_vals[:, None] * log_rho[None, :]  # (n_s, n_nodes)
+        log_q = np.log(-np.expm1(log_p))
+        for r in range(1, min(max_r, k) + 1):
+            miss = _lower_tail(log_p, log_q, k, r)
+            fp = (1.0 - miss[:, :n_lo]) @ lo_w
+            fn = miss[:, n_lo:] @ hi_w
+            err = (cfp * fp + cfn * fn) / (cfp * rho0 + cfn * (1.0 - rho0))
+            i = int(np.argmin(err))
+            cand = (round(float(err[i]), 12), k * (i + 1), k, r)
+            if cand < best:
+                best = cand
+    _, t, k, r = best
+    return evaluate(FeatureParams(k, t // k, r), rho0, cost_fp=cfp, cost_fn=cfn)
+
+
+def plot_curve(
+    plan_or_params: Plan | FeatureParams, path: str | Path, *, threshold: float | None = None
+) -> Path:
+    """Draw P(ρ) on a linear scale (left) and P and 1 - P on a log scale (right) into `path`.
+
+    The file type follows the suffix (.png, .svg, .pdf). Needs matplotlib (``neardup[plot]``);
+    uses the Agg canvas directly, so no global pyplot state or backend is touched.
+    """
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise NeardupError(
+            "plotting needs matplotlib; install it with: pip install 'neardup[plot]'"
+        ) from exc
+    if isinstance(plan_or_params, Plan):
+        params = plan_or_params.params
+        rho0: float | None = plan_or_params.threshold if threshold is None else threshold
+    elif isinstance(plan_or_params, FeatureParams):
+        params, rho0 = plan_or_params, threshold
+    else:
+        raise ParamError(f"plot_curve needs a Plan or FeatureParams, got {type(plan_or_params)}")
+    if rho0 is not None:
+        rho0 = _check_threshold(rho0)
+    k, s, r = params.k, params.s, params.r
+    rho = np.linspace(0.0, 1.0, 1001)
+    p = acceptance(rho, k, s, r)
+    miss = rejection(rho, k, s, r)
+    fig = Figure(figsize=(10, 4.2))
+    FigureCanvasAgg(fig)
+    left, right = fig.subplots(1, 2)
+    title = f"k={k}, s={s}, r={r} (t={params.t}, {params.bytes_per_doc} bytes/doc)"
+    left.plot(rho, p, color="C0", label="P(candidate)")
+    left.axhline(0.5, color="0.7", lw=0.8, ls=":")
+    left.set(xlabel="resemblance ρ", ylabel="probability", title="acceptance curve", xlim=(0, 1))
+    right.semilogy(rho[1:], p[1:], color="C0", label="P(candidate)")
+    right.semilogy(rho[:-1], miss[:-1], color="C3", label="1 - P (missed)")
+    right.set(xlabel="resemblance ρ", title="log scale", xlim=(0, 1), ylim=(1e-12, 1.5))
+    if rho0 is not None:
+        for ax in (left, right):
+            ax.axvline(rho0, color="k", lw=0.8, ls="--", label=f"threshold {rho0:g}")
+    left.legend(loc="upper left")
+    right.legend(loc="lower right")
+    for ax in (left, right):
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    return out
