@@ -28,6 +28,7 @@ combined keys per document (``features.feature_combinations``), hence the defaul
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,6 +223,15 @@ def plan(
             )
         k_max = min(k_max, max_bytes // 8)
 
+    k, s, r = _search(rho0, cfp, cfn, k_max, max_t, max_r)
+    return evaluate(FeatureParams(k, s, r), rho0, cost_fp=cfp, cost_fn=cfn)
+
+
+@functools.lru_cache(maxsize=64)
+def _search(
+    rho0: float, cfp: float, cfn: float, k_max: int, max_t: int, max_r: int
+) -> tuple[int, int, int]:
+    """The (k, s, r) of smallest normalised error; cached because engines re-plan per call."""
     lo_x, lo_w = _quadrature(0.0, rho0)
     hi_x, hi_w = _quadrature(rho0, 1.0)
     x = np.concatenate([lo_x, hi_x])
@@ -242,7 +252,7 @@ def plan(
             if cand < best:
                 best = cand
     _, t, k, r = best
-    return evaluate(FeatureParams(k, t // k, r), rho0, cost_fp=cfp, cost_fn=cfn)
+    return k, t // k, r
 
 
 def plot_curve(
