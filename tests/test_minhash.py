@@ -43,7 +43,7 @@ def test_sketch_kernels_equal_reference(
 @settings(max_examples=40, deadline=None)
 @given(sets=fingerprint_sets, seed=st.integers(0, 2**63 - 1))
 def test_estimators_equal_reference(kind: str, sets: list[list[int]], seed: int) -> None:
-    fps, offsets = _pack(sets + [[*s[:len(s) // 2], 7] for s in sets])
+    fps, offsets = _pack(sets + [[*s[: len(s) // 2], 7] for s in sets])
     sk = sketch(fps, offsets, SketchParams(kind=kind, t=16, seed=seed))  # type: ignore[arg-type]
     n = len(sk)
     a, b = np.triu_indices(n, k=1)

@@ -2,18 +2,58 @@
 
 from __future__ import annotations
 
+from .candidates import CandidateResult, candidate_pairs
+from .clusters import choose_representatives, cluster_labels
+from .engine import Deduplicator, DedupParams, DedupStats
 from .errors import IndexMismatchError, InputError, NeardupError, ParamError
+from .features import FeatureParams, acceptance, features
+from .hamming import HammingIndex, hamming_pairs, plan_tables
+from .minhash import EMPTY, estimate, estimate_pairs, expected_error, sketch, sketch_texts
 from .params import FORMAT_VERSION, ShingleParams, SketchParams
+from .planner import Plan, plan
+from .resemblance import containment, dice, jaccard, pair_scores
+from .shingles import ShingleBatch, content_hashes, shingle_batch, shingle_sequence
+from .text import canonical_tokens
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "EMPTY",
     "FORMAT_VERSION",
+    "CandidateResult",
+    "DedupParams",
+    "DedupStats",
+    "Deduplicator",
+    "FeatureParams",
+    "HammingIndex",
     "IndexMismatchError",
     "InputError",
     "NeardupError",
     "ParamError",
+    "Plan",
+    "ShingleBatch",
     "ShingleParams",
     "SketchParams",
     "__version__",
+    "acceptance",
+    "candidate_pairs",
+    "canonical_tokens",
+    "choose_representatives",
+    "cluster_labels",
+    "containment",
+    "content_hashes",
+    "dice",
+    "estimate",
+    "estimate_pairs",
+    "expected_error",
+    "features",
+    "hamming_pairs",
+    "jaccard",
+    "pair_scores",
+    "plan",
+    "plan_tables",
+    "shingle_batch",
+    "shingle_sequence",
+    "sketch",
+    "sketch_texts",
 ]

@@ -1,0 +1,148 @@
+"""The neardup command: outputs, summaries, exit codes and messages, as a user sees them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neardup.cli import main
+from neardup.synth import near_duplicate_corpus, random_documents
+
+
+def _write_corpus(path: Path, n: int = 400) -> list[dict[str, object]]:
+    base = random_documents(n // 2, seed=5, words=(40, 200))
+    texts = near_duplicate_corpus(base, n, 0.5, seed=6).texts
+    records = [{"id": f"doc{i}", "text": t, "extra": {"i": i}} for i, t in enumerate(texts)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return records
+
+
+def test_dedup_writes_kept_records_clusters_and_pairs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    records = _write_corpus(src)
+    out, cl, pairs = tmp_path / "kept.jsonl", tmp_path / "clusters.jsonl", tmp_path / "pairs.jsonl"
+    code = main(["dedup", str(src), "-o", str(out), "--clusters", str(cl), "--pairs", str(pairs)])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert "documents removed" in err and "near-dup clusters" in err and "peak memory" in err
+    kept = [json.loads(line) for line in out.read_text().splitlines()]
+    clusters = [json.loads(line) for line in cl.read_text().splitlines()]
+    accepted = [json.loads(line) for line in pairs.read_text().splitlines()]
+    assert 0 < len(kept) < len(records)
+    assert all(r["extra"] == {"i": int(str(r["id"])[3:])} for r in kept)  # all fields preserved
+    removed = {c["id"] for c in clusters if not c["kept"]}
+    assert len(kept) + len(removed) == len(records)
+    assert {r["id"] for r in kept}.isdisjoint(removed)
+    assert accepted and all(0.8 <= p["score"] <= 1.0 for p in accepted)
+
+
+def test_dedup_is_deterministic_byte_for_byte(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_corpus(src, 200)
+    outputs = []
+    for run, batch in enumerate(("7", "5000")):
+        out, cl = tmp_path / f"k{run}.jsonl", tmp_path / f"c{run}.jsonl"
+        assert (
+            main(
+                [
+                    "dedup",
+                    str(src),
+                    "-o",
+                    str(out),
+                    "--clusters",
+                    str(cl),
+                    "--batch-size",
+                    batch,
+                    "-q",
+                ]
+            )
+            == 0
+        )
+        outputs.append((out.read_bytes(), cl.read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+def test_malformed_line_stops_with_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"id": "a", "text": "fine text"}\n{"id": "b", "text": oops}\n')
+    out = tmp_path / "kept.jsonl"
+    assert main(["dedup", str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "bad.jsonl line 2" in err and err.startswith("neardup: error:")
+    assert not out.exists()  # nothing half-written
+
+
+def test_skip_mode_counts_bad_records_and_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "bad.jsonl"
+    src.write_text(
+        '{"id": "a", "text": "fine text here"}\n{"id": "b"}\nnot json\n{"id": "c", "text": "more"}\n'
+    )
+    out, summary = tmp_path / "kept.jsonl", tmp_path / "summary.json"
+    assert (
+        main(
+            [
+                "dedup",
+                str(src),
+                "-o",
+                str(out),
+                "--on-error",
+                "skip",
+                "--summary-json",
+                str(summary),
+            ]
+        )
+        == 0
+    )
+    assert len(out.read_text().splitlines()) == 2
+    report = json.loads(summary.read_text())
+    assert report["skipped_records"] == 2 and report["documents"] == 2
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dedup", str(tmp_path / "nope.jsonl")]) == 1
+    assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_bad_parameters_exit_1_with_a_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_corpus(src, 20)
+    assert main(["dedup", str(src), "--threshold", "1.5"]) == 1
+    assert "threshold" in capsys.readouterr().err
+
+
+def test_plan_reproduces_broders_example(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    png = tmp_path / "curve.png"
+    assert main(["plan", "--threshold", "0.9", "--features", "6,14,2", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "k = 6" in out and "48 bytes" in out and "0.909" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_console_script_reads_stdin(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"text": t})
+        for t in ["one two three four five six", "ONE two, three four five six!", "other"]
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "dedup", "-", "-o", "-", "-q"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    kept = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [k["text"] for k in kept] == ["one two three four five six", "other"]

@@ -1,0 +1,118 @@
+"""Deduplication end to end in the library: accuracy against brute force, invariances, edge cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neardup.engine import Deduplicator, DedupParams
+from neardup.errors import ParamError
+from neardup.evaluate import exact_similar_pairs, precision_recall
+from neardup.features import FeatureParams
+from neardup.shingles import content_hashes, shingle_batch
+from neardup.synth import near_duplicate_corpus, random_documents
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    base = random_documents(1500, seed=7, words=(40, 300))
+    return list(near_duplicate_corpus(base, 3000, 0.5, seed=11, n_empty=5).texts)
+
+
+def expand_pairs(texts: list[str], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All document pairs implied by accepted pairs between exact-duplicate groups."""
+    canonical, _ = content_hashes(texts)
+    _, group = np.unique(canonical, return_inverse=True)
+    group = group.ravel()
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(group.tolist()):
+        members.setdefault(g, []).append(i)
+    pairs: set[tuple[int, int]] = set()
+    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        for u in members[group[x]]:
+            for v in members[group[y]]:
+                if u != v:
+                    pairs.add((min(u, v), max(u, v)))
+    out = np.array(sorted(pairs), dtype=np.int64).reshape(-1, 2)
+    return out[:, 0], out[:, 1]
+
+
+def _truth(texts: list[str], threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    ta, tb, _ = exact_similar_pairs(shingle_batch(texts), threshold=threshold)
+    return ta, tb
+
+
+def test_exact_verification_has_precision_one_and_high_recall(corpus: list[str]) -> None:
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="exact")).fit(corpus)
+    fa, fb = expand_pairs(corpus, dedup.pairs_[0], dedup.pairs_[1])
+    precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
+    assert precision == 1.0
+    assert recall >= 0.98
+
+
+def test_sketch_verification_is_accurate(corpus: list[str]) -> None:
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="sketch")).fit(corpus)
+    fa, fb = expand_pairs(corpus, dedup.pairs_[0], dedup.pairs_[1])
+    precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
+    assert precision >= 0.97
+    assert recall >= 0.97
+
+
+def test_batch_size_changes_nothing(corpus: list[str]) -> None:
+    params = DedupParams(threshold=0.7)
+    small = Deduplicator(params).fit(corpus[:800], batch_size=37)
+    large = Deduplicator(params).fit(corpus[:800], batch_size=5000)
+    assert np.array_equal(small.clusters_, large.clusters_)
+    assert np.array_equal(small.kept_, large.kept_)
+    for x, y in zip(small.pairs_, large.pairs_, strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_thousands_of_identical_documents_form_one_cluster_cheaply() -> None:
+    texts = ["The same boilerplate footer, repeated on every page of the site."] * 5000
+    texts += ["a genuinely different document about something else entirely, with words"]
+    dedup = Deduplicator(DedupParams(threshold=0.8)).fit(texts)
+    assert dedup.stats_.exact_duplicates == 4999
+    assert dedup.stats_.candidate_pairs == 0  # only one representative reaches candidates
+    assert set(dedup.clusters_[:5000].tolist()) == {0}
+    assert dedup.kept_.sum() == 2
+
+
+def test_empty_documents_are_reported_and_kept_apart() -> None:
+    texts = ["", "  ...  ", "words in a real document here", ""]
+    dedup = Deduplicator(DedupParams()).fit(texts)
+    assert dedup.empty_.tolist() == [True, True, False, True]
+    assert dedup.clusters_.tolist() == [0, 1, 2, 3]
+    assert dedup.kept_.all()
+    assert dedup.stats_.empty == 3
+
+
+def test_keep_longest_keeps_the_most_complete_copy() -> None:
+    base = " ".join(f"word{i}" for i in range(60))
+    texts = [base, base + " and a longer ending", base.upper()]
+    dedup = Deduplicator(DedupParams(threshold=0.8, keep="longest", verify="exact")).fit(texts)
+    assert dedup.clusters_.tolist() == [0, 0, 0]
+    assert dedup.kept_.tolist() == [False, True, False]
+
+
+def test_unrelated_documents_are_not_clustered() -> None:
+    texts = random_documents(300, seed=3, words=(50, 100))
+    dedup = Deduplicator(DedupParams(threshold=0.5)).fit(texts)
+    assert dedup.kept_.all()
+    assert dedup.stats_.clusters == 0
+
+
+def test_explicit_features_are_used_and_bottomk_is_rejected() -> None:
+    params = DedupParams(features=FeatureParams(6, 14, 2))
+    assert params.sketch_params().t == 84
+    with pytest.raises(ParamError, match="bottom-k"):
+        DedupParams(sketch_kind="bottomk")  # type: ignore[arg-type]
+
+
+def test_planned_candidates_keep_recall_at_the_threshold() -> None:
+    from neardup.features import acceptance
+
+    for threshold in (0.5, 0.7, 0.8, 0.9, 0.95):
+        fp = DedupParams(threshold=threshold).feature_params()
+        assert float(acceptance(threshold, fp.k, fp.s, fp.r)) >= 0.99
+        assert fp.t <= 256
