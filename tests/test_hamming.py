@@ -267,3 +267,20 @@ def test_empty_index_answers_nothing_and_bad_queries_are_refused() -> None:
         index.query(-1)
     with pytest.raises(ParamError):
         HammingIndex(2, plan_tables(1, 10))
+
+
+@pytest.mark.parametrize("k", [0, 2, 6])
+def test_index_directory_and_binary_search_paths_agree_with_brute_force(k: int) -> None:
+    # k=6 keys on 9-10 bits, covered by the prefix directory alone; k=0 keys on all 64 bits,
+    # found by binary search inside a directory cell.
+    rng = np.random.default_rng(k)
+    base = rng.integers(0, 2**64, 1500, dtype=np.uint64)
+    x = np.concatenate([base, base ^ (np.uint64(1) << np.uint64(k + 5)), base[:200]])
+    index = HammingIndex(k, delta_min=0)
+    index.add(x)
+    flip = np.uint64((1 << min(k, 2)) - 1)  # min(k, 2) bits off: stored ones stay within k
+    q = np.concatenate([base[:300] ^ flip, rng.integers(0, 2**64, 50, dtype=np.uint64)])
+    qi, ii, dd = index.query_batch(q)
+    want = [(n, i, d) for n, v in enumerate(q.tolist()) for i, d in brute_query(x.tolist(), v, k)]
+    assert list(zip(qi.tolist(), ii.tolist(), dd.tolist(), strict=True)) == want
+    assert len(want) > 300

@@ -264,10 +264,11 @@ def hamming_pairs(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int32]]:
     """All pairs (a, b, distance) with popcount(fps[a] ^ fps[b]) <= k, a < b, sorted by (a, b).
 
-    Never compares all pairs: equal fingerprints are grouped once (one radix sort), then each
-    table of the plan groups the distinct values by its key blocks and popcount-checks runs of
-    equal keys. A pair is reported by the first table whose key blocks it matches, so no global
-    dedupe is needed. ``ignore`` (bool[n]) marks documents that never pair, e.g. empty documents
+    Never compares all pairs: each table of the plan radix-sorts the fingerprints by its key
+    blocks (only the key bits, 8 bits a pass) and popcount-checks runs of equal keys. A pair is
+    reported by the first table whose key blocks it matches, so no global dedupe is needed.
+    Equal fingerprints pair at distance 0 (a group of g equal ones costs g^2/2 checks per
+    table; remove exact duplicates first when they are many). ``ignore`` (bool[n]) marks documents that never pair, e.g. empty documents
     whose fingerprint 0 carries no information. The plan defaults to ``plan_tables(k, n, f)``.
     """
     f = plan.f if plan is not None else 64
@@ -287,31 +288,24 @@ def hamming_pairs(
     if ids.shape[0] < 2:
         e = np.empty(0, np.int64)
         return e, e.copy(), np.empty(0, np.int32)
-    svals, order = _kh.radix_sort_top(x[ids], ids, 64)
-    starts = _kh.group_starts(svals)
-    uvals = svals[starts[:-1]]
-    nu = uvals.shape[0]
+    vals = x[ids]
+    m = vals.shape[0]
     arr = plan.arrays()
-    uid = np.arange(nu, dtype=np.int64)
     # Sort buffers reused by every table: sorted permuted values and ids, and scratch.
-    sv, sid = np.empty(nu, np.uint64), np.empty(nu, np.int64)
-    tv, tid = np.empty(nu, np.uint64), np.empty(nu, np.int64)
+    sv, sid = np.empty(m, np.uint64), np.empty(m, np.int64)
+    tv, tid = np.empty(m, np.uint64), np.empty(m, np.int64)
     parts_a, parts_b, parts_d = [], [], []
     for t in range(plan.num_tables):
         p = int(arr["key_bits"][t])
-        pv = _kh.permute_blocks(uvals, arr["src"][t], arr["size"][t], arr["dst"][t])
-        _kh.radix_sort_top_into(pv, uid, p, sv, sid, tv, tid)
+        pv = _kh.permute_blocks(vals, arr["src"][t], arr["size"][t], arr["dst"][t])
+        _kh.radix_sort_top_into(pv, ids, p, sv, sid, tv, tid)
         ua, ub, ud = _kh.table_run_pairs(
             sv, sid, p, k, arr["dst"][t], arr["size"][t], arr["block"][t], arr["canon"], t
         )
         parts_a.append(ua)
         parts_b.append(ub)
         parts_d.append(ud)
-    ua = np.concatenate(parts_a)
-    ub = np.concatenate(parts_b)
-    ud = np.concatenate(parts_d)
-    a, b, d = _kh.expand_groups(order, starts, ua, ub, ud)
-    return _sort_pairs(a, b, d, n)
+    return _sort_pairs(np.concatenate(parts_a), np.concatenate(parts_b), np.concatenate(parts_d), n)
 
 
 def hamming_pairs_reference(
@@ -342,8 +336,9 @@ def _popcount_np(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
 class HammingIndex:
     """A growable index answering "which stored fingerprints are within k bits of this one?".
 
-    Stored fingerprints live in C(b, k) sorted permuted tables (a query binary-searches the run
-    sharing its key blocks in each table) plus a small unsorted *delta* of recent additions that
+    Stored fingerprints live in C(b, k) permuted tables sorted by their key blocks, with a
+    directory of where each top-bits prefix starts (a query jumps to the run sharing its key
+    blocks in each table) plus a small unsorted *delta* of recent additions that
     is scanned linearly. When the delta outgrows ``max(delta_min, len(main) // delta_fraction)``
     it is merged and the tables re-sorted, so additions cost O(log n) amortised re-sorts each.
     Ids are assigned in order of addition, from 0.
@@ -374,6 +369,8 @@ class HammingIndex:
         self._main = np.empty(0, np.uint64)
         self._tables_v = np.empty((0, 0), np.uint64)
         self._tables_id = np.empty((0, 0), np.int64)
+        self._dirs = np.zeros((0, 3), np.int64)
+        self._dbits = 1
         self._delta: list[npt.NDArray[np.uint64]] = []
         self._delta_len = 0
 
@@ -405,15 +402,21 @@ class HammingIndex:
         plan = self._fixed_plan or plan_tables(self.k, n, self.f, mode="query")
         self.plan_ = plan
         arr = plan.arrays()
+        # directory on the top bits: about one entry per stored fingerprint, at most 2**20
+        self._dbits = max(1, min(int(min(plan.key_bits)), 20, max(n, 1).bit_length()))
         tv = np.empty((plan.num_tables, n), np.uint64)
         ti = np.empty((plan.num_tables, n), np.int64)
+        dirs = np.empty((plan.num_tables, (1 << self._dbits) + 1), np.int64)
+        ids = np.arange(n, dtype=np.int64)
+        scratch_v, scratch_i = np.empty(n, np.uint64), np.empty(n, np.int64)
         for t in range(plan.num_tables):
             pv = _kh.permute_blocks(self._main, arr["src"][t], arr["size"][t], arr["dst"][t])
-            order = np.argsort(pv, kind="stable")
-            tv[t] = pv[order]
-            ti[t] = order
+            p = int(arr["key_bits"][t])
+            _kh.radix_sort_top_into(pv, ids, p, tv[t], ti[t], scratch_v, scratch_i)
+            dirs[t] = _kh.build_directory(tv[t], self._dbits)
         self._tables_v = tv
         self._tables_id = ti
+        self._dirs = dirs
 
     def query_batch(
         self, fps: npt.ArrayLike
@@ -432,6 +435,8 @@ class HammingIndex:
                     qv,
                     self._tables_v,
                     self._tables_id,
+                    self._dirs,
+                    self._dbits,
                     arr["key_bits"],
                     self.k,
                     arr["dst"],

@@ -227,66 +227,20 @@ def table_run_pairs(
 
 
 @njit(cache=True)
-def expand_groups(
-    order: np.ndarray,
-    starts: np.ndarray,
-    ua: np.ndarray,
-    ub: np.ndarray,
-    ud: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unique-value pairs -> document pairs: equal documents pair at distance 0, and each pair of
-    distinct values (ua, ub) yields every document of group ua with every document of group ub.
+def build_directory(sorted_v: np.ndarray, dbits: int) -> np.ndarray:
+    """Start of each top-``dbits`` prefix in a table sorted by its top bits: int64[2**dbits + 1].
 
-    ``order[starts[g]:starts[g+1]]`` are the documents holding unique value g.
+    Prefix g occupies ``sorted_v[dir[g]:dir[g + 1]]``, so a query finds its run without a
+    binary search over the whole table (a cache miss per step on large tables).
     """
-    ng = starts.shape[0] - 1
-    total = 0
-    for g in range(ng):
-        s = starts[g + 1] - starts[g]
-        total += s * (s - 1) // 2
-    for e in range(ua.shape[0]):
-        total += (starts[ua[e] + 1] - starts[ua[e]]) * (starts[ub[e] + 1] - starts[ub[e]])
-    oa = np.empty(total, np.int64)
-    ob = np.empty(total, np.int64)
-    od = np.empty(total, np.int8)
-    m = 0
-    for g in range(ng):
-        for x in range(starts[g], starts[g + 1]):
-            for y in range(x + 1, starts[g + 1]):
-                a = order[x]
-                b = order[y]
-                if a > b:
-                    a, b = b, a
-                oa[m] = a
-                ob[m] = b
-                od[m] = 0
-                m += 1
-    for e in range(ua.shape[0]):
-        for x in range(starts[ua[e]], starts[ua[e] + 1]):
-            for y in range(starts[ub[e]], starts[ub[e] + 1]):
-                a = order[x]
-                b = order[y]
-                if a > b:
-                    a, b = b, a
-                oa[m] = a
-                ob[m] = b
-                od[m] = ud[e]
-                m += 1
-    return oa, ob, od
-
-
-@njit(cache=True)
-def group_starts(sorted_vals: np.ndarray) -> np.ndarray:
-    """Start offsets of runs of equal values in a sorted array, plus the end: int64[groups+1]."""
-    n = sorted_vals.shape[0]
-    starts = np.empty(n + 1, np.int64)
-    g = 0
-    for i in range(n):
-        if i == 0 or sorted_vals[i] != sorted_vals[i - 1]:
-            starts[g] = i
-            g += 1
-    starts[g] = n
-    return starts[: g + 1]
+    size = 1 << dbits
+    out = np.zeros(size + 1, np.int64)
+    sh = _U64(64 - dbits)
+    for i in range(sorted_v.shape[0]):
+        out[int(sorted_v[i] >> sh) + 1] += 1
+    for g in range(size):
+        out[g + 1] += out[g]
+    return out
 
 
 @njit(cache=True)
@@ -294,6 +248,8 @@ def _query_walk(
     qv: np.ndarray,
     tables_v: np.ndarray,
     tables_id: np.ndarray,
+    dirs: np.ndarray,
+    dbits: int,
     p: np.ndarray,
     k: int,
     dst: np.ndarray,
@@ -307,16 +263,24 @@ def _query_walk(
 ) -> int:
     nt = tables_v.shape[0]
     nq = qv.shape[1]
+    dsh = _U64(64 - dbits)
     m = 0
     for i in range(nq):
         for t in range(nt):
             x = qv[t, i]
-            shift = _U64(64 - p[t])
-            low = (x >> shift) << shift
-            high = low | ((_U64(1) << shift) - _U64(1))
+            g = int(x >> dsh)
+            lo = dirs[t, g]
+            hi = dirs[t, g + 1]
             tv = tables_v[t]
-            lo = np.searchsorted(tv, low, side="left")
-            hi = np.searchsorted(tv, high, side="right")
+            if p[t] > dbits and hi > lo:
+                # tables are sorted by their top p bits only: "v < low" and "v <= high" are
+                # still monotone along them, so a binary search finds the run sharing x's key
+                shift = _U64(64 - p[t])
+                low = (x >> shift) << shift
+                high = low | ((_U64(1) << shift) - _U64(1))
+                seg = tv[lo:hi]
+                hi = lo + np.searchsorted(seg, high, side="right")
+                lo = lo + np.searchsorted(seg, low, side="left")
             for j in range(lo, hi):
                 d = x ^ tv[j]
                 c = popcount64(d)
@@ -334,6 +298,8 @@ def query_tables(
     qv: np.ndarray,
     tables_v: np.ndarray,
     tables_id: np.ndarray,
+    dirs: np.ndarray,
+    dbits: int,
     p: np.ndarray,
     k: int,
     dst: np.ndarray,
@@ -341,19 +307,21 @@ def query_tables(
     block: np.ndarray,
     canon: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Probe every table for each query: binary-search the run sharing the query's top p[t] bits
-    and popcount-check it. ``qv[t, i]`` is query i permuted for table t; ``tables_v[t]`` is sorted.
+    """Probe every table for each query: find the run sharing the query's top p[t] bits (prefix
+    directory, then binary search within it) and popcount-check it. ``qv[t, i]`` is query i
+    permuted for table t; ``tables_v[t]`` is sorted by its top p[t] bits; ``dbits <= min(p)``.
 
     Each match is reported once, by its canonical table. Returns (query index, id, distance).
     """
     e64 = np.empty(0, np.int64)
     e8 = np.empty(0, np.int8)
-    m = _query_walk(qv, tables_v, tables_id, p, k, dst, size, block, canon, e64, e64, e8, False)
+    args = (qv, tables_v, tables_id, dirs, dbits, p, k, dst, size, block, canon)
+    m = _query_walk(*args, e64, e64, e8, False)
     oq = np.empty(m, np.int64)
     oi = np.empty(m, np.int64)
     od = np.empty(m, np.int8)
     if m:
-        _query_walk(qv, tables_v, tables_id, p, k, dst, size, block, canon, oq, oi, od, True)
+        _query_walk(*args, oq, oi, od, True)
     return oq, oi, od
 
 
