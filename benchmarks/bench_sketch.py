@@ -42,6 +42,8 @@ from neardup.params import ShingleParams, SketchParams  # noqa: E402
 from neardup.shingles import shingle_sequence  # noqa: E402
 from neardup.text import canonical_tokens, tables  # noqa: E402
 
+CLOCKS = common.CLOCKS
+
 W = 5
 KINDS = ("oph", "classic", "bottomk")
 HASHES = ("mix", "rabin")
@@ -99,7 +101,12 @@ def row(
 
 
 def time_neardup(
-    texts: Sequence[str], sp: ShingleParams, kp: SketchParams, batch_docs: int, repeat: int
+    texts: Sequence[str],
+    sp: ShingleParams,
+    kp: SketchParams,
+    batch_docs: int,
+    repeat: int,
+    clock: Callable[[], float],
 ) -> tuple[float, float]:
     """(shingling s, sketching s) of the fastest of ``repeat`` passes over texts in batches."""
     batches = list(common.batched(texts, batch_docs))
@@ -107,11 +114,11 @@ def time_neardup(
     for _ in range(repeat):
         shingle_s = sketch_s = 0.0
         for batch in batches:
-            t0 = time.perf_counter()
+            t0 = clock()
             fps, offsets = shingle_sequence(batch, sp)
-            t1 = time.perf_counter()
+            t1 = clock()
             sketch(fps, offsets, kp)
-            t2 = time.perf_counter()
+            t2 = clock()
             shingle_s += t1 - t0
             sketch_s += t2 - t1
         if shingle_s + sketch_s < sum(best):
@@ -129,20 +136,22 @@ def warm_up(texts: Sequence[str], t: int, seed: int) -> float:
     return time.perf_counter() - t0
 
 
-def neardup_rows(
-    texts: Sequence[str], t: int, seed: int, batch_docs: int, repeat: int
-) -> list[dict[str, Any]]:
+def neardup_rows(texts: Sequence[str], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """neardup from raw text to signatures, each kind and shingle hash, stage times split."""
     rows = []
     for h in HASHES:
         for kind in KINDS:
-            sp, kp = ShingleParams(w=W, hash=h), SketchParams(kind, t, seed)
-            shingle_s, sketch_s = time_neardup(texts, sp, kp, batch_docs, repeat)
+            sp, kp = ShingleParams(w=W, hash=h), SketchParams(kind, args.t, args.seed)
+            shingle_s, sketch_s = time_neardup(
+                texts, sp, kp, args.batch_docs, args.repeat, CLOCKS[args.clock]
+            )
             rows.append(row(f"neardup {kind} ({h})", texts, shingle_s, sketch_s, kind=kind, hash=h))
     return rows
 
 
-def peer_rows(texts: Sequence[str], t: int, seed: int, repeat: int, sampled: bool) -> list[dict]:
+def peer_rows(texts: Sequence[str], args: argparse.Namespace, sampled: bool) -> list[dict]:
     """datasketch and rensa, each timed as Python shingling + their own sketching."""
+    t, seed, repeat, clock = args.t, args.seed, args.repeat, CLOCKS[args.clock]
     import datasketch
     import rensa
 
@@ -152,7 +161,7 @@ def peer_rows(texts: Sequence[str], t: int, seed: int, repeat: int, sampled: boo
         def run() -> None:
             holder[name] = [fn(text) for text in texts]
 
-        return common.best_time(run, repeat)
+        return common.best_time(run, repeat, clock)
 
     str_s = build("str", py_shingles)
     bytes_s = build("bytes", py_shingles_bytes)
@@ -174,7 +183,7 @@ def peer_rows(texts: Sequence[str], t: int, seed: int, repeat: int, sampled: boo
             m.digest()
 
     def timed(fn: Callable[[], object]) -> float:
-        return common.best_time(fn, repeat)
+        return common.best_time(fn, repeat, clock)
 
     out = [
         row("python 5-shingles (str set) only", texts, str_s, 0.0, sampled, peer="python"),
@@ -259,10 +268,10 @@ COLUMNS = [
 
 
 def speed_section(title: str, texts: list[str], args: argparse.Namespace) -> dict[str, Any]:
-    rows = neardup_rows(texts, args.t, args.seed, args.batch_docs, args.repeat)
+    rows = neardup_rows(texts, args)
     if not args.no_peers:
         sample = common.spread_sample(texts, args.peer_docs)
-        rows += peer_rows(sample, args.t, args.seed, args.repeat, len(sample) < len(texts))
+        rows += peer_rows(sample, args, len(sample) < len(texts))
     refs = add_ratios(rows)
     common.print_table(rows, COLUMNS, title)
     if any(r["sampled"] for r in rows):
@@ -286,7 +295,7 @@ def sweep_section(texts: list[str], args: argparse.Namespace) -> list[dict[str, 
     for kind in ("oph", "classic"):
         sp, kp = ShingleParams(w=W), SketchParams(kind, args.t, args.seed)
         for size in sizes:
-            shingle_s, sketch_s = time_neardup(texts, sp, kp, size, args.repeat)
+            shingle_s, sketch_s = time_neardup(texts, sp, kp, size, args.repeat, CLOCKS[args.clock])
             r = row(f"{kind} ({size} docs/call)", texts, shingle_s, sketch_s, kind=kind)
             r["batch_docs"] = size
             r["batch_mb"] = mb * size / len(texts)
@@ -455,6 +464,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=1000,
         help="documents per neardup call (default 1000; see the sweep)",
     )
+    p.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="cpu",
+        help="cpu: process CPU time (default; robust on a shared machine, equal to wall time "
+        "for one thread on an idle one); wall: wall-clock time",
+    )
     p.add_argument("--repeat", type=int, default=3, help="timed runs per method; best kept")
     p.add_argument(
         "--peer-docs",
@@ -496,7 +512,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     info = common.machine()
     print(
         f"neardup sketch benchmark: {info['cpu']} ({info['cpus']} cpus visible), "
-        f"Python {info['python']}, threads={args.threads}, t={args.t}, w={W} words"
+        f"Python {info['python']}, threads={args.threads}, clock={args.clock}, "
+        f"t={args.t}, w={W} words"
     )
     print(
         f"corpus: {corpus.name}: {len(texts)} docs, {common.utf8_mb(texts):.1f} MB; "
