@@ -226,6 +226,21 @@ def rss_mb() -> float:
     return float(psutil.Process().memory_info().rss) / 1e6
 
 
+def release_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the OS (glibc ``malloc_trim``).
+
+    Call before a ``PeakRSS`` block: otherwise memory freed by an earlier run stays resident and
+    is reused, and the block's growth reads near zero.
+    """
+    import contextlib
+    import ctypes
+    import gc
+
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: growth may be understated
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
 class PeakRSS:
     """Context manager: ``growth_mb`` = peak RSS inside the block minus RSS on entry.
 

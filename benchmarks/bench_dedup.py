@@ -1,0 +1,567 @@
+"""neardup dedup: accuracy against brute-force Jaccard, and speed against datasketch and rensa LSH.
+
+Run from the repository root (with the bench extras: ``pip install -e '.[bench]'``):
+
+    python benchmarks/bench_dedup.py                     # all corpora, about 6 minutes
+    python benchmarks/bench_dedup.py --json benchmarks/results/dedup.json
+    python benchmarks/bench_dedup.py --near-docs 4000 --pypi-docs 0 --no-peers   # quick look
+
+Single thread (``--threads 1`` caps Numba, BLAS and rensa's Rayon pool before they load).
+
+Corpora (each falls back to generated text when /work/shared/data is absent):
+
+- **near-dup**: ``--near-docs`` documents built by ``neardup.synth.near_duplicate_corpus`` from
+  20 Newsgroups messages: 70% distinct originals, 30% copies (exact, cosmetic, or word-edited at
+  rates 0.01-0.45, so resemblances to the original span 0-1).
+- **20news**: the raw 20 Newsgroups corpus (its real near-duplicates: reposts, quoted replies).
+- **pypi**: ``--pypi-docs`` package summaries sampled at random, short texts, character
+  5-grams (``ShingleParams(w=5, tokens="char")``); accuracy only.
+
+Ground truth: every pair whose exact Jaccard over the same shingle sets is >= t, by brute force
+(``neardup.evaluate.exact_similar_pairs``). neardup reports exact duplicates as star pairs and
+searches near-duplicates among group representatives, so its pairs are expanded to all
+member x member pairs first (``expand_pairs``). Precision and recall are pair-level.
+
+Accuracy tables: MinHash with exact and with sketch verification at t in ``--thresholds``, and
+SimHash (``method="simhash"``, Hamming distance k = 1..6) scored against the same Jaccard truth
+at each t, side by side, so one can see where each method fits.
+
+Speed table (near-dup and 20news corpora, threshold ``--peer-threshold``): end-to-end seconds
+on the same raw texts for neardup (library ``Deduplicator.fit`` and the ``neardup dedup`` CLI on
+the same data as JSONL, process start-up included), datasketch ``MinHash.bulk`` +
+``MinHashLSH`` and rensa ``RMinHash.from_token_sets`` + ``RMinHashLSH``. Peers are fed the word
+5-shingles a user writes in Python (lowercase, ``\\w+`` runs, 5 words joined by a space) and
+that time counts; each inserts every document, queries every document, keeps candidate pairs
+whose sketch estimate is >= t (vectorised NumPy) and clusters by connected components. Peak
+memory is the growth of resident memory during the run; bytes/doc divides it by the documents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import common
+
+# Cap the native thread pools before NumPy, Numba or the peers load; hence the late imports.
+common.limit_threads(common.threads_from_argv(sys.argv, default=1))
+common.ensure_neardup()
+
+import numpy as np  # noqa: E402  (after limit_threads)
+import numpy.typing as npt  # noqa: E402
+
+from neardup.engine import Deduplicator, DedupParams  # noqa: E402
+from neardup.evaluate import exact_similar_pairs, pairs_from_labels, precision_recall  # noqa: E402
+from neardup.minhash import EMPTY  # noqa: E402
+from neardup.params import ShingleParams  # noqa: E402
+from neardup.shingles import content_hashes, shingle_batch  # noqa: E402
+from neardup.synth import near_duplicate_corpus, random_documents  # noqa: E402
+
+PYPI = Path("/work/shared/data/pypi_summaries/docs.jsonl.gz")
+THRESHOLDS = (0.5, 0.7, 0.8, 0.9)
+SIMHASH_K = (1, 2, 3, 4, 5, 6)
+NUM_PERM = 128
+_WORD = re.compile(r"\w+")
+
+IntArray = npt.NDArray[np.int64]
+Pairs = tuple[IntArray, IntArray]
+
+
+# ---------------------------------------------------------------- pairs
+
+
+def expand_pairs(
+    a: npt.ArrayLike, b: npt.ArrayLike, groups: npt.ArrayLike
+) -> tuple[IntArray, IntArray]:
+    """neardup's accepted pairs -> every document pair they imply: (lo, hi) sorted, unique.
+
+    ``groups`` labels documents by exact-duplicate group (equal canonical hash; -1 for empty
+    documents, which are never paired). Implied pairs: every pair inside a group of 2+, and for
+    each accepted pair between two groups, all member x member pairs (members have the same
+    shingle set as their representative, so the same Jaccard). Vectorised: no loop over pairs.
+    """
+    g = np.asarray(groups, dtype=np.int64)
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    inside_a, inside_b = pairs_from_labels(g)
+    cross = (g[a] != g[b]) & (g[a] >= 0) & (g[b] >= 0)
+    ga, gb = g[a[cross]], g[b[cross]]
+    n_groups = int(g.max()) + 1 if len(g) else 0
+    members = np.argsort(g, kind="stable")[np.sum(g < 0) :]  # documents ordered by group
+    size = np.bincount(g[g >= 0], minlength=n_groups)
+    start = np.cumsum(size) - size
+    na, nb = size[ga], size[gb]
+    m = na * nb
+    total = int(m.sum())
+    pid = np.repeat(np.arange(len(ga)), m)
+    k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
+    x = members[start[ga][pid] + k // nb[pid]]
+    y = members[start[gb][pid] + k % nb[pid]]
+    lo = np.concatenate([inside_a, np.minimum(x, y)])
+    hi = np.concatenate([inside_b, np.maximum(x, y)])
+    width = int(max(len(g), 1))
+    keys = np.unique(lo * width + hi)
+    return keys // width, keys % width
+
+
+def exact_groups(texts: Sequence[str], sp: ShingleParams) -> IntArray:
+    """Exact-duplicate group of every document (equal canonical hash); -1 for empty ones."""
+    canonical, _ = content_hashes(texts, sp)
+    _, inverse = np.unique(canonical, return_inverse=True)
+    groups = inverse.ravel().astype(np.int64)
+    empty = canonical == np.uint64(EMPTY)
+    if empty.any():  # renumber so that group ids stay dense after removing the empty group
+        _, groups[~empty] = np.unique(groups[~empty], return_inverse=True)
+        groups[empty] = -1
+    return groups
+
+
+class Truth:
+    """Brute-force similar pairs at the lowest threshold, filtered per threshold on demand."""
+
+    def __init__(self, texts: Sequence[str], sp: ShingleParams, lowest: float) -> None:
+        t0 = time.perf_counter()
+        batch = shingle_batch(texts, sp)
+        self.a, self.b, self.score = exact_similar_pairs(batch, threshold=lowest)
+        self.seconds = time.perf_counter() - t0
+
+    def at(self, t: float) -> Pairs:
+        keep = self.score >= t
+        return self.a[keep], self.b[keep]
+
+    def count(self, t: float) -> int:
+        return int((self.score >= t).sum())
+
+
+def score(found: Pairs, truth: Pairs) -> tuple[float, float]:
+    p, r, _, _, _ = precision_recall(found[0], found[1], truth[0], truth[1])
+    return p, r
+
+
+# ---------------------------------------------------------------- corpora
+
+
+def load_corpora(args: argparse.Namespace) -> list[tuple[str, list[str], ShingleParams, bool]]:
+    """(name, texts, shingle params, run peers?) for every corpus of the run."""
+    base_path = common.default_corpus()
+    word = ShingleParams()
+    out: list[tuple[str, list[str], ShingleParams, bool]] = []
+    if base_path is not None:
+        base = list(common.iter_texts(base_path))
+        base_name = "20news"
+    else:
+        base = common.synthetic_texts(max(args.near_docs, 2000))
+        base_name = "synthetic"
+    if args.near_docs:
+        missing = args.near_docs - round(0.3 * args.near_docs) - len(base)
+        near_base = base
+        if missing > 0:  # more originals needed than base texts: generated ones fill the gap
+            near_base = base + random_documents(missing, args.seed)
+        corpus = near_duplicate_corpus(near_base, args.near_docs, 0.3, seed=args.seed)
+        out.append((f"near-dup ({base_name} + edits)", corpus.texts, word, True))
+    if args.raw_docs:
+        out.append((f"{base_name} raw", base[: args.raw_docs], word, True))
+    if args.pypi_docs:
+        if PYPI.exists():
+            texts = list(common.iter_texts(PYPI))
+            texts = random.Random(args.seed).sample(texts, min(args.pypi_docs, len(texts)))
+            out.append(("pypi summaries (char 5-grams)", texts, ShingleParams(5, "char"), False))
+        else:
+            print(f"{PYPI} absent: pypi corpus skipped")
+    return out
+
+
+# ---------------------------------------------------------------- neardup
+
+
+def run_neardup(texts: Sequence[str], params: DedupParams) -> tuple[Deduplicator, float, float]:
+    """(fitted Deduplicator, seconds, peak RSS growth MB) of one end-to-end fit."""
+    common.release_memory()
+    with common.PeakRSS() as mem:
+        t0 = time.perf_counter()
+        d = Deduplicator(params).fit(texts)
+        seconds = time.perf_counter() - t0
+    return d, seconds, mem.growth_mb
+
+
+def accuracy(
+    name: str, texts: list[str], sp: ShingleParams, args: argparse.Namespace
+) -> dict[str, Any]:
+    """MinHash (exact/sketch verification) and SimHash rows against brute-force truth."""
+    thresholds = args.thresholds
+    truth = Truth(texts, sp, min(thresholds))
+    groups = exact_groups(texts, sp)
+    long_rows: list[dict[str, Any]] = []
+    wide: list[dict[str, Any]] = []
+    for verify in ("exact", "sketch"):
+        w: dict[str, Any] = {"method": f"minhash verify={verify}"}
+        for t in thresholds:
+            d, sec, mem = run_neardup(texts, DedupParams(threshold=t, verify=verify, shingle=sp))
+            found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
+            p, r = score(found, truth.at(t))
+            f = d.params.feature_params()
+            long_rows.append(
+                {
+                    "method": f"minhash {verify}",
+                    "t": t,
+                    "features": f"{f.k},{f.s},{f.r}",
+                    "true": truth.count(t),
+                    "candidates": d.stats_.candidate_pairs,
+                    "found": len(found[0]),
+                    "precision": p,
+                    "recall": r,
+                    "seconds": sec,
+                    "mem_mb": mem,
+                }
+            )
+            w[f"p{t}"], w[f"r{t}"] = p, r
+            if t == 0.8 or "seconds" not in w:
+                w["seconds"] = sec
+        wide.append(w)
+    simhash_ok = True
+    try:
+        import neardup.simhash  # noqa: F401  (probing whether SimHash has landed)
+    except ImportError:
+        simhash_ok = False
+        print("neardup.simhash is not importable: SimHash rows skipped")
+    if simhash_ok:
+        for k in SIMHASH_K:
+            params = DedupParams(method="simhash", max_distance=k, shingle=sp)
+            d, sec, mem = run_neardup(texts, params)
+            found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
+            w = {"method": f"simhash k={k}", "seconds": sec, "found": len(found[0])}
+            for t in thresholds:
+                w[f"p{t}"], w[f"r{t}"] = score(found, truth.at(t))
+            wide.append(w)
+    cols = [("method", "method", ""), ("t", "t", ".1f"), ("features", "k,s,r", "")]
+    cols += [("true", "true pairs", ","), ("candidates", "candidates", ",")]
+    cols += [("found", "found", ","), ("precision", "precision", ".4f")]
+    cols += [("recall", "recall", ".4f"), ("seconds", "s", ".2f"), ("mem_mb", "peak MB", ".0f")]
+    mb = common.utf8_mb(texts)
+    title = f"[{name}] {len(texts):,} docs, {mb:.1f} MB; brute-force truth {truth.seconds:.1f} s"
+    common.print_table(long_rows, cols, title)
+    wcols = [("method", "method", "")]
+    for t in thresholds:
+        wcols += [(f"p{t}", f"P@{t}", ".3f"), (f"r{t}", f"R@{t}", ".3f")]
+    wcols.append(("seconds", "s", ".2f"))
+    common.print_table(wide, wcols, f"[{name}] side by side: pair precision P / recall R at t")
+    return {
+        "corpus": name,
+        "docs": len(texts),
+        "mb": mb,
+        "truth_seconds": truth.seconds,
+        "true_pairs": {str(t): truth.count(t) for t in thresholds},
+        "minhash": long_rows,
+        "side_by_side": wide,
+    }
+
+
+# ---------------------------------------------------------------- peers
+
+
+def py_shingles(text: str, w: int = 5) -> set[str]:
+    """What a datasketch/rensa user writes: lowercase, ``\\w+`` runs, w words joined by spaces."""
+    words = _WORD.findall(text.lower())
+    if len(words) < w:
+        return {" ".join(words)} if words else set()
+    return set(map(" ".join, zip(*(words[i:] for i in range(w)), strict=False)))
+
+
+def candidates_to_pairs(lists: Sequence[Sequence[int]], ids: IntArray) -> Pairs:
+    """Query results (list of candidate keys per queried document) -> unique (a < b) pairs."""
+    lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+    flat = np.fromiter((k for c in lists for k in c), dtype=np.int64, count=int(lens.sum()))
+    q = np.repeat(ids, lens)
+    c = ids[flat]
+    keep = q < c
+    width = int(ids.max()) + 1 if len(ids) else 1
+    keys = np.unique(q[keep] * width + c[keep])
+    return keys // width, keys % width
+
+
+def verify_and_cluster(
+    n: int, pairs: Pairs, sketches: npt.NDArray[Any], threshold: float
+) -> tuple[Pairs, IntArray]:
+    """Keep candidate pairs whose estimated Jaccard >= threshold; connected components."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    a, b = pairs
+    est = np.empty(len(a))
+    for lo in range(0, len(a), 100_000):  # bounded temporaries
+        hi = lo + 100_000
+        est[lo:hi] = (sketches[a[lo:hi]] == sketches[b[lo:hi]]).mean(axis=1)
+    ok = est >= threshold
+    a, b = a[ok], b[ok]
+    graph = coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
+    _, labels = connected_components(graph, directed=False)
+    return (a, b), labels.astype(np.int64)
+
+
+def peer_datasketch(
+    texts: Sequence[str], threshold: float, bands: Sequence[tuple[int, int] | None]
+) -> list[dict[str, Any]]:
+    """datasketch MinHash.bulk + MinHashLSH for each banding (None = datasketch's own choice)."""
+    from datasketch import MinHash, MinHashLSH
+
+    rows = []
+    common.release_memory()
+    with common.PeakRSS() as mem:
+        t0 = time.perf_counter()
+        sets = [{s.encode("utf-8") for s in py_shingles(t)} for t in texts]
+        ids = np.flatnonzero([bool(s) for s in sets]).astype(np.int64)
+        t1 = time.perf_counter()
+        mhs = MinHash.bulk([sets[i] for i in ids], num_perm=NUM_PERM)
+        sk = np.full((len(texts), NUM_PERM), -1, dtype=np.int64)
+        sk[ids] = np.array([m.hashvalues for m in mhs], dtype=np.int64)
+        t2 = time.perf_counter()
+        base = {"shingle_s": t1 - t0, "sketch_s": t2 - t1}
+        for params in bands:
+            t3 = time.perf_counter()
+            lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM, params=params)
+            with lsh.insertion_session() as session:
+                for key, m in enumerate(mhs):
+                    session.insert(key, m, check_duplication=False)
+            cand = candidates_to_pairs([lsh.query(m) for m in mhs], ids)
+            pairs, labels = verify_and_cluster(len(texts), cand, sk, threshold)
+            t4 = time.perf_counter()
+            b, r = lsh.b, lsh.r
+            del lsh
+            rows.append(
+                {
+                    "method": f"datasketch b={b},r={r}" + (" (default)" if params is None else ""),
+                    "seconds": base["shingle_s"] + base["sketch_s"] + t4 - t3,
+                    **base,
+                    "candidates": len(cand[0]),
+                    "pairs": pairs,
+                    "labels": labels,
+                    "kept_bytes": NUM_PERM * 8,
+                }
+            )
+    for row in rows:
+        row["mem_mb"] = mem.growth_mb
+    return rows
+
+
+def peer_rensa(
+    texts: Sequence[str], threshold: float, bands: Sequence[int]
+) -> list[dict[str, Any]]:
+    """rensa RMinHash.from_token_sets + RMinHashLSH (insert_many, query_all) per band count."""
+    import rensa
+
+    rows = []
+    common.release_memory()
+    with common.PeakRSS() as mem:
+        t0 = time.perf_counter()
+        sets = [py_shingles(t) for t in texts]
+        ids = np.flatnonzero([bool(s) for s in sets]).astype(np.int64)
+        t1 = time.perf_counter()
+        mhs = rensa.RMinHash.from_token_sets([sets[i] for i in ids], NUM_PERM, 42)
+        sk = np.full((len(texts), NUM_PERM), -1, dtype=np.int64)
+        sk[ids] = np.array([m.digest() for m in mhs], dtype=np.uint32)
+        t2 = time.perf_counter()
+        base = {"shingle_s": t1 - t0, "sketch_s": t2 - t1}
+        for nb in bands:
+            t3 = time.perf_counter()
+            lsh = rensa.RMinHashLSH(threshold, NUM_PERM, nb)
+            lsh.insert_many(mhs)
+            cand = candidates_to_pairs(lsh.query_all(mhs), ids)
+            pairs, labels = verify_and_cluster(len(texts), cand, sk, threshold)
+            t4 = time.perf_counter()
+            del lsh
+            rows.append(
+                {
+                    "method": f"rensa b={nb},r={NUM_PERM // nb}",
+                    "seconds": base["shingle_s"] + base["sketch_s"] + t4 - t3,
+                    **base,
+                    "candidates": len(cand[0]),
+                    "pairs": pairs,
+                    "labels": labels,
+                    "kept_bytes": NUM_PERM * 4,
+                }
+            )
+    for row in rows:
+        row["mem_mb"] = mem.growth_mb
+    return rows
+
+
+def run_cli(texts: Sequence[str], threshold: float, workdir: Path) -> dict[str, Any]:
+    """``neardup dedup in.jsonl -o out.jsonl`` in a child process: wall time and its peak RSS."""
+    src = workdir / "in.jsonl"
+    with open(src, "w", encoding="utf-8") as f:
+        for i, t in enumerate(texts):
+            f.write(json.dumps({"id": str(i), "text": t}, ensure_ascii=False) + "\n")
+    summary = workdir / "summary.json"
+    cmd = [sys.executable, "-m", "neardup.cli", "dedup", str(src), "-o", str(workdir / "out.jsonl")]
+    cmd += ["--threshold", str(threshold), "--summary-json", str(summary), "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(common.REPO / "src")}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"neardup dedup failed with exit code {proc.returncode}: {' '.join(cmd)}")
+    s = json.loads(summary.read_text())
+    return {
+        "wall_s": wall,
+        "inner_s": s["seconds"],
+        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "file_mb": src.stat().st_size / 1e6,
+        "kept": s["kept"],
+    }
+
+
+def speed(
+    name: str, texts: list[str], args: argparse.Namespace, workdir: Path
+) -> list[dict[str, Any]]:
+    """End-to-end speed, accuracy and memory of neardup and the peers at one threshold."""
+    t = args.peer_threshold
+    sp = ShingleParams()
+    truth = Truth(texts, sp, t).at(t)
+    groups = exact_groups(texts, sp)
+    mb = common.utf8_mb(texts)
+    n = len(texts)
+    rows: list[dict[str, Any]] = []
+
+    def add(method: str, seconds: float, pairs: Pairs, mem_mb: float | None, **extra: Any) -> None:
+        p, r = score(pairs, truth)
+        rows.append(
+            {
+                "method": method,
+                "seconds": seconds,
+                "docs_per_s": n / seconds,
+                "mbps": mb / seconds,
+                "precision": p,
+                "recall": r,
+                "mem_mb": mem_mb,
+                "mem_per_doc": mem_mb * 1e6 / n if mem_mb is not None else None,
+                **extra,
+            }
+        )
+
+    for verify in ("sketch", "exact"):
+        params = DedupParams(threshold=t, verify=verify)
+        best: tuple[Deduplicator, float, float] | None = None
+        for _ in range(args.repeat):
+            run = run_neardup(texts, params)
+            if best is None or run[1] < best[1]:
+                best = run
+        assert best is not None  # repeat >= 1 (checked in main)
+        d, sec, mem = best
+        found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
+        kept = d.stats_.bytes_per_doc_in_memory
+        add(f"neardup verify={verify}", sec, found, mem, kept_bytes=kept)
+    if not args.no_cli:
+        cli = run_cli(texts, t, workdir)
+        rows.append(
+            {
+                "method": "neardup CLI (verify=sketch)",
+                "seconds": cli["wall_s"],
+                "docs_per_s": n / cli["wall_s"],
+                "mbps": mb / cli["wall_s"],
+                "mem_mb": cli["peak_rss_mb"],
+                "mem_per_doc": None,
+                "note": f"whole process, peak RSS; {cli['inner_s']:.2f} s inside",
+            }
+        )
+    if not args.no_peers:
+        for peer in peer_datasketch(texts, t, [None, (NUM_PERM // 4, 4)]) + peer_rensa(
+            texts, t, [16, NUM_PERM // 4]
+        ):
+            note = f"shingle {peer['shingle_s']:.1f} s, sketch {peer['sketch_s']:.1f} s"
+            note += f", {peer['candidates']:,} candidates"
+            add(
+                peer["method"],
+                peer["seconds"],
+                peer["pairs"],
+                peer["mem_mb"],
+                kept_bytes=peer["kept_bytes"],
+                note=note,
+            )
+    ref = rows[0]["seconds"]
+    for row in rows:
+        row["speedup"] = row["seconds"] / ref
+    cols = [("method", "method", ""), ("seconds", "s", ".2f"), ("docs_per_s", "docs/s", ",.0f")]
+    cols += [("mbps", "MB/s", ".2f"), ("precision", "precision", ".4f")]
+    cols += [("recall", "recall", ".4f"), ("mem_mb", "peak MB", ".0f")]
+    cols += [("mem_per_doc", "peak B/doc", ",.0f"), ("kept_bytes", "kept B/doc", ",.0f")]
+    cols += [("speedup", "neardup x", ".1f"), ("note", "note", "")]
+    title = f"[{name}] speed at t={t}, single thread: {n:,} docs, {mb:.1f} MB, "
+    title += f"{len(truth[0]):,} true pairs ('neardup x' = its time / neardup verify=sketch)"
+    common.print_table(rows, cols, title)
+    for row in rows:
+        row["corpus"] = name
+    return rows
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--threads", type=int, default=1, help="native threads (read before imports)")
+    p.add_argument("--near-docs", type=int, default=15000, help="near-dup corpus size (0: skip)")
+    p.add_argument("--raw-docs", type=int, default=None, help="raw 20news docs [all] (0: skip)")
+    p.add_argument("--pypi-docs", type=int, default=10000, help="pypi summaries sample (0: skip)")
+    p.add_argument(
+        "--thresholds", type=lambda s: tuple(float(x) for x in s.split(",")), default=THRESHOLDS
+    )
+    p.add_argument("--peer-threshold", type=float, default=0.8, help="threshold of speed runs")
+    p.add_argument("--no-peers", action="store_true", help="skip datasketch and rensa")
+    p.add_argument("--no-cli", action="store_true", help="skip the CLI subprocess run")
+    p.add_argument("--no-accuracy", action="store_true", help="skip the accuracy tables")
+    p.add_argument("--repeat", type=int, default=2, help="neardup runs per speed row (best kept)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--json", type=Path, help="write all results as JSON here")
+    args = p.parse_args(argv)
+    if args.raw_docs is None:
+        args.raw_docs = 10**9
+    if args.repeat < 1:
+        p.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.perf_counter()
+    print("machine:", common.machine())
+    warm = common.synthetic_texts(300)  # compile / load every Numba kernel before timing
+    for params in (DedupParams(verify="sketch"), DedupParams(verify="exact")):
+        Deduplicator(params).fit(warm)
+    Deduplicator(DedupParams(method="simhash")).fit(warm)
+    results: dict[str, Any] = {"machine": common.machine(), "accuracy": [], "speed": []}
+    corpora = load_corpora(args)
+    with tempfile.TemporaryDirectory(prefix="neardup_bench_") as tmp:
+        for name, texts, sp, peers in corpora:
+            if not args.no_accuracy:
+                results["accuracy"].append(accuracy(name, texts, sp, args))
+            if peers:
+                rows = speed(name, texts, args, Path(tmp))
+                results["speed"] += [
+                    {k: v for k, v in r.items() if k not in ("pairs", "labels")} for r in rows
+                ]
+    total = time.perf_counter() - started
+    print(f"\ntotal benchmark time {total:.0f} s; peak RSS {_self_peak_mb():.0f} MB")
+    if args.json:
+        common.write_json(args.json, results)
+    return 0
+
+
+def _self_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+if __name__ == "__main__":
+    sys.exit(main())
