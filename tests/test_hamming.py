@@ -284,3 +284,12 @@ def test_index_directory_and_binary_search_paths_agree_with_brute_force(k: int) 
     want = [(n, i, d) for n, v in enumerate(q.tolist()) for i, d in brute_query(x.tolist(), v, k)]
     assert list(zip(qi.tolist(), ii.tolist(), dd.tolist(), strict=True)) == want
     assert len(want) > 300
+
+
+def test_query_plans_respect_the_memory_budget_but_batch_plans_do_not_need_one() -> None:
+    roomy = plan_tables(6, 1_000_000, mode="query")
+    tight = plan_tables(6, 1_000_000, mode="query", max_memory=100 << 20)
+    assert roomy.num_tables > 7
+    assert tight.num_tables * 1_000_000 * 16 <= 100 << 20 or tight.num_blocks == 7
+    assert plan_tables(6, 1_000_000, max_memory=1).num_tables == roomy.num_tables
+    assert "per query" in tight.describe()

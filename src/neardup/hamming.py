@@ -26,8 +26,10 @@ PlanMode = Literal["batch", "query"]
 COST_PERMUTE_NS = 2.0  # permute one fingerprint's blocks into a table's order
 COST_PASS_NS = 4.5  # one 8-bit counting-sort pass over one fingerprint
 COST_CANDIDATE_NS = 2.0  # popcount-check one candidate pair found in a run of equal keys
-COST_PROBE_NS = 8.0  # one step of a binary search in a table (query mode)
-COST_TABLE_QUERY_NS = 60.0  # fixed cost of probing one table for one query (query mode)
+COST_TABLE_QUERY_NS = 300.0  # probing one table for one query: directory jump, cache misses
+
+#: Bytes an index table spends per fingerprint: the permuted value and the id.
+TABLE_BYTES = 16
 
 #: Largest number of blocks: the canonical-table lookup has 2**b entries.
 MAX_BLOCKS = 20
@@ -156,6 +158,7 @@ def plan_tables(
     mode: PlanMode = "batch",
     blocks: int | None = None,
     max_tables: int = 256,
+    max_memory: int = 8 << 30,
 ) -> HammingPlan:
     """Choose the number of blocks b (hence C(b, k) tables) for n fingerprints of f bits.
 
@@ -164,12 +167,14 @@ def plan_tables(
 
     * batch: sum over tables of ``n * (COST_PERMUTE + COST_PASS * ceil(p / 16))`` (permute, then
       radix-group on the p key bits, 8 bits a pass) ``+ COST_CANDIDATE * n(n-1)/2 * 2**-p``.
-    * query: sum over tables of ``COST_TABLE_QUERY + COST_PROBE * log2(n) + COST_CANDIDATE *
-      n * 2**-p`` for one query (memory grows with the table count, hence ``max_tables``).
+    * query: sum over tables of ``COST_TABLE_QUERY + COST_CANDIDATE * n * 2**-p`` for one query
+      (a prefix directory finds the run). An index holds ``TABLE_BYTES`` per fingerprint per
+      table, so query plans keep ``tables * n * TABLE_BYTES <= max_memory``.
 
     More blocks mean longer keys (fewer candidates) but more tables: the paper's trade-off between
     tables and probes. ``blocks`` forces b; otherwise every b from k+1 with at most ``max_tables``
-    tables is priced and the cheapest wins (ties: fewer tables).
+    tables (and, for queries, within ``max_memory``) is priced and the cheapest wins (ties: fewer
+    tables). b = k+1 is always allowed: it is the fewest tables the pigeonhole argument needs.
     """
     _check_fk(k, f)
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -187,7 +192,12 @@ def plan_tables(
         candidates_b = [
             b
             for b in range(k + 1, min(f, MAX_BLOCKS) + 1)
-            if b == k + 1 or (k > 0 and math.comb(b, k) <= max_tables)
+            if b == k + 1
+            or (
+                k > 0
+                and math.comb(b, k) <= max_tables
+                and (mode == "batch" or math.comb(b, k) * n * TABLE_BYTES <= max_memory)
+            )
         ]  # k = 0: one table keyed on every bit; more blocks would change nothing
 
     def price(b: int) -> tuple[float, float, tuple[int, ...], tuple, list[tuple[int, ...]]]:
@@ -201,7 +211,7 @@ def plan_tables(
                 cost += n * (COST_PERMUTE_NS + COST_PASS_NS * math.ceil(p / 8))
             else:
                 c = n * 2.0**-p
-                cost += COST_TABLE_QUERY_NS + COST_PROBE_NS * math.log2(max(n, 2))
+                cost += COST_TABLE_QUERY_NS
             cost += COST_CANDIDATE_NS * c
             cand += c
         return cost, cand, key_bits, layout, tables
