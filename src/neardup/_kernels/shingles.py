@@ -73,11 +73,10 @@ def _rabin_shingle(
     char_mode: bool,
     table: np.ndarray,
 ) -> np.uint64:
-    """Rabin fingerprint of the canonical text of m tokens (ring-buffer slots first, first+1...)."""
-    size = starts.shape[0]
+    """Rabin fingerprint of the canonical text of m tokens (window slots first, first+1, ...)."""
     f = np.uint64(0)
     for j in range(m):
-        slot = (first + j) % size
+        slot = first + j
         if j > 0 and not char_mode:
             f = _rabin_symbol(f, np.uint64(SPACE), table)
         p = starts[slot]
@@ -112,6 +111,10 @@ def shingle_kernel(
     ring = np.empty(w, dtype=np.uint64)
     starts = np.zeros(w, dtype=np.int64)
     ends = np.zeros(w, dtype=np.int64)
+    ascii_fold = np.zeros(128, dtype=np.uint32)
+    for i in range(128):
+        if is_word[i] != 0:
+            ascii_fold[i] = fold[i]
     k = 0
     for d in range(n):
         out_offsets[d] = k
@@ -124,15 +127,19 @@ def shingle_kernel(
         stop = offsets[d + 1]
         while p <= stop:
             here = p
-            word = False
-            c = np.uint64(0)
+            f = np.uint64(0)  # the folded code point, 0 for a separator (NUL is not a word char)
             if p < stop:
-                c, p = _decode(buf, p)
-                word = is_word[c] != 0
+                b = buf[p]
+                if b < 0x80:  # ASCII fast path: one small-table lookup
+                    f = np.uint64(ascii_fold[b])
+                    p += 1
+                else:
+                    c, p = _decode(buf, p)
+                    if is_word[c] != 0:
+                        f = np.uint64(fold[c])
             else:
                 p += 1
-            if word:
-                f = np.uint64(fold[c])
+            if f != 0:
                 if not char_mode:
                     if length == 0:
                         h = FNV_OFFSET
@@ -150,27 +157,33 @@ def shingle_kernel(
                 length = 0
             else:
                 continue
-            slot = ntok % w
-            ring[slot] = tok
-            starts[slot] = tok_start
-            ends[slot] = tok_end
+            # The window holds the last w tokens, oldest first (a shift register: no modulo).
+            for j in range(w - 1):
+                ring[j] = ring[j + 1]
+            ring[w - 1] = tok
+            if rabin:
+                for j in range(w - 1):
+                    starts[j] = starts[j + 1]
+                    ends[j] = ends[j + 1]
+                starts[w - 1] = tok_start
+                ends[w - 1] = tok_end
             content = (content ^ tok) * SHINGLE_MUL
             ntok += 1
             if ntok >= w:
                 if rabin:
-                    fps[k] = _rabin_shingle(buf, starts, ends, ntok - w, w, fold, char_mode, table)
+                    fps[k] = _rabin_shingle(buf, starts, ends, 0, w, fold, char_mode, table)
                 else:
                     s = SHINGLE_MUL
-                    for j in range(ntok - w, ntok):
-                        s = (s ^ ring[j % w]) * SHINGLE_MUL
+                    for j in range(w):
+                        s = (s ^ ring[j]) * SHINGLE_MUL
                     fps[k] = fmix64(s ^ np.uint64(w))
                 k += 1
         if 0 < ntok < w:
             if rabin:
-                fps[k] = _rabin_shingle(buf, starts, ends, 0, ntok, fold, char_mode, table)
+                fps[k] = _rabin_shingle(buf, starts, ends, w - ntok, ntok, fold, char_mode, table)
             else:
                 s = SHINGLE_MUL
-                for j in range(ntok):
+                for j in range(w - ntok, w):
                     s = (s ^ ring[j]) * SHINGLE_MUL
                 fps[k] = fmix64(s ^ np.uint64(ntok))
             k += 1
