@@ -146,3 +146,17 @@ def test_console_script_reads_stdin(tmp_path: Path) -> None:
     )
     kept = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [k["text"] for k in kept] == ["one two three four five six", "other"]
+
+
+def test_simhash_method_shares_the_dedup_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    records = _write_corpus(src, 200)
+    out = tmp_path / "kept.jsonl"
+    assert (
+        main(["dedup", str(src), "-o", str(out), "--method", "simhash", "--max-distance", "3"]) == 0
+    )
+    kept = out.read_text().splitlines()
+    assert 0 < len(kept) < len(records)
+    assert "documents removed" in capsys.readouterr().err

@@ -116,3 +116,20 @@ def test_planned_candidates_keep_recall_at_the_threshold() -> None:
         fp = DedupParams(threshold=threshold).feature_params()
         assert float(acceptance(threshold, fp.k, fp.s, fp.r)) >= 0.99
         assert fp.t <= 256
+
+
+def test_simhash_method_pairs_equal_brute_force_within_k_bits(corpus: list[str]) -> None:
+    from neardup.hamming import hamming_pairs_reference
+    from neardup.simhash import SimhashParams, simhash
+
+    dedup = Deduplicator(DedupParams(method="simhash", max_distance=4)).fit(corpus)
+    canonical, _ = content_hashes(corpus)
+    _, first = np.unique(canonical, return_index=True)
+    reps = np.sort(first[canonical[first] != np.uint64(2**64 - 1)])
+    fps = simhash([corpus[i] for i in reps], SimhashParams())
+    ra, rb, rd = hamming_pairs_reference(fps, 4)
+    a, b, score = dedup.pairs_
+    near = score < 1.0  # exact-duplicate links have score 1.0; so do distance-0 simhash pairs
+    want = {(int(reps[x]), int(reps[y])) for x, y, d in zip(ra, rb, rd, strict=True) if d > 0}
+    assert {(int(x), int(y)) for x, y in zip(a[near], b[near], strict=True)} == want
+    assert np.allclose(np.sort(1 - score[near]) * 64, np.sort(rd[rd > 0]))
