@@ -133,3 +133,15 @@ def test_simhash_method_pairs_equal_brute_force_within_k_bits(corpus: list[str])
     want = {(int(reps[x]), int(reps[y])) for x, y, d in zip(ra, rb, rd, strict=True) if d > 0}
     assert {(int(x), int(y)) for x, y in zip(a[near], b[near], strict=True)} == want
     assert np.allclose(np.sort(1 - score[near]) * 64, np.sort(rd[rd > 0]))
+
+
+def test_simhash_idf_weighting_fits_the_table_on_the_corpus(corpus: list[str]) -> None:
+    from neardup.simhash import fit_idf_texts
+
+    params = DedupParams(method="simhash", simhash_weighting="idf", max_distance=3)
+    auto = Deduplicator(params).fit(iter(corpus[:600]))
+    table = fit_idf_texts(corpus[:600], Deduplicator(params).simhash_params())
+    given = Deduplicator(params, idf=table).fit(corpus[:600])
+    assert np.array_equal(auto.clusters_, given.clusters_)
+    counted = Deduplicator(DedupParams(method="simhash", max_distance=3)).fit(corpus[:600])
+    assert auto.simhash_params().weighting == "idf" != counted.simhash_params().weighting

@@ -172,6 +172,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="simhash features [char]",
     )
     m.add_argument("--q", type=int, default=4, help="simhash character window [4]")
+    m.add_argument(
+        "--simhash-weighting",
+        choices=["count", "idf"],
+        default="count",
+        help="simhash feature weights: occurrence counts, or counts times IDF fitted on the input (one more read) [count]",
+    )
     _add_shingle_options(d)
     out = d.add_argument_group("reporting")
     out.add_argument(
@@ -225,6 +231,7 @@ def _dedup_params(args: argparse.Namespace) -> DedupParams:
         max_distance=args.max_distance,
         simhash_features=args.simhash_features,
         simhash_q=args.q,
+        simhash_weighting=args.simhash_weighting,
         max_t=256 if args.num_perm is None else args.num_perm,
     )
 
@@ -247,6 +254,11 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     ) as source:
         progress.total_bytes = source.input_bytes
         dedup = Deduplicator(params)
+        if params.method == "simhash" and params.simhash_weighting == "idf":
+            from .simhash import fit_idf_texts
+
+            texts = (t for batch in source.batches(args.batch_size) for t in batch.texts)
+            dedup.idf = fit_idf_texts(texts, dedup.simhash_params(), args.batch_size)
         ids: list[str] = []
         for batch in source.batches(args.batch_size):
             dedup.partial_fit(batch.texts, batch.nbytes)

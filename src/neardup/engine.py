@@ -27,6 +27,7 @@ from .features import FeatureParams
 from .params import ShingleParams, SketchParams, _fingerprint
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_texts
+from .simhash import IdfTable, SimhashParams, fit_idf_texts, simhash
 
 Method = Literal["minhash", "simhash"]
 Verify = Literal["sketch", "exact", "none"]
@@ -51,7 +52,8 @@ class DedupParams:
     max_bucket: feature buckets larger than this are chained instead of fully paired.
     keep: which member of a cluster survives: "first" (smallest index) or "longest" (most
       characters; ties to the first).
-    max_distance, simhash_features, simhash_q: SimHash options (method="simhash").
+    max_distance, simhash_features, simhash_q, simhash_weighting: SimHash options
+      (method="simhash"); "idf" weighting needs an IDF table fitted on the corpus first.
     """
 
     method: Method = "minhash"
@@ -66,6 +68,7 @@ class DedupParams:
     max_distance: int = 3
     simhash_features: Literal["char", "word", "shingle"] = "char"
     simhash_q: int = 4
+    simhash_weighting: Literal["count", "idf"] = "count"
     max_t: int = 256
 
     def __post_init__(self) -> None:
@@ -148,8 +151,9 @@ class Deduplicator:
     ``stats_``. The same texts and parameters give identical results whatever the batching.
     """
 
-    def __init__(self, params: DedupParams | None = None) -> None:
+    def __init__(self, params: DedupParams | None = None, idf: IdfTable | None = None) -> None:
         self.params = params or DedupParams()
+        self.idf = idf
         if self.params.method == "minhash":
             self._features = self.params.feature_params()
             self._sketch = SketchParams(self.params.sketch_kind, self._features.t, self.params.seed)
@@ -194,12 +198,20 @@ class Deduplicator:
         self._bytes += nbytes if nbytes is not None else sum(map(len, texts))
         return self
 
-    def _simhash(self, texts: Sequence[str]) -> npt.NDArray[np.uint64]:
-        from .simhash import SimhashParams, simhash
-
+    def simhash_params(self) -> SimhashParams:
+        """The SimHash fingerprint parameters this deduplicator uses (method="simhash")."""
         p = self.params
-        sp = SimhashParams(features=p.simhash_features, q=p.simhash_q, w=p.shingle.w, seed=p.seed)
-        return simhash(texts, sp)
+        return SimhashParams(
+            features=p.simhash_features,
+            q=p.simhash_q,
+            w=p.shingle.w,
+            weighting=p.simhash_weighting,
+            seed=p.seed,
+            nfkc=p.shingle.nfkc,
+        )
+
+    def _simhash(self, texts: Sequence[str]) -> npt.NDArray[np.uint64]:
+        return simhash(texts, self.simhash_params(), self.idf)
 
     def fit(
         self,
@@ -207,7 +219,14 @@ class Deduplicator:
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[int, int], None] | None = None,
     ) -> Deduplicator:
-        """Feed every text in batches of ``batch_size``, then finish. Returns self."""
+        """Feed every text in batches of ``batch_size``, then finish. Returns self.
+
+        SimHash with IDF weighting and no table given reads the texts twice: once to fit it.
+        """
+        p = self.params
+        if p.method == "simhash" and p.simhash_weighting == "idf" and self.idf is None:
+            texts = list(texts)
+            self.idf = fit_idf_texts(texts, self.simhash_params(), batch_size)
         batch: list[str] = []
         for text in texts:
             batch.append(text)
