@@ -457,6 +457,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=10_000,
         help="documents to generate when no corpus is found (default 10000)",
     )
+    p.add_argument(
+        "--synthetic", action="store_true", help="use generated English-like text, not a corpus"
+    )
     p.add_argument("--threads", type=int, default=1, help="native threads (default 1)")
     p.add_argument(
         "--batch-docs",
@@ -505,7 +508,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    corpus = common.load_corpus(args.corpus, args.limit, args.synthetic_docs)
+    corpus = common.load_corpus(args.corpus, args.limit, args.synthetic_docs, args.synthetic)
     texts = corpus.texts
     lo, hi = (float(x) for x in args.few_kb.split(","))
     few_kb = common.by_size(texts, lo, hi)

@@ -141,10 +141,16 @@ class Corpus:
 
 
 def load_corpus(
-    path: Path | None, limit: int | None = None, synthetic_docs: int = 10_000
+    path: Path | None,
+    limit: int | None = None,
+    synthetic_docs: int = 10_000,
+    synthetic: bool = False,
 ) -> Corpus:
-    """The corpus at ``path`` (JSONL), else the default real corpus, else synthetic text."""
-    path = path or default_corpus()
+    """The corpus at ``path`` (JSONL), else the default real corpus, else synthetic text.
+
+    ``synthetic=True`` forces generated text (``limit`` or ``synthetic_docs`` documents).
+    """
+    path = None if synthetic else path or default_corpus()
     if path is None:
         n = limit or synthetic_docs
         return Corpus(f"synthetic ({n} docs)", synthetic_texts(n), lambda: iter_synthetic(n))
