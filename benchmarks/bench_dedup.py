@@ -65,6 +65,7 @@ from neardup.engine import Deduplicator, DedupParams  # noqa: E402
 from neardup.evaluate import exact_similar_pairs, pairs_from_labels, precision_recall  # noqa: E402
 from neardup.minhash import EMPTY  # noqa: E402
 from neardup.params import ShingleParams  # noqa: E402
+from neardup.resemblance import pair_scores  # noqa: E402
 from neardup.shingles import content_hashes, shingle_batch  # noqa: E402
 from neardup.synth import near_duplicate_corpus, random_documents  # noqa: E402
 
@@ -143,8 +144,8 @@ class Truth:
 
     def __init__(self, texts: Sequence[str], sp: ShingleParams, lowest: float) -> None:
         t0 = clock()
-        batch = shingle_batch(texts, sp)
-        self.a, self.b, self.score = exact_similar_pairs(batch, threshold=lowest)
+        self.batch = shingle_batch(texts, sp)
+        self.a, self.b, self.score = exact_similar_pairs(self.batch, threshold=lowest)
         self.seconds = clock() - t0
 
     def at(self, t: float) -> Pairs:
@@ -153,6 +154,29 @@ class Truth:
 
     def count(self, t: float) -> int:
         return int((self.score >= t).sum())
+
+    def errors_near(
+        self, found: Pairs, t: float, margin: float = 0.05
+    ) -> tuple[int, int, int, int]:
+        """(false negatives, of them with J < t + margin, false positives, with J >= t - margin).
+
+        Shows whether misses are the sketch estimate's unavoidable error near the threshold
+        (standard deviation sqrt(J(1-J)/t_sketch)) or something else.
+        """
+        width = len(self.batch)
+        true_a, true_b = self.at(t)
+        true_keys = true_a * width + true_b
+        found_keys = found[0] * width + found[1]
+        fn = ~np.isin(true_keys, found_keys)
+        fn_j = self.score[self.score >= t][fn]
+        fp = ~np.isin(found_keys, true_keys)
+        fp_j = pair_scores(self.batch, found[0][fp], found[1][fp], "jaccard")
+        return (
+            int(fn.sum()),
+            int((fn_j < t + margin).sum()),
+            int(fp.sum()),
+            int((fp_j >= t - margin).sum()),
+        )
 
 
 def score(found: Pairs, truth: Pairs) -> tuple[float, float]:
@@ -221,6 +245,7 @@ def accuracy(
             d, sec, mem = run_neardup(texts, DedupParams(threshold=t, verify=verify, shingle=sp))
             found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
             p, r = score(found, truth.at(t))
+            fn, fn_near, fp, fp_near = truth.errors_near(found, t)
             f = d.params.feature_params()
             long_rows.append(
                 {
@@ -232,6 +257,8 @@ def accuracy(
                     "found": len(found[0]),
                     "precision": p,
                     "recall": r,
+                    "fn": f"{fn} ({fn_near})",
+                    "fp": f"{fp} ({fp_near})",
                     "seconds": sec,
                     "mem_mb": mem,
                 }
@@ -246,19 +273,23 @@ def accuracy(
     except ImportError:
         simhash_ok = False
         print("neardup.simhash is not importable: SimHash rows skipped")
-    if simhash_ok:
+    for feats in args.simhash_features if simhash_ok else ():
         for k in SIMHASH_K:
-            params = DedupParams(method="simhash", max_distance=k, shingle=sp)
+            params = DedupParams(
+                method="simhash", max_distance=k, shingle=sp, simhash_features=feats
+            )
             d, sec, mem = run_neardup(texts, params)
             found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
-            w = {"method": f"simhash k={k}", "seconds": sec, "found": len(found[0])}
+            label = f"simhash {feats} k={k}"
+            w = {"method": label, "seconds": sec, "found": len(found[0])}
             for t in thresholds:
                 w[f"p{t}"], w[f"r{t}"] = score(found, truth.at(t))
             wide.append(w)
     cols = [("method", "method", ""), ("t", "t", ".1f"), ("features", "k,s,r", "")]
     cols += [("true", "true pairs", ","), ("candidates", "candidates", ",")]
     cols += [("found", "found", ","), ("precision", "precision", ".4f")]
-    cols += [("recall", "recall", ".4f"), ("seconds", "s", ".2f"), ("mem_mb", "peak MB", ".0f")]
+    cols += [("recall", "recall", ".4f"), ("fn", "FN (J<t+.05)", ""), ("fp", "FP (J>=t-.05)", "")]
+    cols += [("seconds", "s", ".2f"), ("mem_mb", "peak MB", ".0f")]
     mb = common.utf8_mb(texts)
     title = f"[{name}] {len(texts):,} docs, {mb:.1f} MB; brute-force truth {truth.seconds:.1f} s"
     common.print_table(long_rows, cols, title)
@@ -532,6 +563,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--pypi-docs", type=int, default=10000, help="pypi summaries sample (0: skip)")
     p.add_argument(
         "--thresholds", type=lambda s: tuple(float(x) for x in s.split(",")), default=THRESHOLDS
+    )
+    p.add_argument(
+        "--simhash-features",
+        type=lambda s: tuple(s.split(",")),
+        default=("shingle", "char"),
+        help="SimHash feature kinds to score: shingle (the same w-shingles as MinHash), char "
+        "(q-grams, the engine's default), word [shingle,char]",
     )
     p.add_argument("--peer-threshold", type=float, default=0.8, help="threshold of speed runs")
     p.add_argument("--no-peers", action="store_true", help="skip datasketch and rensa")
