@@ -73,7 +73,8 @@ def estimate_pairs(
 
     A pair involving an empty document scores 0: emptiness is reported, never matched.
     """
-    sketches = np.ascontiguousarray(sketches, dtype=np.uint64)
+    if sketches.dtype != np.uint32:  # truncated 32-bit sketches compare as well, in half the memory
+        sketches = np.ascontiguousarray(sketches, dtype=np.uint64)
     a = np.ascontiguousarray(a, dtype=np.int64)
     b = np.ascontiguousarray(b, dtype=np.int64)
     if sketches.ndim != 2:
