@@ -25,6 +25,7 @@ from neardup.io import (
     atomic_dir,
     atomic_write,
     detect_format,
+    key_ranks,
     open_source,
     write_clusters,
     write_pairs,
@@ -686,3 +687,280 @@ def test_empty_folder_gives_no_documents_and_an_empty_output_folder(tmp_path: Pa
     assert source.fmt == "text" and collect(source)[0] == [] and source.n_docs == 0
     assert source.write_kept(np.zeros(0, dtype=bool), tmp_path / "out") == 0
     assert list((tmp_path / "out").iterdir()) == []
+
+
+# ------------------------------------------------------------------------ keys (--keep-field)
+def collect_keys(source: Source, batch_size: int = 3) -> tuple[list[str], list[object]]:
+    ids: list[str] = []
+    keys: list[object] = []
+    for batch in source.batches(batch_size):
+        assert batch.keys is not None and len(batch.keys) == len(batch.ids)
+        ids += batch.ids
+        keys += batch.keys
+    return ids, keys
+
+
+def test_no_key_field_gives_batches_without_keys(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "c.jsonl", [record(id="a", text="x", score=1)])
+    (batch,) = open_source(src).batches()
+    assert batch.keys is None
+
+
+def test_jsonl_keys_are_field_values_aligned_with_ids_and_missing_is_none(tmp_path: Path) -> None:
+    lines = [
+        record(id="a", text="x", score=3),
+        record(id="b", text="y"),  # absent
+        record(id="c", text="z", score=None),  # null
+        record(id="d", text="w", score=2.5),
+        b'{"id": "e", "text": "v", "score": NaN}\n',  # json's NaN: no value
+        record(id="f", text="u", score=-7),
+    ]
+    source = open_source(write_lines(tmp_path / "c.jsonl", lines), key_field="score")
+    ids, keys = collect_keys(source, 4)
+    assert ids == ["a", "b", "c", "d", "e", "f"]
+    assert keys == [3, None, None, 2.5, None, -7]
+    assert source.missing_keys == 3 and source.errors.total == 0
+
+
+def test_gzip_jsonl_and_stream_inputs_carry_string_keys(tmp_path: Path) -> None:
+    lines = [record(text="x", date="2024-01-02"), record(text="y", date="2023-12-31")]
+    src = tmp_path / "c.jsonl.gz"
+    src.write_bytes(gzip.compress(b"".join(lines)))
+    assert collect_keys(open_source(src, key_field="date"))[1] == ["2024-01-02", "2023-12-31"]
+    stream = io.BytesIO(b"".join(lines))
+    with open_source(stream, key_field="date") as source:
+        assert collect_keys(source)[1] == ["2024-01-02", "2023-12-31"]
+        source.write_kept(np.array([False, True]), tmp_path / "o.jsonl")
+    assert (tmp_path / "o.jsonl").read_bytes() == lines[1]
+
+
+def test_key_of_another_kind_stops_naming_file_line_and_the_first_key(tmp_path: Path) -> None:
+    lines = [record(text="a", q=None), record(text="b", q=0.5), record(text="c", q="high")]
+    src = write_lines(tmp_path / "c.jsonl", lines)
+    with pytest.raises(InputError) as info:
+        collect_keys(open_source(src, key_field="q"))
+    message = str(info.value)
+    assert message.startswith(f"{src} line 3: field 'q' is a string")
+    assert f"the first key ({src} line 2) is a number" in message
+    assert "--keep-field" in message and "--on-error skip" in message
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [([1, 2], "is an array, which has no order"), ({"a": 1}, "is an object, which has no order")],
+)
+def test_array_or_object_key_is_a_bad_record(tmp_path: Path, value: object, words: str) -> None:
+    src = write_lines(tmp_path / "c.jsonl", [record(text="a", q=value)])
+    with pytest.raises(InputError, match=f"line 1: field 'q' {words}"):
+        collect_keys(open_source(src, key_field="q"))
+
+
+def test_bad_keys_are_skipped_and_counted_and_do_not_fix_the_kind(tmp_path: Path) -> None:
+    lines = [
+        record(id="0", text="a", q=[1]),  # unorderable: skipped, fixes nothing
+        record(id="1", text="b"),  # missing: None, fixes nothing
+        record(id="2", text="c", q="m"),  # the first key: strings from here on
+        record(id="3", text="d", q=7),  # a number: skipped
+        record(id="4", text="e", q=True),  # a boolean: skipped
+        record(id="5", text="f", q="a"),
+    ]
+    src = write_lines(tmp_path / "c.jsonl", lines)
+    source = open_source(src, on_error="skip", key_field="q")
+    ids, keys = collect_keys(source, 2)
+    assert ids == ["1", "2", "5"] and keys == [None, "m", "a"]
+    assert source.errors.counts == {"bad_key": 3}
+    assert source.errors.examples[1].startswith(f"{src} line 4: field 'q' is a number, but")
+    source.write_kept(np.array([False, True, True]), tmp_path / "o.jsonl")
+    assert (tmp_path / "o.jsonl").read_bytes() == lines[2] + lines[5]
+
+
+def test_booleans_are_not_numbers(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "c.jsonl", [record(text="a", q=1), record(text="b", q=False)])
+    with pytest.raises(InputError, match="line 2: field 'q' is a boolean, but"):
+        collect_keys(open_source(src, key_field="q"))
+    keys = collect_keys(open_source(src, key_field="q", on_error="skip"))[1]
+    assert keys == [1] and type(keys[0]) is int
+
+
+def test_key_field_may_be_the_id_or_text_field(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "c.jsonl", [record(id=5, text="b"), record(id=3, text="a")])
+    assert collect_keys(open_source(src, key_field="id"))[1] == [5, 3]
+    assert collect_keys(open_source(src, key_field="text"))[1] == ["b", "a"]
+
+
+def test_text_inputs_refuse_a_key_field(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_text("hello")
+    with pytest.raises(ParamError, match=r"text-file inputs have no fields.*--keep-field"):
+        open_source(tmp_path / "d", key_field="mtime")
+    with pytest.raises(ParamError, match="text-file inputs have no fields"):
+        open_source(tmp_path / "d" / "a.txt", "text", key_field="score")
+    with pytest.raises(ParamError, match="key field must be a non-empty string"):
+        open_source(tmp_path / "d", key_field="")
+
+
+def test_parquet_keys_of_every_orderable_column_type(tmp_path: Path) -> None:
+    utc = pa.timestamp("ns", tz="UTC")
+    table = pa.table(
+        {
+            "text": ["a", "b", "c"],
+            "n": pa.array([3, None, -1], pa.int32()),
+            "f": pa.array([0.5, float("nan"), None], pa.float32()),
+            "dec": pa.array([None, 12, 3], pa.decimal128(5, 1)),
+            "s": pa.array(["x", None, "x"]).dictionary_encode(),
+            "b": pa.array([True, False, None]),
+            "ts": pa.array([1_700_000_000_000_000_001, None, 5], utc),
+            "day": pa.array([19_000, 1, None], pa.date32()),
+        }
+    )
+    pq.write_table(table, tmp_path / "c.parquet", row_group_size=2)
+
+    def keys(name: str) -> list[object]:
+        return collect_keys(open_source(tmp_path / "c.parquet", key_field=name), 2)[1]
+
+    assert keys("n") == [3, None, -1]
+    assert keys("f") == [0.5, None, None]
+    assert keys("dec") == [None, 12.0, 3.0]
+    assert keys("s") == ["x", None, "x"]
+    assert keys("b") == [True, False, None]
+    assert keys("ts") == [
+        np.datetime64(1_700_000_000_000_000_001, "ns"),
+        None,
+        np.datetime64(5, "ns"),
+    ]
+    assert keys("day") == [np.datetime64("2022-01-08"), np.datetime64("1970-01-02"), None]
+
+
+def test_parquet_key_column_absent_or_unordered_makes_the_file_bad(tmp_path: Path) -> None:
+    src = make_parquet(tmp_path / "c.parquet", text=["a", "b"], tags=[[1], [2]])
+    with pytest.raises(InputError, match=r"there is no column 'score'.*--keep-field"):
+        collect_keys(open_source(src, key_field="score"))
+    with pytest.raises(InputError, match=r"column 'tags' has type list<.*>, which has no order"):
+        collect_keys(open_source(src, key_field="tags"))
+    source = open_source(src, key_field="tags", on_error="skip")
+    assert collect_keys(source) == ([], []) and source.errors.counts == {"bad_schema": 1}
+
+
+def test_parquet_pass_two_is_unchanged_by_a_key_field(tmp_path: Path) -> None:
+    src = make_parquet(
+        tmp_path / "c.parquet", id=[1, 2, 3, 4], text=["a", None, "c", "d"], q=[1.0, 2.0, None, 4.0]
+    )
+    source = open_source(src, key_field="q", on_error="skip")
+    assert collect_keys(source) == (["1", "3", "4"], [1.0, None, 4.0])
+    source.write_kept(np.array([True, False, True]), tmp_path / "o.parquet")
+    assert pq.read_table(tmp_path / "o.parquet").column("id").to_pylist() == [1, 4]
+
+
+KEYED = st.builds(
+    lambda i, key: (
+        record(id=f"k{i}", text=json.dumps(key))
+        if key == "<absent>"
+        else record(id=f"k{i}", text=json.dumps(key), q=key)
+    ),
+    st.integers(0, 30),
+    st.one_of(
+        st.just("<absent>"),
+        st.none(),
+        st.integers(-5, 5),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=3),
+        st.booleans(),
+        st.lists(st.integers(), max_size=1),
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(st.one_of(KEYED, BAD), max_size=30),
+    sizes=st.lists(st.integers(1, 9), min_size=2, max_size=2),
+)
+def test_keys_do_not_depend_on_batch_size_and_stay_one_kind(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[bytes], sizes: list[int]
+) -> None:
+    src = write_lines(tmp_path_factory.mktemp("keys") / "c.jsonl", lines)
+    runs = []
+    for size in sizes:
+        source = open_source(src, on_error="skip", key_field="q")
+        texts = [t for batch in source.batches(size) for t in batch.texts]
+        runs.append((collect_keys(source, size), texts))
+    assert runs[0] == runs[1]
+    (ids, keys), texts = runs[0]
+    # each document's text is its key's JSON: keys stay aligned with their documents
+    for key, text in zip(keys, texts, strict=True):
+        expected = json.loads(text)
+        assert key == (None if expected == "<absent>" else expected)
+        assert type(key) is type(None if expected == "<absent>" else expected)
+    kinds = {
+        type(k) if not isinstance(k, int | float) or isinstance(k, bool) else float
+        for k in keys
+        if k is not None
+    }
+    assert len(kinds) <= 1
+    assert len(set(ids)) == len(ids)
+
+
+# ----------------------------------------------------------------------------------- key_ranks
+def test_key_ranks_put_missing_keys_at_the_least_preferred_end() -> None:
+    keys = [3, None, 1.5, 3, float("nan"), -2]
+    assert key_ranks(keys, "max").tolist() == [3, 0, 2, 3, 0, 1]
+    assert key_ranks(keys, "min").tolist() == [3, 4, 2, 3, 4, 1]
+    assert key_ranks(["b", None, "a", "é"]).tolist() == [2, 0, 1, 3]
+    assert key_ranks(["\ud800", "a", "\ud800"]).tolist() == [2, 1, 2]  # not UTF-8: slow path
+    assert key_ranks([True, False, None], "min").tolist() == [2, 1, 3]
+    days = [np.datetime64("2020-01-02"), None, np.datetime64("2019-05-01")]
+    assert key_ranks(days).tolist() == [2, 0, 1]
+    assert key_ranks([2**70, 1, 2**70 + 1]).tolist() == [2, 1, 2]  # floats beyond int64
+    assert key_ranks([10**400, 1, 10**400 + 1]).tolist() == [2, 1, 3]  # exact beyond float64
+    assert key_ranks([None, None], "min").tolist() == [1, 1]
+    assert key_ranks([]).tolist() == []
+
+
+def test_key_ranks_refuse_mixed_kinds_and_bad_prefer() -> None:
+    with pytest.raises(ParamError, match="one kind"):
+        key_ranks([1, "a"])
+    with pytest.raises(ParamError, match="one kind"):
+        key_ranks([1, True])
+    with pytest.raises(ParamError, match="prefer"):
+        key_ranks([1], "largest")  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    keys=st.one_of(
+        st.lists(st.one_of(st.none(), st.integers(-(2**40), 2**40)), max_size=20),
+        st.lists(st.one_of(st.none(), st.floats(allow_nan=False)), max_size=20),
+        st.lists(st.one_of(st.none(), st.text(max_size=4)), max_size=20),
+    ),
+    prefer=st.sampled_from(["max", "min"]),
+)
+def test_key_ranks_order_equals_python_order(keys: list[object], prefer: str) -> None:
+    ranks = key_ranks(keys, prefer)  # type: ignore[arg-type]
+    for i, a in enumerate(keys):
+        for j, b in enumerate(keys):
+            if a is None or b is None:
+                continue
+            assert (ranks[i] < ranks[j]) == (a < b)  # type: ignore[operator]
+            assert (ranks[i] == ranks[j]) == (a == b)
+        if a is None:  # missing keys are never preferred over present ones
+            present = [r for k, r in zip(keys, ranks, strict=True) if k is not None]
+            assert all((ranks[i] < r) if prefer == "max" else (ranks[i] > r) for r in present)
+
+
+def test_key_ranks_choose_the_preferred_cluster_member_end_to_end(tmp_path: Path) -> None:
+    from neardup.clusters import choose_representatives
+
+    lines = [
+        record(text="a", q=1),
+        record(text="b", q=9),
+        record(text="c"),
+        record(text="d", q=4),
+        record(text="e", q=None),
+    ]
+    source = open_source(write_lines(tmp_path / "c.jsonl", lines), key_field="q")
+    keys = collect_keys(source)[1]
+    labels = np.array([0, 0, 0, 3, 3])
+    best = choose_representatives(labels, "field", key=key_ranks(keys, "max"), prefer="max")
+    least = choose_representatives(labels, "field", key=key_ranks(keys, "min"), prefer="min")
+    assert best.tolist() == [False, True, False, True, False]
+    assert least.tolist() == [True, False, False, True, False]

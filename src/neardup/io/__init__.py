@@ -2,13 +2,16 @@
 kept mask -> the kept records in the input's own format (pass 2); result writers; atomic output.
 
 Nothing here knows the algorithm: the dedup command streams ``Source.batches()`` into the engine,
-then calls ``Source.write_kept(kept, out)``. Bad input raises ``InputError`` naming file, line
-and fix, or with ``on_error="skip"`` is skipped and counted in ``Source.errors``.
+then calls ``Source.write_kept(kept, out)``. With ``open_source(..., key_field=NAME)`` each
+batch also carries that field's values (``DocBatch.keys``), which ``key_ranks`` turns into ranks
+for "keep the member with the largest/smallest NAME". Bad input raises ``InputError`` naming
+file, line and fix, or with ``on_error="skip"`` is skipped and counted in ``Source.errors``.
 """
 
 from __future__ import annotations
 
 from ._atomic import atomic_dir, atomic_write
+from ._keys import key_ranks
 from ._report import ErrorReport
 from ._source import FORMATS, DocBatch, Fmt, Source, detect_format, open_source
 from ._writers import write_clusters, write_pairs
@@ -22,6 +25,7 @@ __all__ = [
     "atomic_dir",
     "atomic_write",
     "detect_format",
+    "key_ranks",
     "open_source",
     "write_clusters",
     "write_pairs",

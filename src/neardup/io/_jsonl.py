@@ -1,4 +1,4 @@
-"""JSON Lines in and out: bytes of one line -> (id, text); pass 2 copies kept lines verbatim.
+"""JSON Lines in and out: bytes of one line -> (id, text, key); pass 2 copies kept lines verbatim.
 
 Plain and gzip files are told apart by the gzip magic bytes, not the name. Blank lines (empty or
 ASCII whitespace only) are not records: both passes ignore them, and they still count toward line
@@ -46,8 +46,11 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
-def parse_record(line: bytes, text_field: str, id_field: str) -> tuple[str | None, str]:
-    """One JSONL line -> (id or None when the id field is absent, text); else RecordProblem."""
+def parse_record(
+    line: bytes, text_field: str, id_field: str, key_field: str | None = None
+) -> tuple[str | None, str, object]:
+    """One JSONL line -> (id or None when the id field is absent, text, raw value of
+    ``key_field`` or None when it is absent or not asked for); else RecordProblem."""
     obj: Any = _MISSING
     if _fast_loads is not None:
         try:
@@ -91,7 +94,8 @@ def parse_record(line: bytes, text_field: str, id_field: str) -> tuple[str | Non
             "store the text as a JSON string, or use --text-field to name another field",
         )
     rid = obj.get(id_field, _MISSING)
-    return (None if rid is _MISSING else id_string(rid, id_field)), text
+    key = None if key_field is None else obj.get(key_field)
+    return (None if rid is _MISSING else id_string(rid, id_field)), text, key
 
 
 def open_jsonl(entry: Entry) -> BinaryIO:
@@ -116,8 +120,10 @@ def scan_jsonl(
     id_field: str,
     problems: Problems,
     tee: BinaryIO | None = None,
-) -> Iterator[tuple[int, str | None, str, int]]:
-    """Pass 1: yield (line number, id or None, text, line bytes) for each good record.
+    key_field: str | None = None,
+) -> Iterator[tuple[int, str | None, str, int, object]]:
+    """Pass 1: yield (line number, id or None, text, line bytes, raw key or None) for each good
+    record; the key is the JSON value of ``key_field`` (None when absent or not asked for).
 
     Bad records go to ``problems``; ``tee`` receives every line read (the stdin spool).
     """
@@ -151,11 +157,11 @@ def scan_jsonl(
             if not line.strip():
                 continue
             try:
-                rid, text = parse_record(line, text_field, id_field)
+                rid, text, key = parse_record(line, text_field, id_field, key_field)
             except RecordProblem as p:
                 problems.record(entry, recno, p.kind, p.problem, p.fix)
                 continue
-            yield recno, rid, text, len(line)
+            yield recno, rid, text, len(line), key
     finally:
         if entry.stream is None:
             handle.close()

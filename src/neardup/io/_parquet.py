@@ -1,8 +1,9 @@
-"""Parquet in and out: record batches -> (id, text) rows; pass 2 filters rows, schema unchanged.
+"""Parquet in and out: record batches -> (id, text, key) rows; pass 2 filters rows, schema
+unchanged.
 
-Only the text and id columns are read in pass 1; pass 2 reads every column and writes the kept
-rows with the first file's schema (all columns and metadata preserved). Rows are numbered from 1
-across the file; skipped rows are remembered by that number.
+Only the text, id and key columns are read in pass 1; pass 2 reads every column and writes the
+kept rows with the first file's schema (all columns and metadata preserved). Rows are numbered
+from 1 across the file; skipped rows are remembered by that number.
 """
 
 from __future__ import annotations
@@ -54,6 +55,36 @@ def _as_strings(column: pa.Array) -> list[str | None]:
     return values
 
 
+def _is_key_type(dtype: pa.DataType) -> bool:
+    """Column types whose values have an order: numbers, strings, booleans, dates, timestamps."""
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    return bool(
+        _is_text_type(dtype)
+        or pa.types.is_integer(dtype)
+        or pa.types.is_floating(dtype)
+        or pa.types.is_decimal(dtype)
+        or pa.types.is_boolean(dtype)
+        or pa.types.is_date(dtype)
+        or pa.types.is_timestamp(dtype)
+    )
+
+
+def _key_values(column: pa.Array) -> list[object]:
+    """A key column -> Python values: ints, floats (decimals and half floats as float64),
+    strings, booleans, or numpy.datetime64 for dates and timestamps (zoned ones in UTC); nulls
+    are None, or NaT for dates and timestamps."""
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    dtype = column.type
+    if pa.types.is_date(dtype) or pa.types.is_timestamp(dtype):
+        return list(column.to_numpy(zero_copy_only=False))
+    if pa.types.is_decimal(dtype) or pa.types.is_floating(dtype):
+        column = pc.cast(column, pa.float64())
+    values: list[object] = column.to_pylist()
+    return values
+
+
 @dataclass
 class SchemaRef:
     """The schema of the first usable Parquet file: every later file must match it."""
@@ -63,9 +94,17 @@ class SchemaRef:
 
 
 def scan_parquet(
-    entry: Entry, text_field: str, id_field: str, problems: Problems, first: SchemaRef
-) -> Iterator[tuple[int, str | None, str, int]]:
-    """Pass 1: yield (row number, id or None, text, text bytes) for each good row."""
+    entry: Entry,
+    text_field: str,
+    id_field: str,
+    problems: Problems,
+    first: SchemaRef,
+    key_field: str | None = None,
+) -> Iterator[tuple[int, str | None, str, int, object]]:
+    """Pass 1: yield (row number, id or None, text, text bytes, key or None) for each good row.
+
+    A ``key_field`` column that is absent or has no order (lists, structs, binary, ...) makes
+    the file bad (bad_schema); its nulls are keys of None."""
     try:
         pfile = pq.ParquetFile(entry.path)
     except FileNotFoundError:
@@ -105,6 +144,25 @@ def scan_parquet(
                 "store ids as strings or integers, or use --id-field to name another column",
             )
             return
+    if key_field is not None:
+        if key_field not in names:
+            shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+            problems.file(
+                entry,
+                BAD_SCHEMA,
+                f"there is no column '{key_field}' (columns: {shown})",
+                "use --keep-field to name the column that holds the key",
+            )
+            return
+        key_type = schema.field(key_field).type
+        if not _is_key_type(key_type):
+            problems.file(
+                entry,
+                BAD_SCHEMA,
+                f"column '{key_field}' has type {key_type}, which has no order",
+                "use --keep-field to name a number, string, boolean, date or timestamp column",
+            )
+            return
     if first.schema is None:
         first.schema, first.name = schema, entry.name
     elif not schema.equals(first.schema, check_metadata=False):
@@ -115,18 +173,22 @@ def scan_parquet(
             "deduplicate files with one schema together, or convert them to one schema first",
         )
         return
-    columns = [text_field, id_field] if has_id else [text_field]
+    columns = [text_field] + [name for name in (id_field,) if has_id and name != text_field]
+    if key_field is not None and key_field not in columns:
+        columns.append(key_field)
     row0 = 0
     try:
         for batch in pfile.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-            texts = _as_strings(batch.column(0))
+            text_column = batch.column(text_field)
+            texts = _as_strings(text_column)
             sizes: list[int] = (
-                pc.binary_length(batch.column(0).cast(pa.string()))
+                pc.binary_length(text_column.cast(pa.string()))
                 .fill_null(0)
                 .to_numpy(zero_copy_only=False)
                 .tolist()
             )
-            ids = _as_strings(batch.column(1)) if has_id else None
+            ids = _as_strings(batch.column(id_field)) if has_id else None
+            keys = _key_values(batch.column(key_field)) if key_field is not None else None
             for j, text in enumerate(texts):
                 recno = row0 + j + 1
                 if text is None:
@@ -150,7 +212,7 @@ def scan_parquet(
                             "give every row an id, or use --id-field to name another column",
                         )
                         continue
-                yield recno, rid, text, sizes[j]
+                yield recno, rid, text, sizes[j], None if keys is None else keys[j]
             row0 += batch.num_rows
     except _READ_ERRORS as exc:
         problems.file(

@@ -21,6 +21,7 @@ NOT_OBJECT = "not_object"  # valid JSON, but not an object
 MISSING_TEXT = "missing_text"  # the text field is absent
 BAD_TEXT = "bad_text"  # the text field is not a string (number, null, list, ...)
 BAD_ID = "bad_id"  # the id field is neither a string nor an integer
+BAD_KEY = "bad_key"  # the key field (--keep-field) is unorderable or of another type than the first
 INVALID_UTF8 = "invalid_utf8"  # bytes that do not decode as UTF-8
 DUPLICATE_ID = "duplicate_id"  # an id already used by an earlier record (the later is dropped)
 MISSING_FILE = "missing_file"  # an input path that does not exist (file level)

@@ -1,4 +1,5 @@
-"""Inputs -> batches of (ids, texts, global positions) in pass 1; kept mask -> output in pass 2.
+"""Inputs -> batches of (ids, texts, global positions, keys) in pass 1; kept mask -> output in
+pass 2.
 
 A global position is the 0-based index of a document among the accepted records of all inputs,
 in input order. Pass 1 remembers, per file, the record numbers it skipped and the position range
@@ -13,7 +14,7 @@ import os
 import sys
 import tempfile
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, cast
@@ -25,6 +26,7 @@ import pyarrow as pa
 from ..errors import InputError, ParamError
 from ._atomic import Output, atomic_dir, open_output
 from ._jsonl import copy_kept_jsonl, scan_jsonl
+from ._keys import KeyCheck
 from ._parquet import ParquetSink, SchemaRef, copy_kept_parquet, scan_parquet
 from ._report import (
     DUPLICATE_ID,
@@ -34,6 +36,7 @@ from ._report import (
     ErrorReport,
     OnError,
     Problems,
+    RecordProblem,
 )
 from ._text import copy_kept_text, scan_text
 
@@ -53,13 +56,16 @@ class DocBatch:
 
     ``positions[i]`` is the global 0-based index of document i (consecutive across batches);
     ``nbytes`` is the input size these documents came from (JSONL line bytes, text-file bytes,
-    Parquet text bytes), for throughput reports.
+    Parquet text bytes), for throughput reports. ``keys`` is None unless the source was opened
+    with a ``key_field``; then ``keys[i]`` is document i's key (see ``open_source``): an int,
+    float, str, bool or numpy.datetime64 of one kind for the whole run, or None when missing.
     """
 
     ids: list[str]
     texts: list[str]
     positions: npt.NDArray[np.int64]
     nbytes: int
+    keys: list[object] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -106,14 +112,19 @@ class Source:
         id_field: str,
         on_error: OnError,
         open_problems: list[tuple[str, str]],
+        key_field: str | None = None,
     ) -> None:
         self.fmt: Fmt = fmt
         self.text_field = text_field
         self.id_field = id_field
+        self.key_field = key_field
         self.on_error: OnError = on_error
         self.errors = ErrorReport()
         #: Number of documents pass 1 produced; None until a pass 1 has run to the end.
         self.n_docs: int | None = None
+        #: Documents of the last pass 1 whose key was missing (absent, null, NaN, NaT); 0
+        #: without a key field. Equal to n_docs means the field was never found: warn.
+        self.missing_keys = 0
         self._entries = entries
         self._open_problems = open_problems
         self._schema: pa.Schema | None = None
@@ -147,14 +158,15 @@ class Source:
         return total
 
     # ----------------------------------------------------------------- pass 1
-    def batches(self, batch_size: int = 10_000) -> Iterator[DocBatch]:
+    def batches(self, batch_size: int = 10_000) -> Generator[DocBatch, None, None]:
         """Pass 1: the documents in input order, ``batch_size`` per batch (the last may be
-        shorter). The concatenated ids, texts and positions do not depend on ``batch_size``."""
+        shorter). The concatenated ids, texts, positions and keys do not depend on
+        ``batch_size``. Closing the generator early leaves pass 1 unfinished."""
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise ParamError(f"batch_size must be a positive integer, got {batch_size!r}")
         return self._pass1(batch_size)
 
-    def _pass1(self, batch_size: int) -> Iterator[DocBatch]:
+    def _pass1(self, batch_size: int) -> Generator[DocBatch, None, None]:
         self.n_docs = None
         self.errors.counts.clear()
         self.errors.examples.clear()
@@ -164,14 +176,23 @@ class Source:
         first = SchemaRef()
         seen: dict[str, int] = {}
         many = len(self._entries) > 1
+        check = None if self.key_field is None else KeyCheck(self.key_field)
+        self.missing_keys = 0
         ids: list[str] = []
         texts: list[str] = []
+        keys: list[object] | None = None if check is None else []
         nbytes = 0
         pos = 0
         for index, entry in enumerate(self._entries):
             entry.reset()
             entry.start = pos
-            for recno, rid, text, size in self._scan(entry, problems, first):
+            for recno, rid, text, size, raw_key in self._scan(entry, problems, first):
+                if check is not None:
+                    try:
+                        doc_key, key_kind = check.check(raw_key)
+                    except RecordProblem as p:
+                        problems.record(entry, recno, p.kind, p.problem, p.fix)
+                        continue
                 if rid is None:
                     rid = f"{entry.name}:{recno}" if many else str(recno)
                 key = (index << _RECNO_BITS) | recno
@@ -188,14 +209,20 @@ class Source:
                     continue
                 ids.append(rid)
                 texts.append(text)
+                if keys is not None and check is not None:
+                    if check.kind is None and key_kind is not None:
+                        check.commit(key_kind, entry.where(recno))
+                    keys.append(doc_key)
+                    self.missing_keys += doc_key is None
                 nbytes += size
                 entry.n_docs += 1
                 pos += 1
                 if len(ids) == batch_size:
-                    yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes)
+                    yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
                     ids, texts, nbytes = [], [], 0
+                    keys = None if check is None else []
         if ids:
-            yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes)
+            yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
         self._schema = first.schema
         self.n_docs = pos
 
@@ -205,22 +232,26 @@ class Source:
 
     def _scan(
         self, entry: Entry, problems: Problems, first: SchemaRef
-    ) -> Iterator[tuple[int, str | None, str, int]]:
+    ) -> Iterator[tuple[int, str | None, str, int, object]]:
         if entry.stream is not None:
             yield from self._scan_stream(entry, problems)
             return
         if entry.path is not None:
             entry.stamp = _stamp(entry.path)  # None if missing: the scanner reports that
         if self.fmt == "jsonl":
-            yield from scan_jsonl(entry, self.text_field, self.id_field, problems)
+            yield from scan_jsonl(
+                entry, self.text_field, self.id_field, problems, key_field=self.key_field
+            )
         elif self.fmt == "parquet":
-            yield from scan_parquet(entry, self.text_field, self.id_field, problems, first)
+            yield from scan_parquet(
+                entry, self.text_field, self.id_field, problems, first, self.key_field
+            )
         else:
             yield from scan_text(entry, problems)
 
     def _scan_stream(
         self, entry: Entry, problems: Problems
-    ) -> Iterator[tuple[int, str | None, str, int]]:
+    ) -> Iterator[tuple[int, str | None, str, int, object]]:
         """Read stdin once, copying every line into a spool file that later passes read."""
         if self._spool is not None:
             raise InputError(
@@ -231,7 +262,9 @@ class Source:
         self._spool = spool
         self._finalizer = weakref.finalize(self, _unlink_quietly, spool)
         with os.fdopen(fd, "wb") as tee:
-            yield from scan_jsonl(entry, self.text_field, self.id_field, problems, tee=tee)
+            yield from scan_jsonl(
+                entry, self.text_field, self.id_field, problems, tee=tee, key_field=self.key_field
+            )
         entry.stream = None
         entry.path = Path(spool)
         entry.stamp = _stamp(entry.path)
@@ -313,6 +346,7 @@ def open_source(
     text_field: str = "text",
     id_field: str = "id",
     on_error: OnError = "stop",
+    key_field: str | None = None,
 ) -> Source:
     """Open documents for deduplication.
 
@@ -328,6 +362,16 @@ def open_source(
     ``on_error="stop"`` raises InputError at the first bad record (naming file, line, problem
     and fix); ``"skip"`` drops bad records and counts them in ``Source.errors``; for a
     duplicated id the first record is kept. Empty texts are not errors.
+
+    ``key_field`` (for "keep the member with the largest/smallest FIELD") gives every DocBatch
+    ``keys``: the JSON value of that field, or the Parquet column's value (a column that is
+    absent or has no order makes the file bad). A key is a number (int or float), a string, a
+    boolean, or a numpy.datetime64 (Parquet dates and timestamps, zoned ones in UTC). A missing
+    field, null, NaN or NaT gives None and is no error (counted in ``Source.missing_keys``;
+    rank it least preferred, as ``key_ranks`` does). The first key fixes the kind for the run:
+    a later key of another kind (e.g. a string after numbers), an array or an object is a bad
+    record (``bad_key``): InputError naming file and line, or skipped and counted. Text-file
+    inputs have no fields: a key_field is a ParamError for them.
     """
     if on_error not in ("stop", "skip"):
         raise ParamError(f"on_error must be 'stop' or 'skip', got {on_error!r}")
@@ -336,13 +380,15 @@ def open_source(
     for label, value in (("text field", text_field), ("id field", id_field)):
         if not isinstance(value, str) or not value:
             raise ParamError(f"the {label} must be a non-empty string, got {value!r}")
+    if key_field is not None and (not isinstance(key_field, str) or not key_field):
+        raise ParamError(f"the key field must be a non-empty string or None, got {key_field!r}")
 
     if hasattr(inputs, "read") or (isinstance(inputs, str | Path) and str(inputs) == "-"):
         if fmt not in (None, "jsonl"):
             raise ParamError(f"standard input is read as JSONL, not {fmt}; use a file for {fmt}")
         stream = sys.stdin.buffer if isinstance(inputs, str | Path) else cast(BinaryIO, inputs)
         entry = Entry(name=_STDIN_NAME, fmt="jsonl", path=None, stream=stream)
-        return Source([entry], "jsonl", text_field, id_field, on_error, [])
+        return Source([entry], "jsonl", text_field, id_field, on_error, [], key_field)
 
     paths = [inputs] if isinstance(inputs, str | Path) else list(cast(Sequence, inputs))
     if not paths:
@@ -376,6 +422,12 @@ def open_source(
         )
     empty_default: Fmt = "text" if any(Path(p).is_dir() for p in paths) else "jsonl"
     chosen: Fmt = fmt or (kinds[0] if kinds else empty_default)
+    if key_field is not None and chosen == "text":
+        raise ParamError(
+            f"text-file inputs have no fields, so there is no '{key_field}' to keep the "
+            "largest or smallest of; give JSONL or Parquet input with that field, or drop "
+            "--keep-field"
+        )
 
     root = os.path.commonpath([os.path.abspath(base) for _, base in found]) if found else "."
     entries = [
@@ -387,4 +439,4 @@ def open_source(
         )
         for f, _ in found
     ]
-    return Source(entries, chosen, text_field, id_field, on_error, open_problems)
+    return Source(entries, chosen, text_field, id_field, on_error, open_problems, key_field)

@@ -13,8 +13,11 @@ import numpy.typing as npt
 from ._report import INVALID_UTF8, MISSING_FILE, UNREADABLE, Entry, Problems
 
 
-def scan_text(entry: Entry, problems: Problems) -> Iterator[tuple[int, str | None, str, int]]:
-    """Pass 1: yield (1, path, content, bytes) for a readable UTF-8 file."""
+def scan_text(
+    entry: Entry, problems: Problems
+) -> Iterator[tuple[int, str | None, str, int, object]]:
+    """Pass 1: yield (1, path, content, bytes, None) for a readable UTF-8 file (text files have
+    no fields, hence no key)."""
     if entry.path is None:  # pragma: no cover - text entries always have a path
         raise RuntimeError(f"{entry.name} has no file to open")
     try:
@@ -37,7 +40,7 @@ def scan_text(entry: Entry, problems: Problems) -> Iterator[tuple[int, str | Non
             "re-encode the file as UTF-8",
         )
         return
-    yield 1, entry.name, text, len(data)
+    yield 1, entry.name, text, len(data), None
 
 
 def copy_kept_text(entry: Entry, keep: npt.NDArray[np.bool_], folder: Path) -> None:
