@@ -160,3 +160,30 @@ def test_simhash_method_shares_the_dedup_command(
     kept = out.read_text().splitlines()
     assert 0 < len(kept) < len(records)
     assert "documents removed" in capsys.readouterr().err
+
+
+def test_keep_field_keeps_the_preferred_cluster_member(tmp_path: Path) -> None:
+    text = " ".join(f"word{i}" for i in range(40))
+    rows = [
+        {"id": "a", "text": text, "quality": 0.2},
+        {"id": "b", "text": text.upper(), "quality": 0.9},
+        {"id": "c", "text": text + "!", "quality": None},
+        {"id": "d", "text": "something else entirely", "quality": 0.1},
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for prefer, winner in (("max", "b"), ("min", "a")):
+        out = tmp_path / f"kept_{prefer}.jsonl"
+        args = [
+            "dedup",
+            str(src),
+            "-o",
+            str(out),
+            "--keep-field",
+            "quality",
+            "--keep-prefer",
+            prefer,
+            "-q",
+        ]
+        assert main(args) == 0
+        assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [winner, "d"]

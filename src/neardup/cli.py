@@ -163,6 +163,17 @@ def _build_parser() -> argparse.ArgumentParser:
         help="which cluster member to keep [first]",
     )
     m.add_argument(
+        "--keep-field",
+        metavar="NAME",
+        help="keep the cluster member with the largest value of this field (JSONL/Parquet)",
+    )
+    m.add_argument(
+        "--keep-prefer",
+        choices=["max", "min"],
+        default="max",
+        help="with --keep-field: keep the largest or the smallest value [max]",
+    )
+    m.add_argument(
         "--max-distance", type=int, default=3, help="simhash: largest Hamming distance [3]"
     )
     m.add_argument(
@@ -227,7 +238,8 @@ def _dedup_params(args: argparse.Namespace) -> DedupParams:
         seed=args.seed,
         verify=args.verify,
         max_bucket=args.max_bucket,
-        keep=args.keep,
+        keep="field" if args.keep_field else args.keep,
+        keep_prefer=args.keep_prefer,
         max_distance=args.max_distance,
         simhash_features=args.simhash_features,
         simhash_q=args.q,
@@ -238,7 +250,7 @@ def _dedup_params(args: argparse.Namespace) -> DedupParams:
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     from .engine import Deduplicator
-    from .io import open_source, write_clusters, write_pairs
+    from .io import key_ranks, open_source, write_clusters, write_pairs
 
     params = _dedup_params(args)
     if args.batch_size < 1:
@@ -251,6 +263,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         id_field=args.id_field,
         on_error=args.on_error,
+        key_field=args.keep_field,
     ) as source:
         progress.total_bytes = source.input_bytes
         dedup = Deduplicator(params)
@@ -260,12 +273,23 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             texts = (t for batch in source.batches(args.batch_size) for t in batch.texts)
             dedup.idf = fit_idf_texts(texts, dedup.simhash_params(), args.batch_size)
         ids: list[str] = []
+        keys: list[object] = []
         for batch in source.batches(args.batch_size):
             dedup.partial_fit(batch.texts, batch.nbytes)
             ids.extend(batch.ids)
+            if batch.keys is not None:
+                keys.extend(batch.keys)
             progress.update(dedup.n_docs, dedup.n_bytes)
         progress.done()
-        dedup.finish()
+        ranks = None
+        if args.keep_field:
+            if source.n_docs and source.missing_keys == source.n_docs:
+                sys.stderr.write(
+                    f"neardup: warning: no document has the field {args.keep_field!r}; "
+                    "clusters keep their first member\n"
+                )
+            ranks = key_ranks(keys, args.keep_prefer)
+        dedup.finish(ranks)
         written = None
         if args.output:
             written = source.write_kept(dedup.kept_, args.output)

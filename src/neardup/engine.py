@@ -31,7 +31,7 @@ from .simhash import IdfTable, SimhashParams, fit_idf_texts, simhash
 
 Method = Literal["minhash", "simhash"]
 Verify = Literal["sketch", "exact", "none"]
-Keep = Literal["first", "longest"]
+Keep = Literal["first", "longest", "field"]
 
 #: Documents fed to the kernels per call when ``fit`` is given one big sequence.
 DEFAULT_BATCH = 2000
@@ -50,8 +50,9 @@ class DedupParams:
     verify: "sketch" (estimate from the sketch, default), "exact" (Jaccard over the stored
       shingle sets: precision 1 by definition) or "none" (accept every candidate pair).
     max_bucket: feature buckets larger than this are chained instead of fully paired.
-    keep: which member of a cluster survives: "first" (smallest index) or "longest" (most
-      characters; ties to the first).
+    keep: which member of a cluster survives: "first" (smallest index), "longest" (most
+      characters) or "field" (largest, or with keep_prefer="min" smallest, value of the ``key``
+      array given to ``finish``/``fit``: a quality score, a date...). Ties go to the first.
     max_distance, simhash_features, simhash_q, simhash_weighting: SimHash options
       (method="simhash"); "idf" weighting needs an IDF table fitted on the corpus first.
     """
@@ -65,6 +66,7 @@ class DedupParams:
     verify: Verify = "sketch"
     max_bucket: int = candidates.DEFAULT_MAX_BUCKET
     keep: Keep = "first"
+    keep_prefer: Literal["max", "min"] = "max"
     max_distance: int = 3
     simhash_features: Literal["char", "word", "shingle"] = "char"
     simhash_q: int = 4
@@ -83,8 +85,10 @@ class DedupParams:
             )
         if self.verify not in ("sketch", "exact", "none"):
             raise ParamError(f"verify must be 'sketch', 'exact' or 'none', got {self.verify!r}")
-        if self.keep not in ("first", "longest"):
-            raise ParamError(f"keep must be 'first' or 'longest', got {self.keep!r}")
+        if self.keep not in ("first", "longest", "field"):
+            raise ParamError(f"keep must be 'first', 'longest' or 'field', got {self.keep!r}")
+        if self.keep_prefer not in ("max", "min"):
+            raise ParamError(f"keep_prefer must be 'max' or 'min', got {self.keep_prefer!r}")
         if not isinstance(self.max_distance, int) or not 0 <= self.max_distance <= 32:
             raise ParamError(
                 f"max_distance must be an integer from 0 to 32, got {self.max_distance!r}"
@@ -218,6 +222,7 @@ class Deduplicator:
         texts: Iterable[str],
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[int, int], None] | None = None,
+        key: npt.ArrayLike | None = None,
     ) -> Deduplicator:
         """Feed every text in batches of ``batch_size``, then finish. Returns self.
 
@@ -237,11 +242,14 @@ class Deduplicator:
                     progress(self._n, self._bytes)
         if batch:
             self.partial_fit(batch)
-        return self.finish()
+        return self.finish(key)
 
     # -- clustering ------------------------------------------------------------------------
-    def finish(self) -> Deduplicator:
-        """Candidate pairs, verification, clusters and representatives over everything fed."""
+    def finish(self, key: npt.ArrayLike | None = None) -> Deduplicator:
+        """Candidate pairs, verification, clusters and representatives over everything fed.
+
+        key: one value per document (numbers, strings or datetimes) when ``keep="field"``.
+        """
         p = self.params
         parts = self._parts
         n = self._n
@@ -284,7 +292,15 @@ class Deduplicator:
         order = np.lexsort((all_b, all_a))
         self.pairs_ = (all_a[order], all_b[order], all_s[order])
         self.clusters_ = clusters.cluster_labels(n, all_a, all_b)
-        if p.keep == "longest":
+        if p.keep == "field":
+            if key is None or np.asarray(key).shape != (n,):
+                raise ParamError(
+                    f"keep='field' needs key=<one value per document> ({n}) given to finish/fit"
+                )
+            self.kept_ = clusters.choose_representatives(
+                self.clusters_, "field", key=key, prefer=p.keep_prefer
+            )
+        elif p.keep == "longest":
             self.kept_ = clusters.choose_representatives(self.clusters_, "longest", lengths=lengths)
         else:
             self.kept_ = clusters.choose_representatives(self.clusters_, "first")
