@@ -145,7 +145,9 @@ class Truth:
     def __init__(self, texts: Sequence[str], sp: ShingleParams, lowest: float) -> None:
         t0 = clock()
         self.batch = shingle_batch(texts, sp)
-        self.a, self.b, self.score = exact_similar_pairs(self.batch, threshold=lowest)
+        self.a, self.b, self.score = exact_similar_pairs(
+            self.batch.fps, self.batch.offsets, threshold=lowest
+        )
         self.seconds = clock() - t0
 
     def at(self, t: float) -> Pairs:

@@ -128,7 +128,7 @@ def profile(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     from neardup.engine import Deduplicator, DedupParams
 
     st = StageTimer()
-    engine.shingle_texts = st.wrap("pass: shingling", engine.shingle_texts)  # type: ignore[assignment]
+    engine.shingle_texts = st.wrap("pass: shingling", engine.shingle_texts)
     engine.unique_per_doc = st.wrap("pass: unique shingles (exact)", engine.unique_per_doc)  # type: ignore[assignment]
     for mod, attr, name in (
         (engine.minhash, "sketch", "pass: sketching"),
