@@ -12,6 +12,7 @@ EXPECTED = {
     "cluster_labels", "containment", "content_hashes", "dice", "estimate", "estimate_pairs",
     "expected_error", "features", "hamming_pairs", "jaccard", "pair_scores", "plan", "plan_tables",
     "shingle_batch", "shingle_sequence", "sketch", "sketch_texts",
+    "IdfTable", "SimhashParams", "fit_idf_texts", "simhash",
 }  # fmt: skip
 
 

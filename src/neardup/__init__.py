@@ -13,6 +13,7 @@ from .params import FORMAT_VERSION, ShingleParams, SketchParams
 from .planner import Plan, plan
 from .resemblance import containment, dice, jaccard, pair_scores
 from .shingles import ShingleBatch, content_hashes, shingle_batch, shingle_sequence
+from .simhash import IdfTable, SimhashParams, fit_idf_texts, simhash
 from .text import canonical_tokens
 
 __version__ = "0.1.0"
@@ -26,6 +27,7 @@ __all__ = [
     "Deduplicator",
     "FeatureParams",
     "HammingIndex",
+    "IdfTable",
     "IndexMismatchError",
     "InputError",
     "NeardupError",
@@ -33,6 +35,7 @@ __all__ = [
     "Plan",
     "ShingleBatch",
     "ShingleParams",
+    "SimhashParams",
     "SketchParams",
     "__version__",
     "acceptance",
@@ -47,6 +50,7 @@ __all__ = [
     "estimate_pairs",
     "expected_error",
     "features",
+    "fit_idf_texts",
     "hamming_pairs",
     "jaccard",
     "pair_scores",
@@ -54,6 +58,7 @@ __all__ = [
     "plan_tables",
     "shingle_batch",
     "shingle_sequence",
+    "simhash",
     "sketch",
     "sketch_texts",
 ]
