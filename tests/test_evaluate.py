@@ -42,26 +42,45 @@ shingle_sets = st.lists(
     st.sampled_from([0.05, 0.2, 1 / 3, 0.5, 0.8, 1.0]),
     st.sampled_from(["jaccard", "containment", "dice"]),
     st.integers(1, 500),
+    st.sampled_from(["auto", "full", "prefix"]),
 )
 def test_sparse_brute_force_equals_all_pairs_reference(
-    sets: list[set[int]], threshold: float, measure: str, block_nnz: int
+    sets: list[set[int]], threshold: float, measure: str, block_nnz: int, method: str
 ) -> None:
     fps, offsets = to_arrays(sets)
-    got = exact_similar_pairs(fps, offsets, threshold, measure, block_nnz=block_nnz)  # type: ignore[arg-type]
+    if measure == "containment" and method == "prefix":
+        method = "full"
+    got = exact_similar_pairs(
+        fps,
+        offsets,
+        threshold,
+        measure,  # type: ignore[arg-type]
+        method=method,  # type: ignore[arg-type]
+        block_nnz=block_nnz,
+    )
     assert as_triples(*got) == reference_similar_pairs(sets, threshold, measure)  # type: ignore[arg-type]
     assert got[0].dtype == np.int64 and got[2].dtype == np.float64
 
 
-def test_row_blocks_do_not_change_the_answer_on_a_larger_input() -> None:
+@pytest.mark.parametrize("threshold", [0.1, 0.3, 0.7])
+def test_blocks_and_methods_do_not_change_the_answer_on_a_larger_input(threshold: float) -> None:
     rng = np.random.default_rng(4)
-    sets = [set(rng.integers(0, 300, rng.integers(0, 40)).tolist()) for _ in range(400)]
+    # a common core (like boilerplate) plus random rare shingles, some near-copies
+    sets = [set(rng.integers(0, 300, rng.integers(0, 40)).tolist()) for _ in range(300)]
+    sets += [set(list(s)[: max(0, len(s) - 3)]) | {1000 + k} for k, s in enumerate(sets[:100])]
     fps, offsets = to_arrays(sets)
-    whole = exact_similar_pairs(fps, offsets, 0.1)
-    for block_nnz in (1, 97, 5000):
-        part = exact_similar_pairs(fps, offsets, 0.1, block_nnz=block_nnz)
+    whole = exact_similar_pairs(fps, offsets, threshold, method="full")
+    for method, block_nnz in (("full", 60), ("full", 997), ("prefix", 500), ("prefix", 10**8)):
+        part = exact_similar_pairs(fps, offsets, threshold, method=method, block_nnz=block_nnz)  # type: ignore[arg-type]
         for x, y in zip(whole, part, strict=True):
             np.testing.assert_array_equal(x, y)
     assert len(whole[0]) > 0
+
+
+def test_prefix_method_refuses_containment() -> None:
+    fps, offsets = to_arrays([{1}, {1}])
+    with pytest.raises(ParamError, match="containment"):
+        exact_similar_pairs(fps, offsets, 0.5, "containment", method="prefix")
 
 
 def test_accepts_a_shingle_batch_like_object() -> None:

@@ -10,8 +10,8 @@ agree bit for bit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, Protocol
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,7 @@ from .errors import InputError, ParamError
 
 __all__ = [
     "Measure",
+    "Method",
     "cluster_precision_recall",
     "exact_similar_pairs",
     "pairs_from_labels",
@@ -28,6 +29,7 @@ __all__ = [
 ]
 
 Measure = Literal["jaccard", "containment", "dice"]
+Method = Literal["auto", "full", "prefix"]
 _MEASURES = ("jaccard", "containment", "dice")
 
 #: Upper bound on intersection entries (nonzeros of one row block of X @ X.T) held at once.
@@ -95,25 +97,64 @@ def _score(
     return 2.0 * inter / (size_a + size_b)
 
 
+def _upper_products(
+    left: Any,
+    right_t: Any,
+    work_cum: npt.NDArray[np.int64],
+    row_end: npt.NDArray[np.int64],
+    block_nnz: int,
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int32]]]:
+    """(i, j, (left @ right_t)[i, j]) for j > i, one block of rows at a time.
+
+    work_cum[row_end[i]] is the cumulative estimated output size up to row i: blocks hold about
+    `block_nnz` products each.
+    """
+    n = left.shape[0]
+    cum = work_cum[row_end[1:]]
+    start = 0
+    while start < n:
+        base = work_cum[row_end[start]]
+        stop = int(np.searchsorted(cum, base + block_nnz, side="right"))
+        stop = min(n, max(stop, start + 1))
+        prod = (left[start:stop] @ right_t).tocoo()
+        i = prod.row.astype(np.int64) + start
+        j = prod.col.astype(np.int64)
+        keep = j > i
+        yield i[keep], j[keep], prod.data[keep]
+        start = stop
+
+
 def exact_similar_pairs(
     fps: npt.ArrayLike | _HasShingles,
     offsets: npt.ArrayLike | None = None,
     threshold: float = 0.5,
     measure: Measure = "jaccard",
     *,
+    method: Method = "auto",
     block_nnz: int = _DEFAULT_BLOCK_NNZ,
 ) -> Pairs:
     """All document pairs whose exact `measure` is >= threshold, by brute force.
 
     fps/offsets: document i's shingle set is fps[offsets[i]:offsets[i+1]], sorted and unique (or
     pass a ShingleBatch as `fps`). Returns (a, b, score): int64 indices with a < b, sorted
-    lexicographically, and float64 scores. Empty documents are never in a pair. Rows are processed
-    in blocks whose products hold about `block_nnz` intersection entries (bounding memory to a
-    few hundred bytes per entry).
+    lexicographically, and float64 scores. Empty documents are never in a pair.
+
+    method "full" (and "auto") computes every nonzero intersection of X @ X.T. "prefix" (Jaccard
+    and Dice only) first keeps, per document, its |A| - ceil(t|A|) + 1 rarest shingles: any pair
+    with J >= t shares one of them (prefix filtering, Chaudhuri et al. 2006; Dice >= t means
+    J >= t/(2-t)), so candidates come from a product of smaller matrices and only they get exact
+    intersections. Same answer; measured faster only for long documents at high thresholds
+    (character 5-grams, t >= 0.8: about 1.4-2x), slower for word shingles or t = 0.5, where
+    candidates are many and each costs |A| + |B| to verify. Rows are processed in blocks
+    of about `block_nnz` products to bound memory.
     """
     from scipy import sparse  # test/bench dependency only
 
     _check(threshold, measure)
+    if method not in ("auto", "full", "prefix"):
+        raise ParamError(f"method must be 'auto', 'full' or 'prefix', got {method!r}")
+    if method == "prefix" and measure == "containment":
+        raise ParamError("prefix filtering cannot bound containment; use method='full'")
     if not isinstance(block_nnz, int) or block_nnz < 1:
         raise ParamError(f"block_nnz must be a positive integer, got {block_nnz!r}")
     f, o = _as_arrays(fps, offsets)
@@ -122,42 +163,69 @@ def exact_similar_pairs(
     if n < 2 or len(f) == 0:
         return empty
     cols, col_idx = np.unique(f, return_inverse=True)
+    col_idx = col_idx.ravel().astype(np.int64)
     sizes = np.diff(o)
-    x = sparse.csr_matrix(
-        (np.ones(len(f), dtype=np.int32), col_idx.astype(np.int32).ravel(), o),
-        shape=(n, len(cols)),
-    )
-    xt = x.T.tocsr()  # shingle x document
-    # Work per row i is about sum over its shingles of the shingle's document frequency.
-    df = np.diff(xt.indptr).astype(np.int64)
-    work_cum = np.concatenate(([0], np.cumsum(df[col_idx.ravel()])))
-    cum = work_cum[o[1:]]  # cumulative work up to and including row i
     sizes_f = sizes.astype(np.float64)
-    out_a: list[npt.NDArray[np.int64]] = []
-    out_b: list[npt.NDArray[np.int64]] = []
-    out_s: list[npt.NDArray[np.float64]] = []
-    start = 0
-    while start < n:
-        base = work_cum[o[start]]
-        stop = int(np.searchsorted(cum, base + block_nnz, side="right"))
-        stop = min(n, max(stop, start + 1))
-        prod = (x[start:stop] @ xt).tocoo()
-        i = prod.row.astype(np.int64) + start
-        j = prod.col.astype(np.int64)
-        keep = j > i
-        i, j = i[keep], j[keep]
-        inter = prod.data[keep].astype(np.float64)
-        score = _score(inter, sizes_f[i], sizes_f[j], measure)
+    x = sparse.csr_matrix(
+        (np.ones(len(f), dtype=np.int32), col_idx.astype(np.int32), o), shape=(n, len(cols))
+    )
+    df = np.bincount(col_idx, minlength=len(cols)).astype(np.int64)
+    out_a: list[npt.NDArray[np.int64]] = [empty[0]]
+    out_b: list[npt.NDArray[np.int64]] = [empty[1]]
+    out_s: list[npt.NDArray[np.float64]] = [empty[2]]
+
+    def emit(i: npt.NDArray[np.int64], j: npt.NDArray[np.int64], inter: npt.ArrayLike) -> None:
+        score = _score(np.asarray(inter, dtype=np.float64), sizes_f[i], sizes_f[j], measure)
         hit = score >= threshold
         out_a.append(i[hit])
         out_b.append(j[hit])
         out_s.append(score[hit])
-        start = stop
+
+    if method in ("full", "auto"):
+        # work per row ~ sum over its shingles of their document frequency
+        work_cum = np.concatenate(([0], np.cumsum(df[col_idx])))
+        for i, j, inter in _upper_products(x, x.T.tocsr(), work_cum, o, block_nnz):
+            emit(i, j, inter)
+    else:
+        tj = threshold if measure == "jaccard" else threshold / (2.0 - threshold)
+        alpha = np.maximum(1, np.ceil(tj * sizes_f - 1e-9)).astype(np.int64)
+        plen = np.clip(sizes - alpha + 1, 0, sizes)
+        # order each document's shingles rarest first (ties by column id), keep the prefix
+        rank = np.empty(len(cols), dtype=np.int64)
+        rank[np.lexsort((np.arange(len(cols)), df))] = np.arange(len(cols))
+        row = np.repeat(np.arange(n), sizes)
+        order = np.lexsort((rank[col_idx], row))
+        pos = np.arange(len(f)) - o[row]
+        keep = pos < plen[row]
+        p_cols = col_idx[order][keep]
+        p_off = np.concatenate(([0], np.cumsum(plen)))
+        pm = sparse.csr_matrix(
+            (np.ones(len(p_cols), dtype=np.int32), p_cols.astype(np.int32), p_off),
+            shape=(n, len(cols)),
+        )
+        pm.sort_indices()
+        p_df = np.bincount(p_cols, minlength=len(cols)).astype(np.int64)
+        work_cum = np.concatenate(([0], np.cumsum(p_df[p_cols])))
+        for i, j, _ in _upper_products(pm, pm.T.tocsr(), work_cum, p_off, block_nnz):
+            # size filter: J >= t needs t|B| <= |A| <= |B|/t
+            small = np.minimum(sizes_f[i], sizes_f[j])
+            large = np.maximum(sizes_f[i], sizes_f[j])
+            ok = small >= tj * large - 1e-9 * large
+            i, j = i[ok], j[ok]
+            # exact intersections, in chunks of about block_nnz gathered entries
+            cost = np.cumsum(sizes[i] + sizes[j])
+            lo = 0
+            while lo < len(i):
+                hi = int(np.searchsorted(cost, (cost[lo - 1] if lo else 0) + block_nnz, "right"))
+                hi = min(len(i), max(hi, lo + 1))
+                inter = np.asarray(x[i[lo:hi]].multiply(x[j[lo:hi]]).sum(axis=1)).ravel()
+                emit(i[lo:hi], j[lo:hi], inter)
+                lo = hi
     a = np.concatenate(out_a)
     b = np.concatenate(out_b)
-    s = np.concatenate(out_s)
-    order = np.lexsort((b, a))
-    return a[order], b[order], s[order]
+    s_ = np.concatenate(out_s)
+    order_out = np.lexsort((b, a))
+    return a[order_out], b[order_out], s_[order_out]
 
 
 def reference_similar_pairs(
