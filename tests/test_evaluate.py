@@ -157,3 +157,38 @@ def test_cluster_pairs_count_chaining_as_false_positives() -> None:
 def test_pairs_from_labels_refuses_a_quadratic_blowup() -> None:
     with pytest.raises(ParamError, match="max_pairs"):
         pairs_from_labels(np.zeros(100, dtype=np.int64), max_pairs=100)
+
+
+def test_ground_truth_on_a_synthetic_corpus_finds_every_exact_and_cosmetic_copy() -> None:
+    """End to end with the real shingler: copies that keep canonical tokens have J = 1."""
+    from neardup.params import ShingleParams
+    from neardup.shingles import shingle_batch
+    from neardup.synth import (
+        KIND_COSMETIC,
+        KIND_EDITED,
+        KIND_EXACT,
+        KIND_ORIGINAL,
+        near_duplicate_corpus,
+        random_documents,
+    )
+
+    base = random_documents(300, 31, words=(30, 80))
+    corpus = near_duplicate_corpus(base, 400, 0.3, seed=2, n_empty=4)
+    batch = shingle_batch(corpus.texts, ShingleParams(w=3))
+    a, b, s = exact_similar_pairs(batch, threshold=1.0)
+    same = set(zip(a.tolist(), b.tolist(), strict=True))
+    true_a, true_b = pairs_from_labels(corpus.source)
+    # every pair of documents from one source whose texts are both token-identical to it
+    lossless = np.isin(corpus.kind, [KIND_ORIGINAL, KIND_EXACT, KIND_COSMETIC])
+    expected = {
+        (i, j)
+        for i, j in zip(true_a.tolist(), true_b.tolist(), strict=True)
+        if lossless[i] and lossless[j]
+    }
+    assert expected and expected <= same
+    assert all(score == 1.0 for score in s.tolist())
+    # edited copies are found at lower thresholds, with precision and recall both well above 0
+    a5, b5, _ = exact_similar_pairs(batch, threshold=0.3)
+    p, r, *_ = precision_recall(a5, b5, true_a, true_b)
+    assert p > 0.95 and 0.5 < r < 1.0
+    assert (corpus.kind == KIND_EDITED).sum() > 50
