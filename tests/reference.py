@@ -42,10 +42,10 @@ def token_hash(token: str) -> int:
 
 
 def mix_shingle(token_hashes: list[int]) -> int:
-    h = SHINGLE_MUL
-    for t in token_hashes:
-        h = ((h ^ t) * SHINGLE_MUL) & MASK
-    return fmix64(h ^ len(token_hashes))
+    """fmix64 of the polynomial sum_j t_j * C^(m-1-j) mod 2^64, xor m."""
+    m = len(token_hashes)
+    s = sum(t * pow(SHINGLE_MUL, m - 1 - j, 1 << 64) for j, t in enumerate(token_hashes))
+    return fmix64((s & MASK) ^ m)
 
 
 def rabin(code_points: list[int]) -> int:

@@ -1,8 +1,11 @@
 """Code points -> canonical tokens -> w-shingle fingerprints, fused in one pass per batch.
 
 Token hash ("mix"): FNV-1a over the folded code points of the token, finalised with fmix64 of
-(state xor length). Shingle hash ("mix"): h <- (h xor token_hash) * C over the shingle's tokens in
-order, finalised with fmix64(h xor count). Shingle hash ("rabin"): the Rabin fingerprint, modulo
+(state xor length). Shingle hash ("mix"): the polynomial S = sum_j token_hash_j * C^(m-1-j)
+mod 2^64 over the shingle's m tokens in order, kept rolling (one multiply-add per token, the
+oldest token's term subtracted), finalised with fmix64(S xor m). Token hashes are pseudo-random
+64-bit values and C is odd, so two shingles differing in one token never collide and others
+collide with probability about 2^-64. Shingle hash ("rabin"): the Rabin fingerprint, modulo
 an irreducible degree-64 polynomial over GF(2), of the shingle's canonical text as 32-bit code
 points (word mode: tokens joined by one space; char mode: the q characters).
 """
@@ -108,7 +111,10 @@ def shingle_kernel(
     out_offsets = np.empty(n + 1, dtype=np.int64)
     ntokens = np.zeros(n, dtype=np.int64)
     canonical = np.empty(n, dtype=np.uint64)
-    ring = np.empty(w, dtype=np.uint64)
+    ring = np.zeros(w, dtype=np.uint64)
+    oldest_power = np.uint64(1)  # C^(w-1): the weight of the token leaving the window
+    for _ in range(w - 1):
+        oldest_power *= SHINGLE_MUL
     starts = np.zeros(w, dtype=np.int64)
     ends = np.zeros(w, dtype=np.int64)
     ascii_fold = np.zeros(128, dtype=np.uint32)
@@ -119,6 +125,8 @@ def shingle_kernel(
     for d in range(n):
         out_offsets[d] = k
         ntok = 0
+        head = 0  # ring[head] is the oldest of the last w tokens
+        rolling = np.uint64(0)
         content = FNV_OFFSET
         h = FNV_OFFSET
         length = 0
@@ -157,11 +165,15 @@ def shingle_kernel(
                 length = 0
             else:
                 continue
-            # The window holds the last w tokens, oldest first (a shift register: no modulo).
-            for j in range(w - 1):
-                ring[j] = ring[j + 1]
-            ring[w - 1] = tok
-            if rabin:
+            if ntok >= w:
+                rolling = (rolling - ring[head] * oldest_power) * SHINGLE_MUL + tok
+            else:
+                rolling = rolling * SHINGLE_MUL + tok
+            ring[head] = tok
+            head += 1
+            if head == w:
+                head = 0
+            if rabin:  # spans as a shift register, oldest first
                 for j in range(w - 1):
                     starts[j] = starts[j + 1]
                     ends[j] = ends[j + 1]
@@ -173,19 +185,13 @@ def shingle_kernel(
                 if rabin:
                     fps[k] = _rabin_shingle(buf, starts, ends, 0, w, fold, char_mode, table)
                 else:
-                    s = SHINGLE_MUL
-                    for j in range(w):
-                        s = (s ^ ring[j]) * SHINGLE_MUL
-                    fps[k] = fmix64(s ^ np.uint64(w))
+                    fps[k] = fmix64(rolling ^ np.uint64(w))
                 k += 1
         if 0 < ntok < w:
             if rabin:
                 fps[k] = _rabin_shingle(buf, starts, ends, w - ntok, ntok, fold, char_mode, table)
             else:
-                s = SHINGLE_MUL
-                for j in range(w - ntok, w):
-                    s = (s ^ ring[j]) * SHINGLE_MUL
-                fps[k] = fmix64(s ^ np.uint64(ntok))
+                fps[k] = fmix64(rolling ^ np.uint64(ntok))
             k += 1
         ntokens[d] = ntok
         canonical[d] = fmix64(content ^ np.uint64(ntok)) if ntok > 0 else EMPTY
