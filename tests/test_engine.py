@@ -145,3 +145,17 @@ def test_simhash_idf_weighting_fits_the_table_on_the_corpus(corpus: list[str]) -
     assert np.array_equal(auto.clusters_, given.clusters_)
     counted = Deduplicator(DedupParams(method="simhash", max_distance=3)).fit(corpus[:600])
     assert auto.simhash_params().weighting == "idf" != counted.simhash_params().weighting
+
+
+@pytest.mark.parametrize("verify", ["exact", "sketch"])
+def test_scores_do_not_depend_on_how_batches_are_gathered(corpus: list[str], verify: str) -> None:
+    from neardup.resemblance import pair_scores
+
+    params = DedupParams(threshold=0.6, verify=verify)  # type: ignore[arg-type]
+    small = Deduplicator(params).fit(corpus[:900], batch_size=13)
+    whole = Deduplicator(params).fit(corpus[:900], batch_size=10_000)
+    for x, y in zip(small.pairs_, whole.pairs_, strict=True):
+        assert np.array_equal(x, y)
+    if verify == "exact":
+        a, b, score = small.pairs_
+        assert np.allclose(score, pair_scores(shingle_batch(corpus[:900]), a, b))

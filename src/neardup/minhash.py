@@ -73,7 +73,9 @@ def estimate_pairs(
 
     A pair involving an empty document scores 0: emptiness is reported, never matched.
     """
-    if sketches.dtype != np.uint32:  # truncated 32-bit sketches compare as well, in half the memory
+    # Sketches truncated to their low 16 or 32 bits compare as well in less memory (the engine
+    # keeps 16); rows of empty documents must then not be passed, their EMPTY mark is gone.
+    if sketches.dtype not in (np.uint16, np.uint32):
         sketches = np.ascontiguousarray(sketches, dtype=np.uint64)
     a = np.ascontiguousarray(a, dtype=np.int64)
     b = np.ascontiguousarray(b, dtype=np.int64)
