@@ -64,3 +64,19 @@ def test_encode_batch_offsets_delimit_each_document() -> None:
     parts = [bytes(buf[offsets[i] : offsets[i + 1]]) for i in range(len(docs))]
     assert [p.decode("utf-8", "surrogatepass") for p in parts] == docs
     assert buf.dtype == np.uint8
+
+
+def test_disk_cache_round_trips_the_tables(tmp_path: object, monkeypatch: object) -> None:
+    from pathlib import Path
+
+    from neardup import text
+
+    assert isinstance(tmp_path, Path)
+    built = text._build_tables()
+    path = tmp_path / "t.npz"
+    text._save_tables(path, *built)
+    loaded = text._load_tables(path)
+    assert loaded is not None
+    assert np.array_equal(loaded[0], built[0]) and np.array_equal(loaded[1], built[1])
+    path.write_bytes(b"not a table file")
+    assert text._load_tables(path) is None  # a broken cache is rebuilt, never trusted

@@ -18,10 +18,13 @@ it is part of the format (see ``table_version()``).
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 import unicodedata
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 
@@ -56,7 +59,57 @@ def canonical_tokens(text: str, mode: TokenMode = "word", nfkc: bool = False) ->
 
 @cache
 def tables() -> tuple[np.ndarray, np.ndarray]:
-    """(is_word uint8[0x110000], fold uint32[0x110000]): built once per process (~0.5 s)."""
+    """(is_word uint8[0x110000], fold uint32[0x110000]), read-only, once per process.
+
+    Building them takes about half a second, so they are cached on disk per Unicode version
+    (``$NEARDUP_CACHE_DIR``, else ``$XDG_CACHE_HOME/neardup``, else ``~/.cache/neardup``);
+    an unreadable or unwritable cache is ignored and the tables are simply rebuilt.
+    """
+    path = _cache_dir() / f"unicode-tables-{unicodedata.unidata_version}-v{_TABLES_VERSION}.npz"
+    loaded = _load_tables(path)
+    is_word, fold = loaded if loaded is not None else _build_tables()
+    if loaded is None:
+        _save_tables(path, is_word, fold)
+    is_word.setflags(write=False)
+    fold.setflags(write=False)
+    return is_word, fold
+
+
+_TABLES_VERSION = 1
+
+
+def _cache_dir() -> Path:
+    if os.environ.get("NEARDUP_CACHE_DIR"):
+        return Path(os.environ["NEARDUP_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "neardup"
+
+
+def _load_tables(path: Path) -> tuple[np.ndarray, np.ndarray] | None:
+    try:
+        with np.load(path) as data:
+            bits, where, to = data["is_word_bits"], data["fold_from"], data["fold_to"]
+        is_word = np.unpackbits(bits)[:_NUM_CODE_POINTS].astype(np.uint8)
+        fold = np.arange(_NUM_CODE_POINTS, dtype=np.uint32)
+        fold[where] = to
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+    return is_word, fold
+
+
+def _save_tables(path: Path, is_word: np.ndarray, fold: np.ndarray) -> None:
+    where = np.flatnonzero(fold != np.arange(_NUM_CODE_POINTS, dtype=np.uint32))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tables-", suffix=".npz")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, is_word_bits=np.packbits(is_word), fold_from=where, fold_to=fold[where])
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no cache this time; the tables in memory are complete
+
+
+def _build_tables() -> tuple[np.ndarray, np.ndarray]:
     every = "".join(map(chr, range(_NUM_CODE_POINTS)))
     marked = re.sub(r"\W", "\x00", every)
     is_word = (_code_points(marked) != 0).astype(np.uint8)
@@ -64,8 +117,6 @@ def tables() -> tuple[np.ndarray, np.ndarray]:
     for i, c in enumerate(every):
         if c.casefold() != c or c.lower() != c:
             fold[i] = ord(fold_char(c))
-    is_word.setflags(write=False)
-    fold.setflags(write=False)
     return is_word, fold
 
 
