@@ -277,3 +277,12 @@ def test_bad_feature_arrays_are_refused() -> None:
         simhash_from_features(fps, np.array([0, 3]), np.ones(2))
     with pytest.raises(InputError, match="not one string"):
         simhash("a text")  # type: ignore[arg-type]
+
+
+def test_binary_weighting_sees_the_feature_set_so_repeats_cannot_dominate() -> None:
+    once = "alpha beta gamma delta epsilon"
+    repeated = once + " epsilon" * 50
+    binary = SimhashParams(features="word", weighting="binary")
+    counted = SimhashParams(features="word", weighting="count")
+    assert simhash([once], binary)[0] == simhash([repeated], binary)[0]
+    assert simhash([once], counted)[0] != simhash([repeated], counted)[0]

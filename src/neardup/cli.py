@@ -185,9 +185,9 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--q", type=int, default=4, help="simhash character window [4]")
     m.add_argument(
         "--simhash-weighting",
-        choices=["count", "idf"],
-        default="count",
-        help="simhash feature weights: occurrence counts, or counts times IDF fitted on the input (one more read) [count]",
+        choices=["binary", "count", "idf"],
+        default="binary",
+        help="simhash feature weights: each distinct feature once, occurrence counts, or counts times IDF fitted on the input (one more read) [binary]",
     )
     _add_shingle_options(d)
     out = d.add_argument_group("reporting")

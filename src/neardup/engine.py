@@ -70,7 +70,7 @@ class DedupParams:
     max_distance: int = 3
     simhash_features: Literal["char", "word", "shingle"] = "char"
     simhash_q: int = 4
-    simhash_weighting: Literal["count", "idf"] = "count"
+    simhash_weighting: Literal["count", "binary", "idf"] = "binary"
     max_t: int = 256
 
     def __post_init__(self) -> None:

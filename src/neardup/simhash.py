@@ -24,7 +24,7 @@ from .errors import IndexMismatchError, InputError, ParamError
 from .params import ShingleParams, _fingerprint
 
 FeatureKind = Literal["char", "word", "shingle"]
-Weighting = Literal["count", "idf"]
+Weighting = Literal["count", "binary", "idf"]
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,10 @@ class SimhashParams:
       folded: "kk really rocks!" -> kkre, krea, real, ...; the common choice), "word" (word
       tokens) or "shingle" (word w-shingles).
     q: character window for "char" (default 4). w: words per shingle for "shingle" (default 3).
-    weighting: "count" (each occurrence adds weight 1) or "idf" (each occurrence adds the
-      feature's inverse document frequency; needs a table from ``fit_idf``).
+    weighting: "count" (each occurrence adds weight 1), "binary" (each distinct feature adds 1
+      once: the feature *set*, as Jaccard sees it, so repeated boilerplate cannot dominate) or
+      "idf" (each occurrence adds the feature's inverse document frequency; needs a table from
+      ``fit_idf``).
     seed: re-mixes every feature hash before its bits are used; same seed, same fingerprints.
     nfkc: apply Unicode NFKC normalisation before tokenising.
     """
@@ -44,7 +46,7 @@ class SimhashParams:
     features: FeatureKind = "char"
     q: int = 4
     w: int = 3
-    weighting: Weighting = "count"
+    weighting: Weighting = "binary"
     seed: int = 1
     nfkc: bool = False
 
@@ -57,8 +59,10 @@ class SimhashParams:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 64:
                 raise ParamError(f"SimHash {name} must be an integer from 1 to 64, got {v!r}")
-        if self.weighting not in ("count", "idf"):
-            raise ParamError(f"weighting must be 'count' or 'idf', got {self.weighting!r}")
+        if self.weighting not in ("count", "binary", "idf"):
+            raise ParamError(
+                f"weighting must be 'count', 'binary' or 'idf', got {self.weighting!r}"
+            )
         if (
             not isinstance(self.seed, int)
             or isinstance(self.seed, bool)
@@ -275,8 +279,12 @@ def simhash_batch(
                 f"{sp.fingerprint()}; refit it with the same SimhashParams"
             )
     elif idf is not None:
-        raise ParamError("an IDF table was given but weighting='count'; use weighting='idf'")
+        raise ParamError(
+            f"an IDF table was given but weighting={params.weighting!r}; use weighting='idf'"
+        )
     fps, offsets = shingle_sequence(texts, sp)
+    if params.weighting == "binary":  # each distinct feature once: the shingle *set*
+        fps, offsets = unique_per_doc(fps, offsets)
     weights = idf.lookup(fps) if idf is not None else None
     out = simhash_from_features(fps, offsets, weights, params.seed)
     return SimhashBatch(out, np.diff(offsets) == 0)
