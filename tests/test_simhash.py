@@ -22,6 +22,7 @@ from neardup.simhash import (
     simhash_batch,
     simhash_from_features,
 )
+from tests.reference import fmix64, splitmix64
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MASK = 2**64 - 1
@@ -29,21 +30,6 @@ U64 = st.integers(min_value=0, max_value=MASK)
 
 
 # -- an independent pure-Python reference ---------------------------------------------------
-
-
-def fmix64(x: int) -> int:
-    x ^= x >> 33
-    x = (x * 0xFF51AFD7ED558CCD) & MASK
-    x ^= x >> 33
-    x = (x * 0xC4CEB9FE1A85EC53) & MASK
-    return x ^ (x >> 33)
-
-
-def splitmix64(x: int) -> int:
-    z = (x + 0x9E3779B97F4A7C15) & MASK
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
-    return z ^ (z >> 31)
 
 
 def simhash_reference(features: list[int], weights: list[float] | None, seed: int) -> int:
