@@ -187,3 +187,19 @@ def test_keep_field_keeps_the_preferred_cluster_member(tmp_path: Path) -> None:
         ]
         assert main(args) == 0
         assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [winner, "d"]
+
+
+def test_hybrid_verification_reads_borderline_texts_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_corpus(src, 400)
+    kept = {}
+    for verify in ("hybrid", "exact"):
+        out = tmp_path / f"{verify}.jsonl"
+        assert (
+            main(["dedup", str(src), "-o", str(out), "--verify", verify, "--threshold", "0.6"]) == 0
+        )
+        kept[verify] = out.read_bytes()
+    assert "re-checked exactly" in capsys.readouterr().err
+    assert kept["hybrid"] == kept["exact"]

@@ -159,3 +159,19 @@ def test_scores_do_not_depend_on_how_batches_are_gathered(corpus: list[str], ver
     if verify == "exact":
         a, b, score = small.pairs_
         assert np.allclose(score, pair_scores(shingle_batch(corpus[:900]), a, b))
+
+
+def test_hybrid_verification_rechecks_borderline_pairs_exactly(corpus: list[str]) -> None:
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="hybrid")).fit(corpus)
+    assert dedup.stats_.rechecked_pairs > 0
+    fa, fb = expand_pairs(corpus, dedup.pairs_[0], dedup.pairs_[1])
+    precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
+    assert precision >= 0.995
+    assert recall >= 0.98
+
+
+def test_hybrid_without_a_way_to_fetch_texts_is_a_clear_error(corpus: list[str]) -> None:
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="hybrid"))
+    dedup.partial_fit(corpus)
+    with pytest.raises(ParamError, match="fetch_texts"):
+        dedup.finish()

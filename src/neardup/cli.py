@@ -22,6 +22,7 @@ from .params import ShingleParams
 
 if TYPE_CHECKING:
     from .engine import DedupParams
+    from .io import Source
 
 
 class Progress:
@@ -146,9 +147,9 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=1, help="random seed [1]")
     m.add_argument(
         "--verify",
-        choices=["sketch", "exact", "none"],
+        choices=["sketch", "hybrid", "exact", "none"],
         default="sketch",
-        help="check candidates by sketch estimate, exact Jaccard, or not at all [sketch]",
+        help="check candidates by sketch estimate; hybrid: sketch, and exact Jaccard for pairs near the threshold (one more read); exact Jaccard; or not at all [sketch]",
     )
     m.add_argument(
         "--max-bucket",
@@ -289,7 +290,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                     "clusters keep their first member\n"
                 )
             ranks = key_ranks(keys, args.keep_prefer)
-        dedup.finish(ranks)
+        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, args.batch_size))
         written = None
         if args.output:
             written = source.write_kept(dedup.kept_, args.output)
@@ -324,6 +325,16 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int) -> list[str]:
+    """The texts of documents ``docs`` (sorted positions), read again from the source."""
+    found: dict[int, str] = {}
+    for batch in source.batches(batch_size):
+        hit = np.flatnonzero(np.isin(batch.positions, docs))
+        for i in hit.tolist():
+            found[int(batch.positions[i])] = batch.texts[i]
+    return [found[d] for d in docs.tolist()]
+
+
 def _format_summary(s: Mapping[str, Any], problems: str) -> str:
     lines = [
         "neardup dedup summary",
@@ -335,6 +346,11 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         f"  documents kept       {s['kept']:>12,}",
         f"  candidate pairs      {s['candidate_pairs']:>12,}",
         f"  accepted pairs       {s['accepted_pairs']:>12,}",
+        *(
+            [f"  re-checked exactly   {s['rechecked_pairs']:>12,}"]
+            if s.get("rechecked_pairs")
+            else []
+        ),
         f"  skipped records      {s['skipped_records']:>12,}",
         f"  time                 {s['seconds']:>11.2f}s",
         f"  throughput           {s['mb_per_s']:>8.1f} MB/s",

@@ -26,11 +26,15 @@ from .errors import NeardupError, ParamError
 from .features import FeatureParams
 from .params import ShingleParams, SketchParams, _fingerprint
 from .resemblance import pair_scores
-from .shingles import ShingleBatch, shingle_texts
+from .shingles import ShingleBatch, shingle_batch, shingle_texts
 from .simhash import IdfTable, SimhashParams, fit_idf_texts, simhash
 
 Method = Literal["minhash", "simhash"]
-Verify = Literal["sketch", "exact", "none"]
+Verify = Literal["sketch", "hybrid", "exact", "none"]
+
+#: Hybrid verification re-checks exactly the pairs whose sketch estimate lies within this many
+#: standard errors, sqrt(threshold (1 - threshold) / t), of the threshold.
+HYBRID_Z = 3.0
 Keep = Literal["first", "longest", "field"]
 
 #: Documents fed to the kernels per call when ``fit`` is given one big sequence.
@@ -47,8 +51,11 @@ class DedupParams:
       near-duplicates (minhash). Also chooses (k, s, r) when ``features`` is None.
     features: explicit Broder feature parameters (k features of s sketch values, r must match).
     sketch_kind, seed: the MinHash sketch ("oph" or "classic"; features need positions).
-    verify: "sketch" (estimate from the sketch, default), "exact" (Jaccard over the stored
-      shingle sets: precision 1 by definition) or "none" (accept every candidate pair).
+    verify: "sketch" (estimate from the sketch, default), "hybrid" (the sketch decides clear
+      cases; pairs within HYBRID_Z standard errors of the threshold are re-checked by exact
+      Jaccard on their texts, fetched again: exact-quality results at sketch memory), "exact"
+      (Jaccard over the stored shingle sets: precision 1 by definition) or "none" (accept
+      every candidate pair).
     max_bucket: feature buckets larger than this are chained instead of fully paired.
     keep: which member of a cluster survives: "first" (smallest index), "longest" (most
       characters) or "field" (largest, or with keep_prefer="min" smallest, value of the ``key``
@@ -83,8 +90,10 @@ class DedupParams:
                 f"sketch kind for deduplication must be 'oph' or 'classic' (features need "
                 f"positional sketches; bottom-k is for estimation), got {self.sketch_kind!r}"
             )
-        if self.verify not in ("sketch", "exact", "none"):
-            raise ParamError(f"verify must be 'sketch', 'exact' or 'none', got {self.verify!r}")
+        if self.verify not in ("sketch", "hybrid", "exact", "none"):
+            raise ParamError(
+                f"verify must be 'sketch', 'hybrid', 'exact' or 'none', got {self.verify!r}"
+            )
         if self.keep not in ("first", "longest", "field"):
             raise ParamError(f"keep must be 'first', 'longest' or 'field', got {self.keep!r}")
         if self.keep_prefer not in ("max", "min"):
@@ -129,6 +138,7 @@ class DedupStats:
     bytes_per_doc_in_memory: float
     big_buckets: int
     big_bucket_docs: int
+    rechecked_pairs: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -190,7 +200,7 @@ class Deduplicator:
         if p.method == "minhash":
             sk = minhash.sketch(fps, offsets, self._sketch)
             parts.keys.append(features.features(sk, self._features))
-            if p.verify == "sketch":
+            if p.verify in ("sketch", "hybrid"):
                 # The low 16 bits of each value suffice to compare: unequal values agree there
                 # with probability 2^-16, a bias of at most 1.5e-5 on the estimate.
                 parts.sketches.append(sk.astype(np.uint16))
@@ -228,12 +238,21 @@ class Deduplicator:
     ) -> Deduplicator:
         """Feed every text in batches of ``batch_size``, then finish. Returns self.
 
-        SimHash with IDF weighting and no table given reads the texts twice: once to fit it.
+        SimHash with IDF weighting and no table given reads the texts twice: once to fit it;
+        hybrid verification keeps them to re-check borderline pairs.
         """
         p = self.params
+        fetch = None
         if p.method == "simhash" and p.simhash_weighting == "idf" and self.idf is None:
             texts = list(texts)
             self.idf = fit_idf_texts(texts, self.simhash_params(), batch_size)
+        if p.method == "minhash" and p.verify == "hybrid":
+            kept_texts = list(texts)
+            texts = kept_texts
+
+            def fetch(docs: np.ndarray) -> list[str]:
+                return [kept_texts[i] for i in docs.tolist()]
+
         batch: list[str] = []
         for text in texts:
             batch.append(text)
@@ -244,13 +263,19 @@ class Deduplicator:
                     progress(self._n, self._bytes)
         if batch:
             self.partial_fit(batch)
-        return self.finish(key)
+        return self.finish(key, fetch)
 
     # -- clustering ------------------------------------------------------------------------
-    def finish(self, key: npt.ArrayLike | None = None) -> Deduplicator:
+    def finish(
+        self,
+        key: npt.ArrayLike | None = None,
+        fetch_texts: Callable[[np.ndarray], Sequence[str]] | None = None,
+    ) -> Deduplicator:
         """Candidate pairs, verification, clusters and representatives over everything fed.
 
         key: one value per document (numbers, strings or datetimes) when ``keep="field"``.
+        fetch_texts: for ``verify="hybrid"``, returns the texts of the given sorted document
+          indices, in that order (the CLI reads its input again; ``fit`` keeps the texts).
         """
         p = self.params
         parts = self._parts
@@ -269,7 +294,7 @@ class Deduplicator:
         exact_a, exact_b = rep[dup], dup
 
         reps = np.flatnonzero(is_rep & ~empty)
-        big_buckets = big_docs = n_candidates = 0
+        big_buckets = big_docs = n_candidates = rechecked = 0
         if p.method == "minhash":
             keys = _gather_rows(parts.keys, reps, (self._features.k,), np.uint64)
             parts.keys.clear()
@@ -278,6 +303,8 @@ class Deduplicator:
             a, b = reps[found.a], reps[found.b]
             n_candidates = len(a)
             score = self._verify(a, b, n)
+            if p.verify == "hybrid":
+                rechecked = self._recheck(a, b, score, fetch_texts)
             ok = score >= p.threshold if p.verify != "none" else np.ones(len(a), dtype=bool)
         else:
             from .hamming import hamming_pairs
@@ -323,6 +350,7 @@ class Deduplicator:
             bytes_per_doc_in_memory=memory_per_doc,
             big_buckets=int(big_buckets),
             big_bucket_docs=int(big_docs),
+            rechecked_pairs=int(rechecked),
         )
         self._finished = True
         return self
@@ -335,11 +363,38 @@ class Deduplicator:
             return np.ones(len(a), dtype=np.float64)
         needed = np.unique(np.concatenate([a, b]))
         la, lb = np.searchsorted(needed, a), np.searchsorted(needed, b)
-        if p.verify == "sketch":
+        if p.verify in ("sketch", "hybrid"):
             sk = _gather_rows(parts.sketches, needed, (self._sketch.t,), np.uint16)
             return minhash.estimate_pairs(sk, la, lb, self._sketch.kind)
         batch = _gather_sets(parts.fps, parts.fp_sizes, needed)
         return pair_scores(batch, la, lb, "jaccard")
+
+    def _recheck(
+        self,
+        a: np.ndarray,
+        b: np.ndarray,
+        score: npt.NDArray[np.float64],
+        fetch_texts: Callable[[np.ndarray], Sequence[str]] | None,
+    ) -> int:
+        """Replace, in place, the estimates of borderline pairs by their exact Jaccard."""
+        p = self.params
+        margin = HYBRID_Z * np.sqrt(p.threshold * (1 - p.threshold) / self._sketch.t)
+        near = np.flatnonzero(np.abs(score - p.threshold) <= margin)
+        if len(near) == 0:
+            return 0
+        if fetch_texts is None:
+            raise ParamError(
+                "verify='hybrid' needs the borderline documents' texts: pass fetch_texts to "
+                "finish(), or use fit(), which keeps them"
+            )
+        docs = np.unique(np.concatenate([a[near], b[near]]))
+        texts = fetch_texts(docs)
+        if len(texts) != len(docs):
+            raise NeardupError(f"fetch_texts returned {len(texts)} texts for {len(docs)} documents")
+        batch = shingle_batch(list(texts), p.shingle)
+        la, lb = np.searchsorted(docs, a[near]), np.searchsorted(docs, b[near])
+        score[near] = pair_scores(batch, la, lb, "jaccard")
+        return len(near)
 
     def _memory_per_doc(self) -> float:
         parts = self._parts
