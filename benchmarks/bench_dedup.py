@@ -235,13 +235,13 @@ def run_neardup(texts: Sequence[str], params: DedupParams) -> tuple[Deduplicator
 def accuracy(
     name: str, texts: list[str], sp: ShingleParams, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """MinHash (exact/sketch verification) and SimHash rows against brute-force truth."""
+    """MinHash (exact/hybrid/sketch verification) and SimHash rows against brute-force truth."""
     thresholds = args.thresholds
     truth = Truth(texts, sp, min(thresholds))
     groups = exact_groups(texts, sp)
     long_rows: list[dict[str, Any]] = []
     wide: list[dict[str, Any]] = []
-    for verify in ("exact", "sketch"):
+    for verify in ("exact", "hybrid", "sketch"):
         w: dict[str, Any] = {"method": f"minhash verify={verify}"}
         for t in thresholds:
             d, sec, mem = run_neardup(texts, DedupParams(threshold=t, verify=verify, shingle=sp))
@@ -498,7 +498,7 @@ def speed(
             }
         )
 
-    for verify in ("sketch", "exact"):
+    for verify in ("sketch", "hybrid", "exact"):
         params = DedupParams(threshold=t, verify=verify)
         best: tuple[Deduplicator, float, float] | None = None
         for _ in range(args.repeat):
@@ -597,7 +597,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     print("machine:", common.machine())
     warm = common.synthetic_texts(300)  # compile / load every Numba kernel before timing
-    for params in (DedupParams(verify="sketch"), DedupParams(verify="exact")):
+    for params in (
+        DedupParams(verify="sketch"),
+        DedupParams(verify="exact"),
+        DedupParams(verify="hybrid"),
+    ):
         Deduplicator(params).fit(warm)
     Deduplicator(DedupParams(method="simhash")).fit(warm)
     results: dict[str, Any] = {"machine": common.machine(), "accuracy": [], "speed": []}
