@@ -107,3 +107,15 @@ def test_bad_parameters_are_rejected_with_a_clear_message() -> None:
         ShingleParams(w=0)
     with pytest.raises(ParamError, match="tokens"):
         ShingleParams(tokens="bytes")  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(sets=st.lists(st.lists(st.integers(0, 20), max_size=60), max_size=6))
+def test_distinct_per_doc_keeps_first_occurrences_in_order(sets: list[list[int]]) -> None:
+    from neardup._kernels.shingles import distinct_per_doc
+
+    fps = np.array([v for s in sets for v in s], dtype=np.uint64)
+    offsets = np.cumsum([0] + [len(s) for s in sets]).astype(np.int64)
+    out, out_offsets = distinct_per_doc(fps, offsets)
+    for i, s in enumerate(sets):
+        assert out[out_offsets[i] : out_offsets[i + 1]].tolist() == list(dict.fromkeys(s))

@@ -102,14 +102,18 @@ def test_count_kernel_is_exact_past_the_255_feature_lane_flush() -> None:
     st.lists(st.text(max_size=60), max_size=12),
     st.integers(1, 12),
     st.sampled_from(["char", "word", "shingle"]),
+    st.sampled_from(["binary", "count"]),
 )
 def test_texts_match_reference_on_their_features_and_batching_changes_nothing(
-    texts: list[str], batch: int, features: str
+    texts: list[str], batch: int, features: str, weighting: str
 ) -> None:
-    params = SimhashParams(features=features)  # type: ignore[arg-type]
+    params = SimhashParams(features=features, weighting=weighting)  # type: ignore[arg-type]
     whole = simhash_batch(texts, params)
     fps, offsets = shingle_sequence(texts, params.shingle_params())
-    want = [simhash_reference(d, None, 1) for d in split_docs(fps.tolist(), offsets.tolist())]
+    docs = split_docs(fps.tolist(), offsets.tolist())
+    if weighting == "binary":  # each distinct feature once
+        docs = [list(dict.fromkeys(d)) for d in docs]
+    want = [simhash_reference(d, None, 1) for d in docs]
     assert whole.fps.tolist() == want
     parts = [simhash(texts[i : i + batch], params) for i in range(0, len(texts), batch)]
     joined = np.concatenate(parts) if parts else np.empty(0, np.uint64)

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import simhash as _ks
-from ._kernels.shingles import unique_per_doc
+from ._kernels.shingles import distinct_per_doc, unique_per_doc
 from .errors import IndexMismatchError, InputError, ParamError
 from .params import ShingleParams, _fingerprint
 
@@ -284,7 +284,7 @@ def simhash_batch(
         )
     fps, offsets = shingle_sequence(texts, sp)
     if params.weighting == "binary":  # each distinct feature once: the shingle *set*
-        fps, offsets = unique_per_doc(fps, offsets)
+        fps, offsets = distinct_per_doc(fps, offsets)
     weights = idf.lookup(fps) if idf is not None else None
     out = simhash_from_features(fps, offsets, weights, params.seed)
     return SimhashBatch(out, np.diff(offsets) == 0)

@@ -233,3 +233,44 @@ def raw_hash_kernel(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
             h = (h ^ np.uint64(buf[p])) * FNV_PRIME
         out[d] = fmix64(h ^ np.uint64(offsets[d + 1] - offsets[d]))
     return out
+
+
+@njit(cache=True)
+def distinct_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Drop repeated fingerprints within each document, keeping first occurrences in order.
+
+    Linear time with an open-addressing set per document (no sort): for consumers that need
+    the set but not its order, such as binary-weighted SimHash.
+    """
+    n = offsets.shape[0] - 1
+    out = np.empty(fps.shape[0], dtype=np.uint64)
+    out_offsets = np.empty(n + 1, dtype=np.int64)
+    longest = 0
+    for d in range(n):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    size = 16
+    while size < 2 * longest:
+        size *= 2
+    slots = np.zeros(size, dtype=np.uint64)
+    used = np.zeros(size, dtype=np.int64)  # generation stamp: slot valid when == d + 1
+    k = 0
+    for d in range(n):
+        out_offsets[d] = k
+        lo = offsets[d]
+        hi = offsets[d + 1]
+        cap = 16
+        while cap < 2 * (hi - lo):
+            cap *= 2
+        mask = np.uint64(cap - 1)
+        for p in range(lo, hi):
+            v = fps[p]
+            i = fmix64(v) & mask
+            while used[i] == d + 1 and slots[i] != v:
+                i = (i + np.uint64(1)) & mask
+            if used[i] != d + 1:
+                used[i] = d + 1
+                slots[i] = v
+                out[k] = v
+                k += 1
+    out_offsets[n] = k
+    return out[:k].copy(), out_offsets
