@@ -2,7 +2,7 @@
 
 Run (single thread, about a minute):
 
-    cd /work/main && PYTHONPATH=src python benchmarks/bench_simhash_search.py \
+    python benchmarks/bench_simhash_search.py \
         --n 1000000 --k 3 --subset 100000
 
 Reports neardup's permuted-table batch search (``hamming_pairs``) against the 1.6 s that
