@@ -203,3 +203,11 @@ def test_hybrid_verification_reads_borderline_texts_again(
         kept[verify] = out.read_bytes()
     assert "re-checked exactly" in capsys.readouterr().err
     assert kept["hybrid"] == kept["exact"]
+
+
+def test_plan_for_simhash_says_which_tables_it_chose(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--max-distance", "3", "--docs", "1000000"]) == 0
+    out = capsys.readouterr().out
+    assert "4 blocks of 16/16/16/16 bits" in out and "4 tables" in out
+    assert main(["plan"]) == 1
+    assert "--threshold" in capsys.readouterr().err

@@ -175,3 +175,14 @@ def test_hybrid_without_a_way_to_fetch_texts_is_a_clear_error(corpus: list[str])
     dedup.partial_fit(corpus)
     with pytest.raises(ParamError, match="fetch_texts"):
         dedup.finish()
+
+
+def test_super_features_find_the_same_pairs_as_counting(corpus: list[str]) -> None:
+    feats = FeatureParams(6, 14, 2)
+    counted = Deduplicator(DedupParams(threshold=0.7, features=feats)).fit(corpus)
+    looked_up = Deduplicator(DedupParams(threshold=0.7, features=feats, super_features=True))
+    looked_up.fit(corpus)
+    for x, y in zip(counted.pairs_, looked_up.pairs_, strict=True):
+        assert np.array_equal(x, y)
+    with pytest.raises(ParamError, match="super features"):
+        Deduplicator(DedupParams(threshold=0.8, super_features=True))  # planned k=38, r=3

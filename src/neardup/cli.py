@@ -191,6 +191,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="simhash feature weights: each distinct feature once, occurrence counts, or counts times IDF fitted on the input (one more read) [binary]",
     )
     _add_shingle_options(d)
+    m.add_argument(
+        "--super-features",
+        action="store_true",
+        help="find candidates by megashingles (one key per r-subset of features) instead of counting; small k and r only",
+    )
     out = d.add_argument_group("reporting")
     out.add_argument(
         "--progress",
@@ -205,7 +210,15 @@ def _build_parser() -> argparse.ArgumentParser:
         help="choose Broder feature parameters (k, s, r) for a threshold",
         description="Choose (k, s, r) from the acceptance curve P(rho) for a target threshold.",
     )
-    pl.add_argument("--threshold", type=float, required=True, help="target resemblance rho0")
+    pl.add_argument("--threshold", type=float, help="target resemblance rho0 (MinHash features)")
+    pl.add_argument(
+        "--max-distance",
+        type=int,
+        help="SimHash instead: plan permuted tables for pairs within this many bits",
+    )
+    pl.add_argument(
+        "--docs", type=int, default=1_000_000, help="SimHash: collection size [1000000]"
+    )
     pl.add_argument("--budget", type=int, help="bytes per document for features (8 per feature)")
     pl.add_argument("--num-perm", type=int, help="largest sketch length k*s [256]")
     pl.add_argument(
@@ -246,6 +259,7 @@ def _dedup_params(args: argparse.Namespace) -> DedupParams:
         simhash_q=args.q,
         simhash_weighting=args.simhash_weighting,
         max_t=256 if args.num_perm is None else args.num_perm,
+        super_features=args.super_features,
     )
 
 
@@ -313,6 +327,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         "mb_per_s": round(stats.bytes_in / 1e6 / max(seconds, 1e-9), 2),
         "peak_memory_mb": round(_peak_memory_mb(), 1),
         "params": params.fingerprint(),
+        "hamming_plan": dedup.hamming_plan_,
     }
     if not args.quiet:
         sys.stderr.write(_format_summary(summary, errors.summary() if errors.total else ""))
@@ -356,6 +371,8 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         f"  throughput           {s['mb_per_s']:>8.1f} MB/s",
         f"  peak memory          {s['peak_memory_mb']:>9.0f} MB",
     ]
+    if s.get("hamming_plan"):
+        lines.append(f"  {s['hamming_plan']}")
     if s.get("big_buckets"):
         lines.append(
             f"  big feature buckets  {s['big_buckets']:>12,} (chained, {s['big_bucket_docs']:,} docs)"
@@ -370,6 +387,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .features import FeatureParams
     from .planner import evaluate, plan, plot_curve
 
+    if args.max_distance is not None:
+        from .hamming import plan_tables
+
+        sys.stdout.write(plan_tables(args.max_distance, args.docs).describe() + "\n")
+        return 0
+    if args.threshold is None:
+        raise ParamError("neardup plan needs --threshold (MinHash) or --max-distance (SimHash)")
     costs = {"cost_fp": args.fp_cost, "cost_fn": args.fn_cost}
     if args.features is not None:
         chosen = evaluate(FeatureParams(*args.features), args.threshold, **costs)

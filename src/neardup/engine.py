@@ -12,6 +12,7 @@ callers feed batches of texts (``partial_fit``) and read the fitted arrays (name
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,9 @@ Verify = Literal["sketch", "hybrid", "exact", "none"]
 HYBRID_Z = 3.0
 Keep = Literal["first", "longest", "field"]
 
+#: Most megashingle keys a document may have (super_features=True).
+MAX_SUPER_FEATURES = 256
+
 #: Documents fed to the kernels per call when ``fit`` is given one big sequence.
 DEFAULT_BATCH = 2000
 
@@ -60,6 +64,9 @@ class DedupParams:
     keep: which member of a cluster survives: "first" (smallest index), "longest" (most
       characters) or "field" (largest, or with keep_prefer="min" smallest, value of the ``key``
       array given to ``finish``/``fit``: a quality score, a date...). Ties go to the first.
+    super_features: look candidates up by Broder's megashingles (one key per r-subset of the k
+      features, C(k, r) keys a document) instead of counting shared features; the same pairs,
+      for small k and r only (e.g. k=6, r=2: 15 keys).
     max_distance, simhash_features, simhash_q, simhash_weighting: SimHash options
       (method="simhash"); "idf" weighting needs an IDF table fitted on the corpus first.
     """
@@ -79,6 +86,7 @@ class DedupParams:
     simhash_q: int = 4
     simhash_weighting: Literal["count", "binary", "idf"] = "binary"
     max_t: int = 256
+    super_features: bool = False
 
     def __post_init__(self) -> None:
         if self.method not in ("minhash", "simhash"):
@@ -101,6 +109,18 @@ class DedupParams:
         if not isinstance(self.max_distance, int) or not 0 <= self.max_distance <= 32:
             raise ParamError(
                 f"max_distance must be an integer from 0 to 32, got {self.max_distance!r}"
+            )
+
+    def check_super_features(self) -> None:
+        """Megashingles need C(k, r) keys a document: refuse plans where that explodes."""
+        if not self.super_features or self.method != "minhash":
+            return
+        fp = self.feature_params()
+        count = math.comb(fp.k, fp.r)
+        if count > MAX_SUPER_FEATURES:
+            raise ParamError(
+                f"super features need C(k={fp.k}, r={fp.r}) = {count:,} keys a document (at most "
+                f"{MAX_SUPER_FEATURES}); give small explicit features, e.g. --features 6,14,2"
             )
 
     def feature_params(self) -> FeatureParams:
@@ -167,7 +187,10 @@ class Deduplicator:
 
     def __init__(self, params: DedupParams | None = None, idf: IdfTable | None = None) -> None:
         self.params = params or DedupParams()
+        self.params.check_super_features()
         self.idf = idf
+        #: What the Hamming planner chose (method="simhash"), set by ``finish``.
+        self.hamming_plan_: str | None = None
         if self.params.method == "minhash":
             self._features = self.params.feature_params()
             self._sketch = SketchParams(self.params.sketch_kind, self._features.t, self.params.seed)
@@ -298,7 +321,10 @@ class Deduplicator:
         if p.method == "minhash":
             keys = _gather_rows(parts.keys, reps, (self._features.k,), np.uint64)
             parts.keys.clear()
-            found = candidates.candidate_pairs(keys, self._features.r, max_bucket=p.max_bucket)
+            r = self._features.r
+            if p.super_features:  # share >= r features <=> share one r-subset key
+                keys, r = features.feature_combinations(keys, r), 1
+            found = candidates.candidate_pairs(keys, r, max_bucket=p.max_bucket)
             big_buckets, big_docs = found.stats.big_buckets, found.stats.big_bucket_docs
             a, b = reps[found.a], reps[found.b]
             n_candidates = len(a)
@@ -307,10 +333,12 @@ class Deduplicator:
                 rechecked = self._recheck(a, b, score, fetch_texts)
             ok = score >= p.threshold if p.verify != "none" else np.ones(len(a), dtype=bool)
         else:
-            from .hamming import hamming_pairs
+            from .hamming import hamming_pairs, plan_tables
 
             fp = _gather_rows(parts.simhash, reps, (), np.uint64)
-            ha, hb, dist = hamming_pairs(fp, p.max_distance)
+            plan = plan_tables(p.max_distance, max(len(fp), 2))
+            self.hamming_plan_ = plan.describe().splitlines()[0]
+            ha, hb, dist = hamming_pairs(fp, p.max_distance, plan)
             a, b = reps[ha], reps[hb]
             n_candidates = len(a)
             score = 1.0 - dist.astype(np.float64) / 64.0
