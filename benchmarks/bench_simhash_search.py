@@ -10,8 +10,9 @@ simhash-py publishes for 1,000,000 fingerprints at k=3 on one core, and against 
 ``simhash`` package's ``SimhashIndex`` on the first ``--subset`` fingerprints (it is slow: one
 index probe per fingerprint, in the interpreter), checking that both find the same pairs there.
 Also times the growable ``HammingIndex`` (build, then queries of unseen fingerprints) and
-SimHash fingerprinting throughput in MB/s on generated English-like text, end to end and for the
-fingerprint kernel alone (the rest is shingling).
+SimHash fingerprinting throughput in MB/s on the MinHash benchmark's texts (20news when present,
+else generated text; ``--corpus``), end to end and for the fingerprint kernel alone (the rest is
+shingling).
 Times exclude the one-time Numba compilation: every kernel is warmed up on a small input first.
 """
 
@@ -23,9 +24,11 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # before numba is imported: one
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 
+import common
 from neardup.hamming import HammingIndex, hamming_pairs, plan_tables
 
 PUBLISHED_SIMHASH_PY_S = 1.6
@@ -77,28 +80,18 @@ def simhash_index_pairs(fps: np.ndarray, k: int) -> tuple[float, set[tuple[int, 
     return time.perf_counter() - t, pairs
 
 
-def english_like(n_docs: int, seed: int) -> list[str]:
-    """Documents of 50-400 words drawn from a Zipf-distributed vocabulary of English-like words."""
-    rng = np.random.default_rng(seed)
-    syll = ["th", "an", "er", "in", "re", "on", "at", "en", "nd", "ti", "es", "or", "te", "of"]
-    vocab = ["".join(rng.choice(syll, rng.integers(1, 4))) for _ in range(5000)]
-    ranks = np.minimum(rng.zipf(1.3, size=n_docs * 400), len(vocab)) - 1
-    docs = []
-    pos = 0
-    for _ in range(n_docs):
-        m = int(rng.integers(50, 400))
-        docs.append(" ".join(vocab[r] for r in ranks[pos : pos + m]) + ".")
-        pos += m
-    return docs
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1_000_000, help="number of fingerprints")
     ap.add_argument("--k", type=int, default=3, help="maximum Hamming distance")
     ap.add_argument("--subset", type=int, default=100_000, help="size run through SimhashIndex")
     ap.add_argument("--queries", type=int, default=100_000, help="HammingIndex queries")
-    ap.add_argument("--docs", type=int, default=5_000, help="documents for SimHash MB/s")
+    ap.add_argument(
+        "--corpus",
+        type=Path,
+        help="JSONL(.gz) for SimHash MB/s [the MinHash benchmark's corpus: 20news when present]",
+    )
+    ap.add_argument("--docs", type=int, help="limit the documents for SimHash MB/s [all]")
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
@@ -166,7 +159,9 @@ def main() -> None:
     from neardup.shingles import shingle_sequence
     from neardup.simhash import SimhashParams, simhash, simhash_from_features
 
-    docs = english_like(args.docs, args.seed)
+    corpus = common.load_corpus(args.corpus, limit=args.docs)
+    docs = corpus.texts
+    print(f"SimHash throughput corpus: {corpus.name}")
     mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6
     for features in ("char", "word", "shingle"):
         params = SimhashParams(features=features)
