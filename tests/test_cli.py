@@ -211,3 +211,32 @@ def test_plan_for_simhash_says_which_tables_it_chose(capsys: pytest.CaptureFixtu
     assert "4 blocks of 16/16/16/16 bits" in out and "4 tables" in out
     assert main(["plan"]) == 1
     assert "--threshold" in capsys.readouterr().err
+
+
+def test_prefetch_keeps_order_passes_errors_and_stops_its_reader() -> None:
+    import threading
+
+    from neardup.cli import prefetch
+
+    assert list(prefetch(iter(range(100)))) == list(range(100))
+
+    def failing() -> object:
+        yield 1
+        raise ValueError("bad record")
+
+    got = []
+    with pytest.raises(ValueError, match="bad record"):
+        for x in prefetch(failing()):  # type: ignore[arg-type]
+            got.append(x)
+    assert got == [1]
+
+    def endless() -> object:
+        i = 0
+        while True:
+            yield i
+            i += 1
+
+    gen = prefetch(endless())  # type: ignore[arg-type]
+    assert [next(gen) for _ in range(5)] == [0, 1, 2, 3, 4]
+    gen.close()  # the consumer stops early: the reader thread must end too
+    assert not any(t.name == "neardup-reader" for t in threading.enumerate())

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import resource
 import sys
+import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 
 import numpy as np
 
 from . import __version__
 from .errors import NeardupError, ParamError
 from .params import ShingleParams
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from .engine import DedupParams
@@ -54,6 +58,46 @@ class Progress:
         if self.enabled:
             self.stream.write("\r" + " " * 72 + "\r" + message)
             self.stream.flush()
+
+
+def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
+    """Yield ``items`` in order while a thread reads ahead: input parsing (which holds the GIL)
+    overlaps the kernels (which release it), so a second core is put to use. Exceptions in the
+    reader reach the consumer; a consumer that stops early stops the reader."""
+    box: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def put(item: tuple[str, object]) -> bool:
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in items:
+                if not put(("item", item)):
+                    return
+            put(("end", None))
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            put(("error", exc))
+
+    reader = threading.Thread(target=read, name="neardup-reader", daemon=True)
+    reader.start()
+    try:
+        while True:
+            kind, value = box.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise cast(BaseException, value)
+            yield cast(T, value)
+    finally:
+        stop.set()
+        reader.join()
 
 
 def _peak_memory_mb() -> float:
@@ -289,7 +333,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             dedup.idf = fit_idf_texts(texts, dedup.simhash_params(), args.batch_size)
         ids: list[str] = []
         keys: list[object] = []
-        for batch in source.batches(args.batch_size):
+        for batch in prefetch(source.batches(args.batch_size)):
             dedup.partial_fit(batch.texts, batch.nbytes)
             ids.extend(batch.ids)
             if batch.keys is not None:

@@ -35,7 +35,7 @@ def chain_start(seed: np.uint64, group: int) -> np.uint64:
     return fmix64(seed ^ ((np.uint64(group) + _ONE) * _GOLDEN))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def band_features(sketches: np.ndarray, k: int, s: int, out: np.ndarray) -> None:
     """out[i, g] = fmix64 chain over sketches[i, g*s:(g+1)*s], started from the group number g.
 
@@ -61,7 +61,7 @@ def band_features(sketches: np.ndarray, k: int, s: int, out: np.ndarray) -> None
                 out[i, g] = h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def combine_features(features: np.ndarray, combos: np.ndarray, out: np.ndarray) -> None:
     """out[i, c] = fmix64 chain over features[i, combos[c, :]], started from combination number c.
 

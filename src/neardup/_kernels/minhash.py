@@ -18,7 +18,7 @@ from numba import njit
 from .hashing import EMPTY, bucket, fmix64, splitmix64
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def classic_coefficients(seed: np.uint64, t: int) -> tuple[np.ndarray, np.ndarray]:
     """(a odd, b) for t hash functions, derived from the seed by SplitMix64."""
     a = np.empty(t, dtype=np.uint64)
@@ -29,7 +29,7 @@ def classic_coefficients(seed: np.uint64, t: int) -> tuple[np.ndarray, np.ndarra
     return a, b
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sketch_classic(
     fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, a: np.ndarray, b: np.ndarray
 ) -> np.ndarray:
@@ -51,7 +51,7 @@ def sketch_classic(
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def densify(row: np.ndarray, filled: np.ndarray, seed: np.uint64) -> None:
     """Fill empty bins of one OPH row in place by optimal densification."""
     t = row.shape[0]
@@ -68,7 +68,7 @@ def densify(row: np.ndarray, filled: np.ndarray, seed: np.uint64) -> None:
             attempt += np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) -> np.ndarray:
     n = offsets.shape[0] - 1
     out = np.full((n, t), EMPTY, dtype=np.uint64)
@@ -93,7 +93,7 @@ def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) ->
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sketch_bottomk(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) -> np.ndarray:
     n = offsets.shape[0] - 1
     out = np.full((n, t), EMPTY, dtype=np.uint64)
@@ -116,7 +116,7 @@ def sketch_bottomk(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def estimate_positional(sketches: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Share of equal positions for each pair (classic and OPH); 0 when either row is empty."""
     t = sketches.shape[1]
@@ -133,7 +133,7 @@ def estimate_positional(sketches: np.ndarray, a: np.ndarray, b: np.ndarray) -> n
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def estimate_bottomk(sketches: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """|S_k(A u B) n S_k(A) n S_k(B)| / |S_k(A u B)| by merging two ascending bottom-k rows."""
     t = sketches.shape[1]

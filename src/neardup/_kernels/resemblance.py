@@ -24,7 +24,7 @@ def intersection_size(x: np.ndarray, y: np.ndarray) -> int:
     return common
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pair_intersections(
     fps: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -65,7 +65,7 @@ def _rabin_symbol(f: np.uint64, c: np.uint64, table: np.ndarray) -> np.uint64:
     return f
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rabin_shingle(
     buf: np.ndarray,
     starts: np.ndarray,
@@ -89,7 +89,7 @@ def _rabin_shingle(
     return f
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def shingle_kernel(
     buf: np.ndarray,
     offsets: np.ndarray,
@@ -199,7 +199,7 @@ def shingle_kernel(
     return fps[:k].copy(), out_offsets, ntokens, canonical
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def unique_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sort each document's fingerprints and drop repeats: the shingle *set* of each document."""
     n = offsets.shape[0] - 1
@@ -222,7 +222,7 @@ def unique_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np
     return out[:k].copy(), out_offsets
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def raw_hash_kernel(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each document's exact UTF-8 bytes (identical raw text, identical hash)."""
     n = offsets.shape[0] - 1
@@ -235,7 +235,7 @@ def raw_hash_kernel(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def distinct_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Drop repeated fingerprints within each document, keeping first occurrences in order.
 

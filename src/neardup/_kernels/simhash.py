@@ -16,7 +16,7 @@ from .hashing import fmix64, splitmix64
 _ONE = np.uint64(1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def seed_mix(seed: int) -> np.uint64:
     """The value XOR-ed into every feature before mixing: splitmix64 of the seed."""
     return splitmix64(np.uint64(seed))
@@ -30,7 +30,7 @@ def spread_table() -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _flush(acc: np.ndarray, ones: np.ndarray) -> None:
     for k in range(8):
         a = acc[k]
@@ -39,7 +39,7 @@ def _flush(acc: np.ndarray, ones: np.ndarray) -> None:
         acc[k] = 0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def simhash_counts(
     fps: np.ndarray, offsets: np.ndarray, seed: int, spread: np.ndarray
 ) -> np.ndarray:
@@ -79,7 +79,7 @@ def simhash_counts(
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def simhash_weighted(
     fps: np.ndarray, offsets: np.ndarray, weights: np.ndarray, seed: int
 ) -> np.ndarray:
