@@ -281,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("peak_per_doc", "peak B/doc", ",.0f"),
                 ("kept_per_doc", "kept B/doc", ",.0f"),
             ],
-            f"neardup dedup (CLI, single thread, t={args.threshold}, verify={args.verify}) on "
+            f"neardup dedup (CLI: one compute thread + input read-ahead, t={args.threshold}, verify={args.verify}) on "
             f"{path.name}, {size_mb:,.0f} MB JSONL",
         )
         keys = ("exact_duplicates", "candidate_pairs", "accepted_pairs", "clusters", "removed")
