@@ -186,3 +186,10 @@ def test_super_features_find_the_same_pairs_as_counting(corpus: list[str]) -> No
         assert np.array_equal(x, y)
     with pytest.raises(ParamError, match="super features"):
         Deduplicator(DedupParams(threshold=0.8, super_features=True))  # planned k=38, r=3
+
+
+@pytest.mark.parametrize("verify", ["sketch", "hybrid", "exact"])
+def test_an_empty_collection_gives_empty_results(verify: str) -> None:
+    dedup = Deduplicator(DedupParams(verify=verify)).fit([])  # type: ignore[arg-type]
+    assert dedup.clusters_.shape == dedup.kept_.shape == (0,)
+    assert dedup.stats_.documents == 0 and len(dedup.pairs_[0]) == 0

@@ -324,7 +324,9 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         on_error=args.on_error,
         key_field=args.keep_field,
     ) as source:
-        progress.total_bytes = source.input_bytes
+        # Percentages only where input size and bytes read are the same measure (not gzip).
+        gzipped = any(str(x).endswith(".gz") for x in args.inputs)
+        progress.total_bytes = None if gzipped else source.input_bytes
         dedup = Deduplicator(params)
         if params.method == "simhash" and params.simhash_weighting == "idf":
             from .simhash import fit_idf_texts
