@@ -240,3 +240,25 @@ def test_prefetch_keeps_order_passes_errors_and_stops_its_reader() -> None:
     assert [next(gen) for _ in range(5)] == [0, 1, 2, 3, 4]
     gen.close()  # the consumer stops early: the reader thread must end too
     assert not any(t.name == "neardup-reader" for t in threading.enumerate())
+
+
+def test_sigterm_stops_cleanly_without_leaving_partial_output(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    out = tmp_path / "kept.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neardup.cli", "dedup", "-", "-o", str(out)],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps({"text": "some words to read"}) + "\n")
+    proc.stdin.flush()
+    time.sleep(3)  # imports done, waiting for more input on the open pipe
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "interrupted" in err
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary file

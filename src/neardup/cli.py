@@ -10,6 +10,7 @@ import argparse
 import json
 import queue
 import resource
+import signal
 import sys
 import threading
 import time
@@ -48,7 +49,7 @@ class Progress:
         self.last = now
         elapsed = max(now - self.start, 1e-9)
         mb = nbytes / 1e6
-        line = f"\rsketching: {docs:,} docs, {mb:,.1f} MB, {mb / elapsed:,.1f} MB/s"
+        line = f"\rreading: {docs:,} docs, {mb:,.1f} MB, {mb / elapsed:,.1f} MB/s"
         if self.total_bytes:
             line += f", {100 * min(nbytes / self.total_bytes, 1):.0f}%"
         self.stream.write(line + "   ")
@@ -97,7 +98,9 @@ def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
             yield cast(T, value)
     finally:
         stop.set()
-        reader.join()
+        # A reader blocked on its input (an open pipe) cannot be woken; it is a daemon thread,
+        # so waiting a moment and moving on never keeps the process alive.
+        reader.join(timeout=2.0)
 
 
 def _peak_memory_mb() -> float:
@@ -457,7 +460,25 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _caused_by_interrupt(exc: BaseException | None) -> bool:
+    """True when a KeyboardInterrupt is somewhere in the exception's cause chain."""
+    seen = 0
+    while exc is not None and seen < 50:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so partly written outputs are removed, never left behind."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     parser = _build_parser()
     args = parser.parse_args(argv)
     try:
@@ -468,6 +489,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"neardup: error: {exc}\n")
         return 1
     except KeyboardInterrupt:
+        sys.stderr.write("neardup: interrupted\n")
+        return 130
+    except SystemError as exc:  # an interrupt that arrived inside a compiled kernel
+        if not _caused_by_interrupt(exc):
+            raise
         sys.stderr.write("neardup: interrupted\n")
         return 130
     except BrokenPipeError:
