@@ -242,6 +242,20 @@ def test_prefetch_keeps_order_passes_errors_and_stops_its_reader() -> None:
     assert not any(t.name == "neardup-reader" for t in threading.enumerate())
 
 
+def _wait_until_catching(pid: int, signum: int, timeout: float = 120.0) -> None:
+    """Poll /proc until the process has a handler for ``signum`` (Linux), however slow start-up is."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    status = Path(f"/proc/{pid}/status")
+    while time.monotonic() < deadline:
+        caught = [line for line in status.read_text().splitlines() if line.startswith("SigCgt:")]
+        if caught and int(caught[0].split()[1], 16) >> (signum - 1) & 1:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} never installed a handler for signal {signum}")
+
+
 def test_sigterm_stops_cleanly_without_leaving_partial_output(tmp_path: Path) -> None:
     import signal
     import time
@@ -256,7 +270,8 @@ def test_sigterm_stops_cleanly_without_leaving_partial_output(tmp_path: Path) ->
     assert proc.stdin is not None
     proc.stdin.write(json.dumps({"text": "some words to read"}) + "\n")
     proc.stdin.flush()
-    time.sleep(3)  # imports done, waiting for more input on the open pipe
+    _wait_until_catching(proc.pid, signal.SIGTERM)  # the CLI's handler is installed
+    time.sleep(0.5)  # and it is waiting for more input on the open pipe
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130
