@@ -155,17 +155,8 @@ def column_pairs(
 def count_runs(codes: np.ndarray, min_count: int) -> tuple[np.ndarray, np.ndarray]:
     """Distinct values of sorted `codes` that occur at least min_count times, with their counts."""
     n = codes.shape[0]
-    m = 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and codes[j] == codes[i]:
-            j += 1
-        if j - i >= min_count:
-            m += 1
-        i = j
-    out = np.empty(m, dtype=np.int64)
-    counts = np.empty(m, dtype=np.int32)
+    out = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int32)
     m = 0
     i = 0
     while i < n:
@@ -177,4 +168,4 @@ def count_runs(codes: np.ndarray, min_count: int) -> tuple[np.ndarray, np.ndarra
             counts[m] = min(j - i, 2147483647)
             m += 1
         i = j
-    return out, counts
+    return out[:m].copy(), counts[:m].copy()

@@ -8,7 +8,7 @@ from 1 across the file; skipped rows are remembered by that number.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -93,6 +93,25 @@ class SchemaRef:
     name: str = ""
 
 
+def _column_problem(
+    schema: pa.Schema,
+    field: str,
+    type_ok: Callable[[pa.DataType], bool],
+    type_problem: str,
+    fix_missing: str,
+    fix_type: str,
+) -> tuple[str, str] | None:
+    """(problem, fix) when ``field`` is absent from ``schema`` or of a type it cannot be."""
+    names = schema.names
+    if field not in names:
+        shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+        return f"there is no column '{field}' (columns: {shown})", fix_missing
+    kind = schema.field(field).type
+    if not type_ok(kind):
+        return f"column '{field}' has type {kind}, {type_problem}", fix_type
+    return None
+
+
 def scan_parquet(
     entry: Entry,
     text_field: str,
@@ -115,23 +134,16 @@ def scan_parquet(
         return
     schema = pfile.schema_arrow
     names = schema.names
-    if text_field not in names:
-        shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-        problems.file(
-            entry,
-            BAD_SCHEMA,
-            f"there is no column '{text_field}' (columns: {shown})",
-            "use --text-field to name the column that holds the text",
-        )
-        return
-    text_type = schema.field(text_field).type
-    if not _is_text_type(text_type):
-        problems.file(
-            entry,
-            BAD_SCHEMA,
-            f"column '{text_field}' has type {text_type}, not string",
-            "store the text as a string column, or use --text-field to name another column",
-        )
+    bad = _column_problem(
+        schema,
+        text_field,
+        _is_text_type,
+        "not string",
+        "use --text-field to name the column that holds the text",
+        "store the text as a string column, or use --text-field to name another column",
+    )
+    if bad is not None:
+        problems.file(entry, BAD_SCHEMA, *bad)
         return
     has_id = id_field in names
     if has_id:
@@ -145,23 +157,16 @@ def scan_parquet(
             )
             return
     if key_field is not None:
-        if key_field not in names:
-            shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-            problems.file(
-                entry,
-                BAD_SCHEMA,
-                f"there is no column '{key_field}' (columns: {shown})",
-                "use --keep-field to name the column that holds the key",
-            )
-            return
-        key_type = schema.field(key_field).type
-        if not _is_key_type(key_type):
-            problems.file(
-                entry,
-                BAD_SCHEMA,
-                f"column '{key_field}' has type {key_type}, which has no order",
-                "use --keep-field to name a number, string, boolean, date or timestamp column",
-            )
+        bad = _column_problem(
+            schema,
+            key_field,
+            _is_key_type,
+            "which has no order",
+            "use --keep-field to name the column that holds the key",
+            "use --keep-field to name a number, string, boolean, date or timestamp column",
+        )
+        if bad is not None:
+            problems.file(entry, BAD_SCHEMA, *bad)
             return
     if first.schema is None:
         first.schema, first.name = schema, entry.name
