@@ -10,7 +10,7 @@ Single thread (``--threads 1`` caps Numba, BLAS and rensa's Rayon pool before th
 
 Corpora (each falls back to generated text when /work/shared/data is absent):
 
-- **near-dup**: ``--near-docs`` documents built by ``neardup.synth.near_duplicate_corpus`` from
+- **near-dup**: ``--near-docs`` documents built by ``neardup.testing.synth.near_duplicate_corpus`` from
   20 Newsgroups messages: 70% distinct originals, 30% copies (exact, cosmetic, or word-edited at
   rates 0.01-0.45, so resemblances to the original span 0-1).
 - **20news**: the raw 20 Newsgroups corpus (its real near-duplicates: reposts, quoted replies).
@@ -18,7 +18,7 @@ Corpora (each falls back to generated text when /work/shared/data is absent):
   5-grams (``ShingleParams(w=5, tokens="char")``); accuracy only.
 
 Ground truth: every pair whose exact Jaccard over the same shingle sets is >= t, by brute force
-(``neardup.evaluate.exact_similar_pairs``). neardup reports exact duplicates as star pairs and
+(``neardup.testing.truth.exact_similar_pairs``). neardup reports exact duplicates as star pairs and
 searches near-duplicates among group representatives, so its pairs are expanded to all
 member x member pairs first (``expand_pairs``). Precision and recall are pair-level.
 
@@ -62,12 +62,12 @@ import numpy as np  # noqa: E402  (after limit_threads)
 import numpy.typing as npt  # noqa: E402
 
 from neardup.engine import Deduplicator, DedupParams  # noqa: E402
-from neardup.evaluate import exact_similar_pairs, pairs_from_labels, precision_recall  # noqa: E402
 from neardup.minhash import EMPTY  # noqa: E402
 from neardup.params import ShingleParams  # noqa: E402
 from neardup.resemblance import pair_scores  # noqa: E402
 from neardup.shingles import content_hashes, shingle_batch  # noqa: E402
-from neardup.synth import near_duplicate_corpus, random_documents  # noqa: E402
+from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
+from neardup.testing.truth import exact_similar_pairs, pairs_from_labels, precision_recall  # noqa: E402
 
 PYPI = Path("/work/shared/data/pypi_summaries/docs.jsonl.gz")
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9)

@@ -3,7 +3,7 @@
     python benchmarks/bench_estimators.py                 # 20news when present, else synthetic
     python benchmarks/bench_estimators.py --pairs 4000 --t 128 --json benchmarks/results/est.json
 
-Pairs are (document, edited copy) at word edit rates from 0 to 0.6 (``neardup.synth.edit``), so exact
+Pairs are (document, edited copy) at word edit rates from 0 to 0.6 (``neardup.testing.synth.edit``), so exact
 Jaccard of the word 5-shingle sets spans the whole range. For each sketch kind the table shows,
 per resemblance bin: pairs, mean error (bias), its standard error, the empirical standard
 deviation of the error, and the theory sqrt(J(1-J)/t) averaged over the bin's pairs. A bias
@@ -30,7 +30,7 @@ from neardup.minhash import estimate_pairs, sketch  # noqa: E402
 from neardup.params import ShingleParams, SketchParams  # noqa: E402
 from neardup.resemblance import pair_scores  # noqa: E402
 from neardup.shingles import shingle_batch  # noqa: E402
-from neardup.synth import edit_batch  # noqa: E402
+from neardup.testing.synth import edit_batch  # noqa: E402
 
 BINS = np.linspace(0.0, 1.0, 11)
 

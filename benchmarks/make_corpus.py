@@ -1,7 +1,7 @@
 """Write a near-duplicate corpus (JSONL: id, text, source, kind, edit_rate) for accuracy benchmarks.
 
 Base texts come from JSONL files (field `text`, ids from `id`) and/or are generated (Zipf
-pseudo-words, see neardup.synth); when the requested size needs more distinct originals than the
+pseudo-words, see neardup.testing.synth); when the requested size needs more distinct originals than the
 files hold, generated texts fill the gap. Copies are exact, cosmetic (case/punctuation/whitespace
 only) or edited at word-level rates; everything is shuffled and deterministic in --seed. Output is
 streamed block by block (gzip if the path ends in .gz) and renamed into place when complete.
@@ -35,7 +35,7 @@ from typing import IO
 import numpy as np
 
 from neardup.errors import InputError, NeardupError
-from neardup.synth import (
+from neardup.testing.synth import (
     DEFAULT_EDIT_RATES,
     KIND_NAMES,
     iter_render,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from neardup.cli import main
-from neardup.synth import near_duplicate_corpus, random_documents
+from neardup.testing.synth import near_duplicate_corpus, random_documents
 
 
 def _write_corpus(path: Path, n: int = 400) -> list[dict[str, object]]:

@@ -7,10 +7,10 @@ import pytest
 
 from neardup.engine import Deduplicator, DedupParams
 from neardup.errors import ParamError
-from neardup.evaluate import exact_similar_pairs, precision_recall
 from neardup.features import FeatureParams
 from neardup.shingles import content_hashes, shingle_batch
-from neardup.synth import near_duplicate_corpus, random_documents
+from neardup.testing.synth import near_duplicate_corpus, random_documents
+from neardup.testing.truth import exact_similar_pairs, precision_recall
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +119,8 @@ def test_planned_candidates_keep_recall_at_the_threshold() -> None:
 
 
 def test_simhash_method_pairs_equal_brute_force_within_k_bits(corpus: list[str]) -> None:
-    from neardup.hamming import hamming_pairs_reference
     from neardup.simhash import SimhashParams, simhash
+    from neardup.testing import hamming_pairs_reference
 
     dedup = Deduplicator(DedupParams(method="simhash", max_distance=4)).fit(corpus)
     canonical, _ = content_hashes(corpus)

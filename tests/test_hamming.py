@@ -15,9 +15,9 @@ from neardup.errors import InputError, ParamError
 from neardup.hamming import (
     HammingIndex,
     hamming_pairs,
-    hamming_pairs_reference,
     plan_tables,
 )
+from neardup.testing import hamming_pairs_reference
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

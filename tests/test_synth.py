@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.errors import ParamError
-from neardup.synth import (
+from neardup.testing.synth import (
     BLOCK,
     KIND_COSMETIC,
     KIND_EDITED,

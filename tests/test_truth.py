@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.errors import InputError, ParamError
-from neardup.evaluate import (
+from neardup.testing.truth import (
     cluster_precision_recall,
     exact_similar_pairs,
     pairs_from_labels,
@@ -163,7 +163,7 @@ def test_ground_truth_on_a_synthetic_corpus_finds_every_exact_and_cosmetic_copy(
     """End to end with the real shingler: copies that keep canonical tokens have J = 1."""
     from neardup.params import ShingleParams
     from neardup.shingles import shingle_batch
-    from neardup.synth import (
+    from neardup.testing.synth import (
         KIND_COSMETIC,
         KIND_EDITED,
         KIND_EXACT,

@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .errors import ParamError
+from ..errors import ParamError
 
 __all__ = [
     "BLOCK",

@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .errors import InputError, ParamError
+from ..errors import InputError, ParamError
 
 __all__ = [
     "Measure",
