@@ -5,7 +5,7 @@ from __future__ import annotations
 from .candidates import CandidateResult, candidate_pairs
 from .clusters import choose_representatives, cluster_labels
 from .engine import Deduplicator, DedupParams, DedupStats
-from .errors import IndexMismatchError, InputError, NeardupError, ParamError
+from .errors import IndexMismatchError, InputError, NeardupError, OutputError, ParamError
 from .features import FeatureParams, acceptance, features
 from .hamming import HammingIndex, hamming_pairs, plan_tables
 from .minhash import EMPTY, estimate, estimate_pairs, expected_error, sketch, sketch_texts
@@ -31,6 +31,7 @@ __all__ = [
     "IndexMismatchError",
     "InputError",
     "NeardupError",
+    "OutputError",
     "ParamError",
     "Plan",
     "ShingleBatch",
