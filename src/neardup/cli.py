@@ -7,7 +7,9 @@ Exit status: 0 success, 1 bad input or parameters (a NeardupError, message on st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import queue
 import resource
 import signal
@@ -20,13 +22,14 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
 import numpy as np
 
 from . import __version__
-from .errors import NeardupError, ParamError
+from ._checks import check_keep_options
+from .errors import NeardupError, OutputError, ParamError
 from .params import ShingleParams
 
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from .engine import DedupParams
+    from .engine import Deduplicator, DedupParams
     from .io import Source
 
 
@@ -288,6 +291,7 @@ def _dedup_params(args: argparse.Namespace) -> DedupParams:
     from .engine import DedupParams
     from .features import FeatureParams
 
+    check_keep_options(args.keep, args.keep_field)
     shingle = ShingleParams(w=args.shingle_size, tokens=args.tokens, nfkc=args.nfkc, hash=args.hash)
     feats = FeatureParams(*args.features) if args.features is not None else None
     return DedupParams(
@@ -312,7 +316,7 @@ def _dedup_params(args: argparse.Namespace) -> DedupParams:
 
 def cmd_dedup(args: argparse.Namespace) -> int:
     from .engine import Deduplicator
-    from .io import key_ranks, open_source, write_clusters, write_pairs
+    from .io import atomic_write, key_ranks, open_source, plan_outputs, write_clusters, write_pairs
 
     params = _dedup_params(args)
     if args.batch_size < 1:
@@ -327,6 +331,17 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         on_error=args.on_error,
         key_field=args.keep_field,
     ) as source:
+        # Every output is checked against the inputs and each other before anything is read.
+        outputs = plan_outputs(
+            args.inputs,
+            {
+                "-o": args.output,
+                "--clusters": args.clusters,
+                "--pairs": args.pairs,
+                "--summary-json": args.summary_json,
+            },
+            folders={"-o"} if source.fmt == "text" else (),
+        )
         # Percentages only where input size and bytes read are the same measure (not gzip).
         gzipped = any(str(x).endswith(".gz") for x in args.inputs)
         progress.total_bytes = None if gzipped else source.input_bytes
@@ -354,22 +369,37 @@ def cmd_dedup(args: argparse.Namespace) -> int:
                 )
             ranks = key_ranks(keys, args.keep_prefer)
         dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, args.batch_size))
-        written = None
-        if args.output:
-            written = source.write_kept(dedup.kept_, args.output)
-        if args.clusters:
-            sizes = np.bincount(dedup.clusters_, minlength=len(ids))
-            rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
-            write_clusters(args.clusters, ids, dedup.clusters_, dedup.kept_, rows)
-        if args.pairs:
-            a, b, score = dedup.pairs_
-            write_pairs(args.pairs, ids, a, b, score)
+        with outputs.commit():  # all outputs appear together, or none
+            written = None
+            if args.output:
+                written = source.write_kept(dedup.kept_, outputs["-o"])
+            if args.clusters:
+                sizes = np.bincount(dedup.clusters_, minlength=len(ids))
+                rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+                write_clusters(outputs["--clusters"], ids, dedup.clusters_, dedup.kept_, rows)
+            if args.pairs:
+                a, b, score = dedup.pairs_
+                write_pairs(outputs["--pairs"], ids, a, b, score)
+            summary = _summary(dedup, source, written, started, params)
+            if args.summary_json:
+                with atomic_write(outputs["--summary-json"], "w") as fh:
+                    json.dump(summary, fh, indent=1)
+                    fh.write("\n")
         errors = source.errors
+    if not args.quiet:  # only once every output is in place
+        sys.stderr.write(_format_summary(summary, errors.summary() if errors.total else ""))
+    return 0
+
+
+def _summary(
+    dedup: Deduplicator, source: Source, written: int | None, started: float, params: DedupParams
+) -> dict[str, Any]:
+    """The run's figures, for the printed summary and --summary-json."""
     seconds = time.perf_counter() - started
     stats = dedup.stats_
-    summary = {
+    return {
         **stats.as_dict(),
-        "skipped_records": errors.total,
+        "skipped_records": source.errors.total,
         "kept": int(dedup.kept_.sum()),
         "written": written,
         "seconds": round(seconds, 3),
@@ -378,15 +408,6 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         "params": params.fingerprint(),
         "hamming_plan": dedup.hamming_plan_,
     }
-    if not args.quiet:
-        sys.stderr.write(_format_summary(summary, errors.summary() if errors.total else ""))
-    if args.summary_json:
-        from .io import atomic_write
-
-        with atomic_write(args.summary_json, "w") as fh:
-            json.dump(summary, fh, indent=1)
-            fh.write("\n")
-    return 0
 
 
 def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int) -> list[str]:
@@ -439,10 +460,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.max_distance is not None:
         from .hamming import plan_tables
 
-        sys.stdout.write(plan_tables(args.max_distance, args.docs).describe() + "\n")
+        _print(plan_tables(args.max_distance, args.docs).describe() + "\n")
         return 0
     if args.threshold is None:
         raise ParamError("neardup plan needs --threshold (MinHash) or --max-distance (SimHash)")
+    if args.plot:  # checked before the work: a missing folder, a folder, an input...
+        from .io import plan_outputs
+
+        plan_outputs([], {"--plot": args.plot})
     costs = {"cost_fp": args.fp_cost, "cost_fn": args.fn_cost}
     if args.features is not None:
         chosen = evaluate(FeatureParams(*args.features), args.threshold, **costs)
@@ -453,11 +478,56 @@ def cmd_plan(args: argparse.Namespace) -> int:
             max_t=256 if args.num_perm is None else args.num_perm,
             **costs,
         )
-    sys.stdout.write(chosen.describe() + "\n")
+    _print(chosen.describe() + "\n")
     if args.plot:
         plot_curve(chosen, args.plot)
-        sys.stdout.write(f"curve written to {args.plot}\n")
+        _print(f"curve written to {args.plot}\n")
     return 0
+
+
+def _print(text: str) -> None:
+    """Write a result to standard output; OutputError when it is closed or the pipe broke."""
+    if sys.stdout is None:
+        raise OutputError(
+            "cannot write to standard output: it is closed; redirect it to a file instead"
+        )
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        from .io._targets import output_error
+
+        raise output_error("standard output", exc) from None
+
+
+def _fail(message: str) -> int:
+    """Report an error in one line (newlines in file names escaped): exit status 1."""
+    line = message.replace("\r", "\\r").replace("\n", "\\n")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"neardup: error: {line}\n")
+        sys.stderr.flush()
+    return 1
+
+
+def _os_error_message(exc: OSError) -> str:
+    """An OSError no layer below named: which file, what went wrong, what to do."""
+    from .io._targets import describe_os_error
+
+    name = exc.filename if exc.filename is not None else ""
+    return f"{name}: {describe_os_error(exc)}" if name else describe_os_error(exc)
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point standard output at /dev/null so the interpreter's final flush
+    cannot print a second error."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
 
 def _caused_by_interrupt(exc: BaseException | None) -> bool:
@@ -477,6 +547,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stderr is None:  # closed: errors have nowhere to go, the exit status still tells
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     parser = _build_parser()
@@ -486,8 +558,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_dedup(args)
         return cmd_plan(args)
     except NeardupError as exc:
-        sys.stderr.write(f"neardup: error: {exc}\n")
-        return 1
+        return _fail(str(exc))
     except KeyboardInterrupt:
         sys.stderr.write("neardup: interrupted\n")
         return 130
@@ -496,8 +567,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stderr.write("neardup: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 1
+    except OSError as exc:  # one the I/O layer did not name itself
+        return _fail(_os_error_message(exc))
+    except UnicodeError as exc:
+        return _fail(f"text that cannot be encoded or decoded ({exc}); check the input's encoding")
+    except RecursionError:
+        return _fail("input nested too deeply to process; flatten the records")
+    finally:
+        _quiet_stdout()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import candidates, clusters, features, minhash
+from ._checks import check_batch_size, check_dedup_params, check_iterable_texts, check_texts
 from ._kernels.shingles import unique_per_doc
 from .errors import NeardupError, ParamError
 from .features import FeatureParams
@@ -40,6 +41,9 @@ Keep = Literal["first", "longest", "field"]
 
 #: Most megashingle keys a document may have (super_features=True).
 MAX_SUPER_FEATURES = 256
+
+#: Thresholds above this (up to 1) are planned as this: the planner needs a curve below 1.
+MAX_PLANNED_THRESHOLD = 0.99
 
 #: Documents fed to the kernels per call when ``fit`` is given one big sequence.
 DEFAULT_BATCH = 2000
@@ -110,6 +114,7 @@ class DedupParams:
             raise ParamError(
                 f"max_distance must be an integer from 0 to 32, got {self.max_distance!r}"
             )
+        check_dedup_params(self)
 
     def check_super_features(self) -> None:
         """Megashingles need C(k, r) keys a document: refuse plans where that explodes."""
@@ -133,7 +138,9 @@ class DedupParams:
         """
         if self.features is not None:
             return self.features
-        return _planned(self.threshold, self.max_t, 1.0 if self.verify == "none" else 1000.0)
+        # Pairs at resemblance 1 share every feature whatever the plan: plan for just below it.
+        threshold = min(self.threshold, MAX_PLANNED_THRESHOLD)
+        return _planned(threshold, self.max_t, 1.0 if self.verify == "none" else 1000.0)
 
     def sketch_params(self) -> SketchParams:
         return SketchParams(kind=self.sketch_kind, t=self.feature_params().t, seed=self.seed)
@@ -215,6 +222,7 @@ class Deduplicator:
         """Sketch one batch of documents (their indices continue from the previous batch)."""
         if self._finished:
             raise NeardupError("this Deduplicator has finished; create a new one to fit again")
+        check_texts(texts, self._n)
         p = self.params
         parts = self._parts
         fps, offsets, canonical = shingle_texts(texts, p.shingle)
@@ -264,6 +272,8 @@ class Deduplicator:
         SimHash with IDF weighting and no table given reads the texts twice: once to fit it;
         hybrid verification keeps them to re-check borderline pairs.
         """
+        check_iterable_texts(texts)
+        check_batch_size(batch_size)
         p = self.params
         fetch = None
         if p.method == "simhash" and p.simhash_weighting == "idf" and self.idf is None:

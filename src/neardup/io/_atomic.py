@@ -168,7 +168,7 @@ def _direct(path: Path | None, mode: str, encoding: str) -> Iterator[IO[Any]]:
 
 @contextmanager
 def _atomic_file(path: Path, mode: str, encoding: str) -> Iterator[IO[Any]]:
-    kind = quick_kind(path)
+    kind = "stdout" if str(path) == "-" else quick_kind(path)
     if kind in ("stream", "stdout"):
         with _direct(path if kind == "stream" else None, mode, encoding) as direct:
             yield direct
@@ -224,7 +224,8 @@ def atomic_write(
     path: str | Path, mode: Literal["wb", "w"] = "wb", *, encoding: str = "utf-8"
 ) -> AbstractContextManager[IO[Any]]:
     """Context manager yielding a file (binary ``"wb"`` or text ``"w"``) that replaces ``path``
-    only when the ``with`` block ends without an exception.
+    only when the ``with`` block ends without an exception (or, inside ``output_group()``,
+    when the group ends). ``"-"``, devices and pipes are written directly.
 
     The data is flushed and fsynced before the rename, so a crash leaves either the old file or
     the complete new one, plus at worst a hidden ``.NAME.XXXX.tmp`` that is never mistaken for it.

@@ -107,6 +107,11 @@ def classify(out: str | Path, *, folder: bool = False) -> Target:
     """
     name = str(out)
     if name == "-":
+        if folder:
+            raise ParamError(
+                "text-file input writes kept files to a folder, not to standard output; "
+                "name a new or empty folder"
+            )
         stdout_buffer()
         return Target(name, "stdout", None, stdout_identity())
     path = Path(out)
