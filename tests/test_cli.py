@@ -216,7 +216,7 @@ def test_plan_for_simhash_says_which_tables_it_chose(capsys: pytest.CaptureFixtu
 def test_prefetch_keeps_order_passes_errors_and_stops_its_reader() -> None:
     import threading
 
-    from neardup.cli import prefetch
+    from neardup.io._prefetch import prefetch
 
     assert list(prefetch(iter(range(100)))) == list(range(100))
 

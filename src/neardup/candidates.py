@@ -25,10 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import candidates as _k
+from ._kernels.hashing import EMPTY
 from .errors import InputError, ParamError
-
-#: The "no key" sentinel: skipped (equal to ``neardup.features.EMPTY``).
-EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 #: Default bucket size above which a bucket is chained instead of emitting all its pairs.
 DEFAULT_MAX_BUCKET = 200
@@ -172,3 +170,46 @@ def candidate_pairs(
         largest_bucket=int(stats[_k.LARGEST]),
     )
     return CandidateResult(a=a, b=b, count=count, stats=st)
+
+
+def cross_pairs(
+    query_keys: npt.ArrayLike, stored_keys: npt.ArrayLike, r: int = 1
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(query row, stored row) of every pair sharing at least r keys in the same column.
+
+    Each stored column is sorted once and every query key looked up by binary search, so the
+    work is (stored + queries) log(stored) plus the pairs found. EMPTY keys never match.
+    Output sorted by query row, then stored row.
+    """
+    q_arr = _check_features(query_keys, None)
+    s_arr = _check_features(stored_keys, None)
+    if q_arr.shape[1] != s_arr.shape[1]:
+        raise InputError(
+            f"query keys have {q_arr.shape[1]} columns but stored keys {s_arr.shape[1]}; "
+            "they must come from the same method and parameters"
+        )
+    nq, ns = q_arr.shape[0], s_arr.shape[0]
+    empty = np.zeros(0, dtype=np.int64)
+    if nq == 0 or ns == 0:
+        return empty, empty.copy()
+    codes: list[npt.NDArray[np.int64]] = []
+    for j in range(s_arr.shape[1]):
+        col = s_arr[:, j]
+        order = np.argsort(col, kind="stable").astype(np.int64)
+        ordered = col[order]
+        qcol = q_arr[:, j]
+        lo = np.searchsorted(ordered, qcol, side="left")
+        hi = np.searchsorted(ordered, qcol, side="right")
+        counts = np.where(qcol == EMPTY, 0, hi - lo)
+        total = int(counts.sum())
+        if total == 0:
+            continue
+        qi = np.repeat(np.arange(nq, dtype=np.int64), counts)
+        first = np.cumsum(counts) - counts
+        pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
+        codes.append(qi * np.int64(ns) + order[pos])
+    if not codes:
+        return empty, empty.copy()
+    allc = np.sort(np.concatenate(codes))
+    uniq, _ = _k.count_runs(allc, int(r))
+    return uniq // ns, uniq % ns

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+from .hashing import EMPTY
 
 # Slots of the stats array filled by column_pairs (counted once, in its counting pass).
 BIG_BUCKETS = 0  # buckets larger than max_bucket
