@@ -520,6 +520,19 @@ def test_a_failed_rename_undoes_the_renames_before_it(tmp_path: Path) -> None:
     assert _leftovers(tmp_path) == []
 
 
+def test_a_symlinked_output_keeps_its_link_and_replaces_its_target(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src)
+    (tmp_path / "store").mkdir()
+    target = tmp_path / "store" / "kept.jsonl"
+    target.write_text("old\n")
+    link = tmp_path / "kept.jsonl"
+    link.symlink_to(target)
+    assert main(["dedup", str(src), "-o", str(link), "-q"]) == 0
+    assert link.is_symlink() and target.read_text() != "old\n"
+    assert _leftovers(tmp_path / "store") == []
+
+
 def test_plan_outputs_resolves_kinds_and_refuses_conflicts(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     _write_jsonl(src)

@@ -39,6 +39,7 @@ from ._report import (
     Problems,
     RecordProblem,
 )
+from ._targets import open_guarded
 from ._text import copy_kept_text, scan_text
 
 Fmt = Literal["jsonl", "parquet", "text"]
@@ -267,7 +268,9 @@ class Source:
         fd, spool = tempfile.mkstemp(prefix="neardup-stdin-", suffix=".jsonl")
         self._spool = spool
         self._finalizer = weakref.finalize(self, _unlink_quietly, spool)
-        with os.fdopen(fd, "wb") as tee:
+        with open_guarded(
+            fd, f"the copy of {entry.name} kept for the second pass ({spool})"
+        ) as tee:
             yield from scan_jsonl(
                 entry, self.text_field, self.id_field, problems, tee=tee, key_field=self.key_field
             )
