@@ -272,21 +272,36 @@ def test_an_unwritable_output_folder_is_one_line_before_reading(
         assert "kept.jsonl" in line and ("read-only" in line or "permission" in line)
 
 
+@pytest.mark.parametrize("kind", ["jsonl", "jsonl.gz", "parquet", "text"])
 def test_a_full_disk_is_one_line_and_leaves_no_output(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
-    src = tmp_path / "in.jsonl"
-    _write_jsonl(src, 400)  # far more than the 64 KiB file system takes
-    with _tmpfs(tmp_path / "small", "size=64k") as disk:
-        old = disk / "kept.jsonl"
-        old.write_bytes(b"previous output\n")
-        kept = tmp_path / "clusters.jsonl"
-        args = ["dedup", str(src), "--clusters", str(kept), "-o", str(old)]
+    records = _records(400)  # far more than the 16 KiB file system takes, even gzipped
+    if kind == "parquet":
+        src = tmp_path / "in.parquet"
+        pq.write_table(pa.Table.from_pylist(records), src)
+    elif kind == "text":
+        src = tmp_path / "docs"
+        src.mkdir()
+        for i, rec in enumerate(records):
+            (src / f"{i}.txt").write_text(str(rec["text"]))
+    else:
+        src = tmp_path / f"in.{kind}"
+        _write_jsonl(src, 400)
+    with _tmpfs(tmp_path / "small", "size=16k") as disk:
+        old = disk / ("kept" if kind == "text" else f"kept.{kind}")
+        if kind != "text":
+            old.write_bytes(b"previous output\n")
+        clusters = tmp_path / "clusters.jsonl"
+        args = ["dedup", str(src), "--clusters", str(clusters), "-o", str(old)]
         assert main(args) == 1
         line = _one_error_line(capsys.readouterr().err)
         assert str(old) in line and "disk is full" in line
-        assert old.read_bytes() == b"previous output\n"  # untouched
-        assert not kept.exists()  # the other output does not appear alone
+        if kind == "text":
+            assert not old.exists()
+        else:
+            assert old.read_bytes() == b"previous output\n"  # untouched
+        assert not clusters.exists()  # the other output does not appear alone
         assert _leftovers(disk) == [] and _leftovers(tmp_path) == []
 
 

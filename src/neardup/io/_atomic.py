@@ -260,6 +260,13 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     try:
         yield tmp
         _finish(tmp, target, is_dir=True)  # rename(2) may replace an empty folder
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        # A copy that failed on its destination (shutil puts it in filename2): the output's fault.
+        names = (str(exc.filename2 or ""), str(exc.filename or ""))
+        if any(name.startswith(str(tmp)) for name in names):
+            raise output_error(str(target), exc) from None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
