@@ -20,6 +20,8 @@ from ..errors import ParamError
 from ._atomic import output_group
 from ._targets import Identity, Target, classify
 
+_STDIN = "standard input"
+
 
 def _regular_identity(path: str | Path) -> Identity | None:
     try:
@@ -40,7 +42,7 @@ def input_identities(inputs: Iterable[str | Path]) -> dict[Identity, str]:
             except (OSError, ValueError, AttributeError):
                 continue
             if stat.S_ISREG(st.st_mode):
-                found.setdefault((st.st_dev, st.st_ino), "standard input")
+                found.setdefault((st.st_dev, st.st_ino), _STDIN)
             continue
         if os.path.isdir(raw):
             for root, _, names in os.walk(raw):
@@ -106,9 +108,11 @@ def plan_outputs(
     for role, target in targets.items():
         label = f"{role} {target.name}"
         if target.identity is not None and target.identity in sources:
+            name = sources[target.identity]
+            what = name if name == _STDIN else f"the input {name}"
             raise ParamError(
-                f"{label} is the input {sources[target.identity]}: writing it would destroy the "
-                "input; name another output file"
+                f"{label} names the same file as {what}: writing it would destroy the input; "
+                "name another output file"
             )
         if target.kind == "stdout":
             key: Identity = ("stdout",)
