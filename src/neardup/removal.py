@@ -139,12 +139,19 @@ class _Nodes:
 
     n: int
     groups: IntArray  # group (first member) of every document
+    use_groups: bool  # False when every document is its own group
     best: IntArray  # best-priority member of every group, indexed by the group's first member
-    rank: IntArray  # node rank: a group's best member's priority; unique over first members
-    a: IntArray  # pairs between nodes, self pairs dropped
+    rank: IntArray  # node rank: a group's best member's priority (< n); n + i for other members
+    a: IntArray  # the pairs as given (validated); the kernels map them onto groups
     b: IntArray
     score: FloatArray
     doc_rank: IntArray  # strict priority of every document
+
+    def pairs(self) -> tuple[IntArray, IntArray, FloatArray]:
+        """The pairs between nodes (groups), self pairs dropped."""
+        ga, gb = self.groups[self.a], self.groups[self.b]
+        keep = ga != gb
+        return ga[keep], gb[keep], self.score[keep]
 
 
 def _strict_ranks(priority: npt.ArrayLike, n: int) -> IntArray:
@@ -208,6 +215,8 @@ def _nodes(
         raise InputError("score contains NaN; drop unverified pairs before removal")
     doc_rank = _strict_ranks(priority, n)
     g = _check_groups(groups, n)
+    if groups is None:
+        return _Nodes(n, g, False, g, doc_rank, aa, bb, ss, doc_rank)
     # Best member of each group: the first of its run when sorted by (group, rank).
     o = np.lexsort((doc_rank, g))
     first = np.r_[True, g[o][1:] != g[o][:-1]] if n else np.zeros(0, dtype=np.bool_)
@@ -216,9 +225,7 @@ def _nodes(
     node_rank = np.arange(n, n + n, dtype=np.int64)  # non-first members: no pairs, any rank
     heads = np.flatnonzero(g == np.arange(n))
     node_rank[heads] = doc_rank[best[heads]]
-    ga, gb = g[aa], g[bb]
-    keep = ga != gb
-    return _Nodes(n, g, best, node_rank, ga[keep], gb[keep], ss[keep], doc_rank)
+    return _Nodes(n, g, True, best, node_rank, aa, bb, ss, doc_rank)
 
 
 def _star_labels(kept: npt.NDArray[np.bool_], dup: IntArray) -> IntArray:
@@ -247,9 +254,12 @@ def _expand(
     return Removal(kept, dup, score, _star_labels(kept, dup))
 
 
-def _greedy(nodes: _Nodes, a: IntArray, b: IntArray, s: FloatArray) -> Removal:
-    kept, dup, score = _k.greedy_keep(nodes.rank, a, b, s)
-    return _expand(nodes, kept, dup, score)
+def _greedy_nodes(
+    nodes: _Nodes, a: IntArray, b: IntArray, s: FloatArray
+) -> tuple[npt.NDArray[np.bool_], IntArray, FloatArray]:
+    """The greedy keep rule on nodes; pairs may name any group member (mapped in the kernel)."""
+    kept, dup, score = _k.greedy_keep(nodes.rank, a, b, s, nodes.groups, nodes.use_groups)
+    return kept, dup, score
 
 
 # -- the two policies -----------------------------------------------------------------------------
@@ -270,7 +280,7 @@ def keep_aware(
     O(n + pairs) after sorting, in one Numba pass.
     """
     nodes = _nodes(n, a, b, score, priority, groups)
-    return _greedy(nodes, nodes.a, nodes.b, nodes.score)
+    return _expand(nodes, *_greedy_nodes(nodes, nodes.a, nodes.b, nodes.score))
 
 
 def components(
@@ -290,10 +300,9 @@ def components(
     nodes = _nodes(n, a, b, score, priority, groups)
     g = nodes.groups
     idx = np.arange(nodes.n, dtype=np.int64)
+    na, nb, ns = nodes.pairs()
     others = np.flatnonzero(g != idx)
-    labels = cluster_labels(
-        nodes.n, np.concatenate([nodes.a, others]), np.concatenate([nodes.b, g[others]])
-    )
+    labels = cluster_labels(nodes.n, np.concatenate([na, others]), np.concatenate([nb, g[others]]))
     keeper = np.full(nodes.n, -1, dtype=np.int64)
     o = np.lexsort((nodes.doc_rank, labels))
     if nodes.n:
@@ -304,10 +313,10 @@ def components(
     # Direct pair scores: pairs touching the kept document's group, best score per other group.
     kg = g[target]
     direct = np.full(nodes.n, np.nan, dtype=np.float64)
-    hit_a = nodes.a == kg[nodes.a]
-    hit_b = nodes.b == kg[nodes.b]
-    np.fmax.at(direct, nodes.b[hit_a], nodes.score[hit_a])
-    np.fmax.at(direct, nodes.a[hit_b], nodes.score[hit_b])
+    hit_a = na == kg[na]
+    hit_b = nb == kg[nb]
+    np.fmax.at(direct, nb[hit_a], ns[hit_a])
+    np.fmax.at(direct, na[hit_b], ns[hit_b])
     score_out = np.where(g == kg, 1.0, direct[g])
     dup = np.where(kept, -1, target)
     score_out[kept] = np.nan
@@ -408,7 +417,7 @@ def resolve_big_buckets(
     checked = np.zeros(0, dtype=np.int64)
     pa, pb, ps = nodes.a, nodes.b, nodes.score
     n_given = len(pa)
-    node_kept, node_dup, node_score = _k.greedy_keep(nodes.rank, pa, pb, ps)
+    node_kept, node_dup, node_score = _greedy_nodes(nodes, pa, pb, ps)
     rounds = checks = found = 0
     starved = pending = 0
     while True:
@@ -436,7 +445,7 @@ def resolve_big_buckets(
         pa = np.concatenate([pa, lo[ok]])
         pb = np.concatenate([pb, hi[ok]])
         ps = np.concatenate([ps, s[ok]])
-        node_kept, node_dup, node_score = _k.greedy_keep(nodes.rank, pa, pb, ps)
+        node_kept, node_dup, node_score = _greedy_nodes(nodes, pa, pb, ps)
         rounds += 1
     stats = BigBucketStats(
         buckets=int(off.size - 1),

@@ -8,51 +8,64 @@ from numba import njit
 
 @njit(cache=True, nogil=True)
 def greedy_keep(
-    rank: np.ndarray, a: np.ndarray, b: np.ndarray, score: np.ndarray
+    rank: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    score: np.ndarray,
+    groups: np.ndarray,
+    use_groups: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Visit nodes by ascending rank; keep a node unless a kept node of better rank is its pair.
 
-    rank: int64[n], distinct for every node that occurs in a pair. Each pair is oriented from the
-    better to the worse rank and stored as an incoming edge of the worse node (a CSR built by
-    counting), so one pass in rank order decides every node: all its incoming neighbours were
-    decided before it. A removed node records the kept neighbour with the highest score (ties:
-    the better rank) and that score. Returns (kept bool[n], duplicate_of int64[n] (-1 if kept),
-    score float64[n] (NaN if kept)). O(n log n + pairs); self pairs are ignored.
+    rank: int64[n], distinct values below 2n (so the visiting order is a counting scatter).
+    With use_groups, every pair end x is first mapped to groups[x]. Each pair is oriented from
+    the better to the worse rank and stored as an incoming edge of the worse node (a CSR built
+    by counting), so one pass in rank order decides every node: all its incoming neighbours
+    were decided before it. A removed node records the kept neighbour with the highest score
+    (ties: the better rank) and that score. Returns (kept bool[n], duplicate_of int64[n] (-1 if
+    kept), score float64[n] (NaN if kept)). O(n + pairs); self pairs are ignored.
     """
     n = rank.shape[0]
     m = a.shape[0]
     indeg = np.zeros(n + 1, dtype=np.int64)
+    worse_of = np.empty(m, dtype=np.int64)  # -1 for self pairs
+    better_of = np.empty(m, dtype=np.int64)
     for e in range(m):
-        x = a[e]
-        y = b[e]
+        x = groups[a[e]] if use_groups else a[e]
+        y = groups[b[e]] if use_groups else b[e]
         if x == y:
+            worse_of[e] = -1
             continue
-        worse = y if rank[x] < rank[y] else x
-        indeg[worse + 1] += 1
+        if rank[x] < rank[y]:
+            better_of[e] = x
+            worse_of[e] = y
+        else:
+            better_of[e] = y
+            worse_of[e] = x
+        indeg[worse_of[e] + 1] += 1
     for i in range(n):
         indeg[i + 1] += indeg[i]
     src = np.empty(indeg[n], dtype=np.int64)
     sc = np.empty(indeg[n], dtype=np.float64)
     fill = indeg[:n].copy()
     for e in range(m):
-        x = a[e]
-        y = b[e]
-        if x == y:
+        w = worse_of[e]
+        if w < 0:
             continue
-        if rank[x] < rank[y]:
-            better, worse = x, y
-        else:
-            better, worse = y, x
-        src[fill[worse]] = better
-        sc[fill[worse]] = score[e]
-        fill[worse] += 1
+        src[fill[w]] = better_of[e]
+        sc[fill[w]] = score[e]
+        fill[w] += 1
 
-    order = np.argsort(rank, kind="mergesort")
+    slots = np.full(2 * n, -1, dtype=np.int64)
+    for v in range(n):
+        slots[rank[v]] = v
     kept = np.zeros(n, dtype=np.bool_)
     dup = np.full(n, -1, dtype=np.int64)
     dscore = np.full(n, np.nan, dtype=np.float64)
-    for idx in range(n):
-        v = order[idx]
+    for r in range(2 * n):
+        v = slots[r]
+        if v < 0:
+            continue
         best = -1
         best_s = 0.0
         for e in range(indeg[v], indeg[v + 1]):
