@@ -231,55 +231,78 @@ def test_bucket_check_that_removes_a_target_decides_its_duplicates_again() -> No
 
 
 @st.composite
-def bucket_cases(draw: st.DrawFn) -> tuple[np.ndarray, Pairs, list[int], list[list[int]], int]:
+def bucket_cases(
+    draw: st.DrawFn,
+) -> tuple[np.ndarray, Pairs, list[int], list[list[int]], int, list[int] | None]:
+    """A similarity table (exact duplicates share rows), pairs found among first members, buckets."""
     n = draw(st.integers(2, 14))
+    groups = list(range(n))
+    if draw(st.booleans()):
+        for i in range(n):
+            j = draw(st.integers(0, i))
+            groups[i] = i if j == i else groups[j]
     levels = st.sampled_from([0.1, 0.5, 0.85, 0.9, 1.0])
     sim = np.eye(n)
     for i in range(n):
         for j in range(i + 1, n):
-            sim[i, j] = sim[j, i] = draw(levels)
+            if groups[i] == groups[j]:
+                sim[i, j] = sim[j, i] = 1.0
+            elif i == groups[i] and j == groups[j]:
+                sim[i, j] = sim[j, i] = draw(levels)
+    g = np.array(groups)
+    sim = sim[np.ix_(g, g)]  # every member copies its first member's row
+    np.fill_diagonal(sim, 1.0)
+    heads = [i for i in range(n) if groups[i] == i]
     # The given pairs: a random subset of the truly similar ones (what candidates found).
-    true = [(i, j) for i in range(n) for j in range(i + 1, n) if sim[i, j] >= 0.8]
+    true = [(i, j) for i in heads for j in heads if i < j and sim[i, j] >= 0.8]
     given_ = [(i, j, float(sim[i, j])) for i, j in true if draw(st.booleans())]
     priority = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-    buckets = draw(
-        st.lists(st.sets(st.integers(0, n - 1), min_size=2, max_size=n), min_size=1, max_size=4)
-    )
-    return sim, given_, priority, [sorted(bk) for bk in buckets], draw(st.integers(1, 20))
+    buckets = draw(st.lists(st.sets(st.sampled_from(heads), max_size=n), min_size=0, max_size=4))
+    buckets = [bk for bk in buckets if len(bk) >= 2]
+    max_checks = draw(st.integers(1, 20))
+    return sim, given_, priority, [sorted(bk) for bk in buckets], max_checks, groups
 
 
 @settings(max_examples=200, deadline=None)
 @given(bucket_cases())
 def test_resolved_buckets_keep_both_guarantees_and_equal_keep_aware_on_all_found_pairs(
-    case: tuple[np.ndarray, Pairs, list[int], list[list[int]], int],
+    case: tuple[np.ndarray, Pairs, list[int], list[list[int]], int, list[int] | None],
 ) -> None:
-    sim, given_, priority, buckets, max_checks = case
+    sim, given_, priority, buckets, max_checks, groups = case
     n = sim.shape[0]
     a, b, s = arrays(given_)
     members = np.array([d for bk in buckets for d in bk], dtype=np.int64)
     offsets = np.cumsum([0] + [len(bk) for bk in buckets])
     pr = np.array(priority, dtype=np.int64)
     calls: list[int] = []
+    verify = table_verify(sim, calls)
     res = resolve_big_buckets(
-        n, a, b, s, pr, members, offsets, table_verify(sim, calls), 0.8, max_checks=max_checks
+        n, a, b, s, pr, members, offsets, verify, 0.8, groups=groups, max_checks=max_checks
     )
     r = res.removal
     assert (res.score >= 0.8).all() and (res.a < res.b).all()
     all_a, all_b = np.r_[a, res.a], np.r_[b, res.b]
     all_s = np.r_[s, res.score]
-    again = keep_aware(n, all_a, all_b, all_s, pr)
+    again = keep_aware(n, all_a, all_b, all_s, pr, groups=groups)
     assert r.kept.tolist() == again.kept.tolist()
     assert r.duplicate_of.tolist() == again.duplicate_of.tolist()
+    if not buckets:
+        assert res.stats.checks == 0 and len(res.a) == 0
+    g = np.array(groups)
     verified = set(zip(all_a.tolist(), all_b.tolist(), strict=True))
-    for d in np.flatnonzero(~r.kept):  # (a) with a verified pair
+    for d in np.flatnonzero(~r.kept):  # (a) with a verified pair or an exact duplicate
         t = int(r.duplicate_of[d])
-        assert r.kept[t] and (min(d, t), max(d, t)) in verified
-    assert not (r.kept[all_a] & r.kept[all_b]).any()  # (b) over every verified pair
+        x, y = int(g[d]), int(g[t])
+        assert r.kept[t] and (x == y or (min(x, y), max(x, y)) in verified)
+    group_kept = np.zeros(n, dtype=bool)
+    group_kept[g[r.kept]] = True
+    assert (np.bincount(g[r.kept], minlength=n) <= 1).all()  # one kept copy per group
+    assert not (group_kept[all_a] & group_kept[all_b]).any()  # (b) over every verified pair
     assert res.stats.checks == sum(calls)
     assert res.stats.checks <= max_checks * len(members)
     if res.stats.starved == 0 and res.stats.pending == 0:
         for bk in buckets:  # every bucket fully resolved: no kept pair left inside it
-            kept = [d for d in bk if r.kept[d]]
+            kept = [d for d in bk if group_kept[d]]
             assert all(sim[x, y] < 0.8 for x in kept for y in kept if x < y)
 
 

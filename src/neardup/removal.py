@@ -149,7 +149,7 @@ class _Nodes:
 
     def pairs(self) -> tuple[IntArray, IntArray, FloatArray]:
         """The pairs between nodes (groups), self pairs dropped."""
-        ga, gb = self.groups[self.a], self.groups[self.b]
+        ga, gb = (self.groups[self.a], self.groups[self.b]) if self.use_groups else (self.a, self.b)
         keep = ga != gb
         return ga[keep], gb[keep], self.score[keep]
 
