@@ -395,3 +395,38 @@ def test_listing_big_buckets_changes_no_pair_and_lists_each_membership_once(
         for lo, hi in zip(listed.big_offsets[:-1], listed.big_offsets[1:], strict=True)
     ]
     assert len(got) == len(set(got)) and set(got) == brute_big_buckets(keys, max_bucket)
+
+
+def test_candidates_to_removal_on_a_boilerplate_bucket() -> None:
+    # 2,000 documents share one boilerplate key; families of 20 (similar inside, not across)
+    # share their other keys. Family pairs come from small buckets; the big one is listed.
+    n, fam = 2000, 20
+    family = np.arange(n) // fam
+    keys = np.empty((n, 3), dtype=np.uint64)
+    keys[:, 0] = 7
+    keys[:, 1] = family + 1000
+    keys[:, 2] = family + 5000
+    sim = lambda x, y: np.where(family[x] == family[y], 0.9, 0.2)  # noqa: E731
+    found = candidate_pairs(keys, r=1, max_bucket=50, list_big_buckets=True)
+    assert found.big_offsets.tolist() == [0, n] and found.big_members.tolist() == list(range(n))
+    score = sim(found.a, found.b)
+    ok = score >= 0.8
+    res = resolve_big_buckets(
+        n,
+        found.a[ok],
+        found.b[ok],
+        score[ok],
+        priority_ranks(n),
+        found.big_members,
+        found.big_offsets,
+        sim,
+        0.8,
+        max_checks=8,
+    )
+    heads = np.arange(0, n, fam)
+    assert np.flatnonzero(res.removal.kept).tolist() == heads.tolist()
+    assert (res.removal.duplicate_of[~res.removal.kept] == family[~res.removal.kept] * fam).all()
+    # Only the 100 kept family heads make checks, each with at most 8 better heads; the other
+    # 91 heads are reported as not compared with every better head.
+    assert res.stats.checks == sum(min(j, 8) for j in range(n // fam))
+    assert res.stats.found == 0 and res.stats.starved == n // fam - 9
