@@ -218,7 +218,7 @@ def test_a_third_method_plugs_in_without_touching_the_engine() -> None:
         def signatures(self, batch: TextBatch) -> Signatures:
             sets = batch.sets()
             rows = [frozenset(sets.doc(i).tolist()) for i in range(len(sets))]
-            return Signatures(np.array(rows + [None], dtype=object)[:-1])
+            return Signatures(np.array([*rows, None], dtype=object)[:-1])
 
         def candidates(self, sigs: Signatures) -> Candidates:
             n = len(sigs)

@@ -332,7 +332,10 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         lines.append(f"  {s['hamming_plan']}")
     if s.get("big_buckets"):
         lines.append(
-            f"  big feature buckets  {s['big_buckets']:>12,} (chained, {s['big_bucket_docs']:,} docs)"
+            f"  big feature buckets  {s['big_buckets']:>12,} ({s['big_bucket_docs']:,} docs; "
+            f"{s.get('bucket_checks', 0):,} checks against kept leaders found "
+            f"{s.get('bucket_pairs_found', 0):,} pairs; {s.get('bucket_unresolved', 0):,} "
+            "members not compared with every leader)"
         )
     text = "\n".join(lines) + "\n"
     if problems:

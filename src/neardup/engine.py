@@ -58,6 +58,11 @@ class DedupStats:
     big_buckets: int
     big_bucket_docs: int
     rechecked_pairs: int = 0
+    #: Big buckets under keep-aware removal: member-leader checks verified, the pairs they found,
+    #: and kept members whose check budget ran out (their bucket pairs were not all compared).
+    bucket_checks: int = 0
+    bucket_pairs_found: int = 0
+    bucket_unresolved: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -251,7 +256,8 @@ class Deduplicator:
         self._signatures.clear()
         found = self.method.candidates(sigs)
         a, b = reps[found.a], reps[found.b]
-        needed = np.unique(np.concatenate([a, b]))
+        in_buckets = reps[found.big_members]
+        needed = np.unique(np.concatenate([a, b, in_buckets]))
         ev = _take_evidence(self._evidence, needed)
         self._evidence.clear()
         la, lb = np.searchsorted(needed, a), np.searchsorted(needed, b)
@@ -260,6 +266,45 @@ class Deduplicator:
         ok = verdict.ok
         a, b, score = a[ok], b[ok], verdict.score[ok]
 
+        def verify_pairs(x: IntArray, y: IntArray) -> npt.NDArray[np.float64]:
+            """Scores of big-bucket checks (first members), decided like candidates; under
+            hybrid by the sketch alone, so the rounds never re-read the input."""
+            rx, ry = np.searchsorted(reps, x), np.searchsorted(reps, y)
+            own = self.method.score(sigs.take(rx), sigs.take(ry))
+            ex, ey = np.searchsorted(needed, x), np.searchsorted(needed, y)
+            v = self.verifier.decide(ev, ex, ey, own, self.method.accept(own))
+            return np.where(v.method_ok, v.score, -1.0)
+
+        priority = self._priority(n, lengths, key)
+        bucket_stats: dict[str, int] = {}
+        if p.removal == "components":
+            result = _removal.components(n, a, b, score, priority, groups=groups)
+        elif len(found.big_offsets) > 1:  # big buckets: check members against kept leaders
+            resolved = _removal.resolve_big_buckets(
+                n,
+                a,
+                b,
+                score,
+                priority,
+                in_buckets,
+                found.big_offsets,
+                verify_pairs,
+                p.resolved_threshold,
+                groups=groups,
+            )
+            result = resolved.removal
+            a = np.concatenate([a, resolved.a])
+            b = np.concatenate([b, resolved.b])
+            score = np.concatenate([score, resolved.score])
+            bs = resolved.stats
+            bucket_stats = {
+                "bucket_checks": bs.checks,
+                "bucket_pairs_found": bs.found,
+                "bucket_unresolved": bs.starved + bs.pending,
+            }
+        else:
+            result = _removal.keep_aware(n, a, b, score, priority, groups=groups)
+
         all_a = np.concatenate([groups[dup], a])
         all_b = np.concatenate([dup, b])
         all_s = np.concatenate([np.ones(len(dup)), score])
@@ -267,10 +312,6 @@ class Deduplicator:
         self.pairs_ = (all_a[order], all_b[order], all_s[order])
         self.groups_ = groups
         self.empty_ = empty
-
-        priority = self._priority(n, lengths, key)
-        decide = _removal.keep_aware if p.removal == "keep-aware" else _removal.components
-        result = decide(n, a, b, score, priority, groups=groups)
         self.kept_ = result.kept
         self.duplicate_of_ = result.duplicate_of
         self.duplicate_score_ = result.score
@@ -290,6 +331,7 @@ class Deduplicator:
             big_buckets=int(found.stats.get("big_buckets", 0)),
             big_bucket_docs=int(found.stats.get("big_bucket_docs", 0)),
             rechecked_pairs=int(verdict.rechecked),
+            **bucket_stats,
         )
         self._finished = True
         return self

@@ -35,7 +35,7 @@ class MinHashMethod:
 
     def candidates(self, sigs: Signatures) -> Candidates:
         found = candidates.candidate_pairs(
-            sigs.data, self.min_shared, max_bucket=self.params.max_bucket
+            sigs.data, self.min_shared, max_bucket=self.params.max_bucket, list_big_buckets=True
         )
         n = len(found.a)
         st = found.stats
@@ -45,6 +45,8 @@ class MinHashMethod:
             score=np.ones(n, dtype=np.float64),
             accepted=np.ones(n, dtype=np.bool_),
             stats={"big_buckets": st.big_buckets, "big_bucket_docs": st.big_bucket_docs},
+            big_members=found.big_members,
+            big_offsets=found.big_offsets,
         )
 
     def lookup_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]:
