@@ -548,6 +548,27 @@ def test_a_symlinked_output_keeps_its_link_and_replaces_its_target(tmp_path: Pat
     assert _leftovers(tmp_path / "store") == []
 
 
+def test_a_rollback_without_hard_links_never_deletes_a_replaced_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neardup.io import atomic_write
+
+    def no_links(*args: object) -> None:
+        raise OSError("hard links are not supported here")
+
+    monkeypatch.setattr("neardup.io._atomic.os.link", no_links)
+    (tmp_path / "a").write_text("old a")
+    with pytest.raises(OutputError), output_group():
+        for name in ("a", "b", "z"):
+            with atomic_write(tmp_path / name, "w") as fh:
+                fh.write("new " + name)
+        (tmp_path / "z").mkdir()  # the last rename fails
+        (tmp_path / "z" / "inside").write_text("x")
+    assert (tmp_path / "a").read_text() == "new a"  # cannot be undone, but never lost
+    assert not (tmp_path / "b").exists()  # a new file is taken back
+    assert _leftovers(tmp_path) == []
+
+
 def test_plan_outputs_resolves_kinds_and_refuses_conflicts(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     _write_jsonl(src)

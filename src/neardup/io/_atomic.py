@@ -69,10 +69,11 @@ class _Group:
                 with suppress(OSError):
                     if backup is not None:
                         os.replace(backup, final)
-                    else:
+                    elif not existed or is_dir:  # new, or an empty folder before
                         _remove(final, is_dir)
-                        if is_dir and existed:
+                        if existed:
                             final.mkdir()
+                    # else: a file replaced where no hard link could keep the old one; it stays
             self.discard()
             raise
         for _, backup, _, _ in done:
@@ -197,10 +198,17 @@ def _atomic_file(path: Path, mode: str, encoding: str) -> Iterator[IO[Any]]:
         raise
     handle: IO[Any] = binary if mode == "wb" else io.TextIOWrapper(binary, encoding=encoding)
     try:
-        with handle:
+        try:
             yield handle
             handle.flush()
             guarded(label, lambda: os.fsync(binary.fileno()))
+            guarded(label, handle.close)  # a network file system may report errors only here
+        except BaseException:
+            # Closing after a failure must not raise a second error (a full disk again) that
+            # would hide the first one (an interrupt, say).
+            with suppress(OutputError, OSError, ValueError):
+                handle.close()
+            raise
         _finish(tmp, path, is_dir=False)
     except BaseException:
         with suppress(FileNotFoundError):
