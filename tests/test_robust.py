@@ -207,6 +207,14 @@ def test_a_device_output_is_written_in_place_never_replaced(tmp_path: Path) -> N
     assert main([*args, "-q"]) == 0
     assert stat.S_ISCHR(null.stat().st_mode)
     assert _leftovers(tmp_path) == []
+    with open(null, "wb") as stdout:  # standard output is that same device: still allowed
+        done = subprocess.run(
+            [sys.executable, "-m", "neardup.cli", *args, "-q"],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+        )
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISCHR(null.stat().st_mode)
 
 
 def test_a_full_device_is_reported_in_one_line(

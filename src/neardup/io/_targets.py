@@ -139,7 +139,7 @@ def classify(out: str | Path, *, folder: bool = False) -> Target:
         )
     identity = (st.st_dev, st.st_ino)
     mode = st.st_mode
-    if identity == stdout_identity():
+    if identity == stdout_identity() and not stat.S_ISCHR(mode):  # a terminal, /dev/null: streams
         if folder:
             raise ParamError(f"text-file input writes kept files to a folder, not {name}")
         stdout_buffer()
@@ -180,9 +180,11 @@ def quick_kind(path: Path) -> Kind:
         st = os.stat(path)
     except OSError:
         return "file"
+    if stat.S_ISCHR(st.st_mode):
+        return "stream"
     if (st.st_dev, st.st_ino) == stdout_identity():
         return "stdout"
-    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+    if stat.S_ISFIFO(st.st_mode):
         return "stream"
     return "folder" if stat.S_ISDIR(st.st_mode) else "file"
 
