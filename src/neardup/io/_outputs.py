@@ -103,7 +103,9 @@ def plan_outputs(
         for role, value in outputs.items()
         if value is not None
     }
-    sources = input_identities(inputs)
+    # Only an output that exists already can be an input: spare the walk of big input folders.
+    existing = any(t.identity is not None and len(t.identity) == 2 for t in targets.values())
+    sources = input_identities(inputs) if existing else {}
     claimed: dict[Identity, str] = {}
     for role, target in targets.items():
         label = f"{role} {target.name}"
