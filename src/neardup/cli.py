@@ -393,6 +393,7 @@ def _print(text: str) -> None:
 def _fail(message: str) -> int:
     """Report an error in one line (newlines in file names escaped): exit status 1."""
     line = message.replace("\r", "\\r").replace("\n", "\\n")
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")  # undecodable file names
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"neardup: error: {line}\n")
         sys.stderr.flush()
