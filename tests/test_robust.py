@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import os
 import stat
@@ -18,6 +19,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pyarrow as pa
@@ -392,6 +394,17 @@ def test_a_pipe_input_is_read_like_standard_input(tmp_path: Path) -> None:
         fifo.unlink()
 
 
+def test_a_stream_starting_like_gzip_is_read_again_as_the_lines_it_gave(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = json.dumps({"id": "a", "text": "some words to keep"}).encode()
+    stdin = io.TextIOWrapper(io.BytesIO(b"\x1f\x8b\n" + record + b"\n"))  # no peek: not gunzipped
+    out = tmp_path / "kept.jsonl"
+    with mock.patch.object(sys, "stdin", stdin):
+        assert main(["dedup", "-", "-o", str(out), "--on-error", "skip", "-q"]) == 0
+    assert out.read_bytes() == record + b"\n"  # the spool is not taken for gzip in pass 2
+
+
 def test_plan_plot_into_a_missing_folder_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -673,21 +686,30 @@ _LINES = st.one_of(
     lines=st.lists(_LINES, max_size=12),
     on_error=st.sampled_from(["stop", "skip"]),
     keep_field=st.booleans(),
+    via=st.sampled_from(["file", "gzip", "stdin"]),
 )
 def test_fuzz_any_jsonl_bytes_end_in_success_or_one_clean_line(
-    capsys: pytest.CaptureFixture[str], lines: list[bytes], on_error: str, keep_field: bool
+    capsys: pytest.CaptureFixture[str],
+    lines: list[bytes],
+    on_error: str,
+    keep_field: bool,
+    via: str,
 ) -> None:
+    data = b"\n".join(lines)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        src = folder / "in.jsonl"
-        src.write_bytes(b"\n".join(lines))
+        src = folder / ("in.jsonl.gz" if via == "gzip" else "in.jsonl")
+        src.write_bytes(gzip.compress(data) if via == "gzip" else data)
         outs = [folder / "kept.jsonl", folder / "c.jsonl", folder / "p.jsonl"]
-        args = ["dedup", str(src), "-o", str(outs[0]), "--clusters", str(outs[1])]
-        args += ["--pairs", str(outs[2]), "--on-error", on_error, "-q", "--batch-size", "3"]
+        args = ["dedup", "-" if via == "stdin" else str(src), "-o", str(outs[0])]
+        args += ["--clusters", str(outs[1]), "--pairs", str(outs[2]), "--on-error", on_error]
+        args += ["-q", "--batch-size", "3"]
         if keep_field:
             args += ["--keep-field", "n"]
         capsys.readouterr()
-        code = main(args)
+        stdin = io.TextIOWrapper(io.BytesIO(data))
+        with mock.patch.object(sys, "stdin", stdin):
+            code = main(args)
         err = capsys.readouterr().err
         assert code in (0, 1)
         if code == 1:

@@ -126,7 +126,7 @@ def open_jsonl(entry: Entry) -> BinaryIO:
     except BaseException:
         raw.close()
         raise
-    if magic == _GZIP_MAGIC:
+    if magic == _GZIP_MAGIC and not entry.plain:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
 

@@ -276,6 +276,7 @@ class Source:
             )
         entry.stream = None
         entry.path = Path(spool)
+        entry.plain = True  # decompressed lines, whatever their first bytes
         entry.stamp = _stamp(entry.path)
         self._spool_complete = True
 
