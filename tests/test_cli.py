@@ -346,3 +346,33 @@ def test_keep_aware_removal_keeps_the_end_of_a_chain_that_components_removes(
         kept[removal] = [json.loads(line)["id"] for line in out.read_text().splitlines()]
     assert kept["components"] == ["a"]
     assert kept["keep-aware"] == ["a", "c"]
+
+
+def test_the_number_of_jobs_never_changes_the_outputs(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_corpus(src, 300)
+    digests = set()
+    for jobs in ("1", "2", "3"):
+        outs = [tmp_path / f"{name}{jobs}.jsonl" for name in ("k", "c", "p")]
+        args = ["dedup", str(src), "-o", str(outs[0]), "--clusters", str(outs[1])]
+        args += ["--pairs", str(outs[2]), "--batch-size", "17", "--jobs", jobs, "--quiet"]
+        assert main(args) == 0
+        digests.add(tuple(o.read_bytes() for o in outs))
+    assert len(digests) == 1
+
+
+def test_ordered_map_keeps_input_order_and_passes_errors() -> None:
+    import time
+
+    from neardup.io._prefetch import ordered_map
+
+    def slow_square(x: int) -> int:
+        time.sleep(0.001 * ((7 * x) % 5))  # finish out of order
+        if x == 41:
+            raise ValueError("forty-one")
+        return x * x
+
+    got = [r for _, r in ordered_map(slow_square, range(40), jobs=3)]
+    assert got == [x * x for x in range(40)]
+    with pytest.raises(ValueError, match="forty-one"):
+        list(ordered_map(slow_square, range(50), jobs=3))

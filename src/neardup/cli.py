@@ -99,6 +99,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="stop at the first bad record, or skip and count [stop]",
     )
     io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
+    io.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        help="threads signing batches in parallel; the output is the same for any number [all cores]",
+    )
     m = d.add_argument_group("method")
     m.add_argument("--method", choices=["minhash", "simhash"], default="minhash", help="[minhash]")
     m.add_argument(
@@ -300,6 +306,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         read,
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
         warn=_warn,
+        jobs=args.jobs,
     )
     if not args.quiet:
         sys.stderr.write(_format_summary(result.summary, result.problems))

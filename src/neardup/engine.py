@@ -124,6 +124,16 @@ def expand_pairs(
     return lo[idx], hi[idx], xs[idx]
 
 
+@dataclass(frozen=True)
+class SignedBatch:
+    """One batch's contribution: content hashes, lengths, method signatures, evidence."""
+
+    canonical: npt.NDArray[np.uint64]
+    lengths: IntArray
+    signatures: Signatures
+    evidence: Evidence
+
+
 class Deduplicator:
     """Find near-duplicates in a collection: ``Deduplicator(p).fit(texts).kept_``.
 
@@ -181,18 +191,37 @@ class Deduplicator:
         return None if plan is None else plan.describe().splitlines()[0]
 
     # -- pass over the texts ---------------------------------------------------------------
+    def sign(self, texts: Sequence[str]) -> SignedBatch:
+        """What one batch contributes (hashes, signatures, evidence), without changing state.
+
+        Pure given the parameters, and the kernels release the GIL: batches can be signed in
+        parallel threads and then appended in order with ``append``.
+        """
+        batch = TextBatch(texts, self.params.shingle)
+        return SignedBatch(
+            canonical=batch.canonical,
+            lengths=batch.lengths,
+            signatures=self.method.signatures(batch),
+            evidence=self.verifier.evidence(batch),
+        )
+
+    def append(self, signed: SignedBatch, nbytes: int | None = None) -> Deduplicator:
+        """Add a signed batch; its documents' indices continue from the previous batch."""
+        if self._finished:
+            raise NeardupError("this Deduplicator has finished; create a new one to fit again")
+        self._canonical.append(signed.canonical)
+        self._lengths.append(signed.lengths)
+        self._signatures.append(signed.signatures)
+        self._evidence.append(signed.evidence)
+        self._n += len(signed.canonical)
+        self._bytes += nbytes if nbytes is not None else int(signed.lengths.sum())
+        return self
+
     def partial_fit(self, texts: Sequence[str], nbytes: int | None = None) -> Deduplicator:
         """Signatures and verification evidence of one batch (indices continue from the last)."""
         if self._finished:
             raise NeardupError("this Deduplicator has finished; create a new one to fit again")
-        batch = TextBatch(texts, self.params.shingle)
-        self._canonical.append(batch.canonical)
-        self._lengths.append(batch.lengths)
-        self._signatures.append(self.method.signatures(batch))
-        self._evidence.append(self.verifier.evidence(batch))
-        self._n += len(batch)
-        self._bytes += nbytes if nbytes is not None else int(batch.lengths.sum())
-        return self
+        return self.append(self.sign(texts), nbytes)
 
     def fit(
         self,
@@ -200,8 +229,12 @@ class Deduplicator:
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[int, int], None] | None = None,
         key: npt.ArrayLike | None = None,
+        jobs: int = 1,
     ) -> Deduplicator:
         """Feed every text in batches of ``batch_size``, then finish. Returns self.
+
+        ``jobs`` threads sign batches at once (the kernels release the GIL); the result is the
+        same for any number.
 
         The texts are kept in memory when a stage needs them again (IDF weighting reads them
         twice; hybrid verification re-checks borderline pairs on their texts).
@@ -219,8 +252,12 @@ class Deduplicator:
         def fetch(docs: IntArray) -> list[str]:
             return [kept_texts[i] for i in docs.tolist()]
 
-        for start in range(0, len(texts), batch_size):
-            self.partial_fit(texts[start : start + batch_size])
+        from .io._prefetch import ordered_map
+
+        self.method  # built once, before threads share it  # noqa: B018
+        slices = (texts[i : i + batch_size] for i in range(0, len(texts), batch_size))
+        for _, signed in ordered_map(self.sign, slices, check_int("jobs", jobs, 1, 1024)):
+            self.append(signed)
             if progress is not None:
                 progress(self._n, self._bytes)
         return self.finish(key, fetch)

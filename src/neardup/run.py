@@ -11,6 +11,7 @@ or none is: a failed job leaves no new output.
 from __future__ import annotations
 
 import json
+import os
 import resource
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +31,7 @@ from .io import (
     write_clusters,
     write_pairs,
 )
-from .io._prefetch import prefetch
+from .io._prefetch import ordered_map, prefetch
 from .params import DedupParams, check_int
 from .progress import Progress
 
@@ -71,6 +72,14 @@ class DedupResult:
     problems: str = ""
 
 
+def default_jobs() -> int:
+    """Threads for signing batches: every core this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def _peak_memory_mb() -> float:
     """Peak resident memory of this process in MB (Linux reports ru_maxrss in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -93,6 +102,7 @@ def dedup_source(
     read: ReadOptions | None = None,
     progress: bool = False,
     warn: Callable[[str], None] | None = None,
+    jobs: int | None = None,
 ) -> DedupResult:
     """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
 
@@ -101,6 +111,7 @@ def dedup_source(
     duplicates and the score; the pairs file lists accepted pairs. Returns the summary.
     """
     read = read or ReadOptions()
+    jobs = default_jobs() if jobs is None else check_int("jobs (--jobs)", jobs, 1, 1024)
     if params.keep == "field" and not read.key_field:
         raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
     started = time.perf_counter()
@@ -138,8 +149,12 @@ def dedup_source(
         ids: list[str] = []
         keys: list[object] = []
         try:
-            for batch in prefetch(source.batches(read.batch_size)):
-                dedup.partial_fit(batch.texts, batch.nbytes)
+            dedup.method  # built once, before the threads share it  # noqa: B018
+            signed = ordered_map(
+                lambda b: dedup.sign(b.texts), prefetch(source.batches(read.batch_size)), jobs
+            )
+            for batch, block in signed:
+                dedup.append(block, batch.nbytes)
                 ids.extend(batch.ids)
                 if batch.keys is not None:
                     keys.extend(batch.keys)
