@@ -51,25 +51,48 @@ def sketch_classic(
     return out
 
 
+#: Probes per bin kept in the densification table; later probes are computed on the fly.
+PROBES = 32
+
+
 @njit(cache=True, nogil=True)
-def densify(row: np.ndarray, filled: np.ndarray, seed: np.uint64) -> None:
-    """Fill empty bins of one OPH row in place by optimal densification."""
+def probe_source(seed: np.uint64, j: int, attempt: int, t: int) -> np.int64:
+    """The bin that empty bin j copies from at its attempt-th probe (optimal densification)."""
+    h = fmix64(seed ^ ((np.uint64(j) << np.uint64(32)) | np.uint64(attempt)))
+    return bucket(h, t)
+
+
+@njit(cache=True, nogil=True)
+def probe_table(seed: np.uint64, t: int) -> np.ndarray:
+    """int32[t, PROBES]: the first probes of every bin, computed once per (seed, t)."""
+    out = np.empty((t, PROBES), dtype=np.int32)
+    for j in range(t):
+        for attempt in range(PROBES):
+            out[j, attempt] = probe_source(seed, j, attempt, t)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def densify(row: np.ndarray, filled: np.ndarray, seed: np.uint64, probes: np.ndarray) -> None:
+    """Fill empty bins of one OPH row in place by optimal densification (probe j's sequence
+    until a filled bin is found; the first PROBES probes come from the table)."""
     t = row.shape[0]
     for j in range(t):
         if filled[j]:
             continue
-        attempt = np.uint64(0)
+        attempt = 0
         while True:
-            h = fmix64(seed ^ ((np.uint64(j) << np.uint64(32)) | attempt))
-            src = bucket(h, t)
+            src = probes[j, attempt] if attempt < PROBES else probe_source(seed, j, attempt, t)
             if filled[src]:
                 row[j] = row[src]
                 break
-            attempt += np.uint64(1)
+            attempt += 1
 
 
 @njit(cache=True, nogil=True)
-def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) -> np.ndarray:
+def sketch_oph(
+    fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int, probes: np.ndarray
+) -> np.ndarray:
     n = offsets.shape[0] - 1
     out = np.full((n, t), EMPTY, dtype=np.uint64)
     filled = np.zeros(t, dtype=np.bool_)
@@ -88,7 +111,7 @@ def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) ->
             filled[j] = True
             if g < row[j]:
                 row[j] = g
-        densify(row, filled, dseed)
+        densify(row, filled, dseed, probes)
         out[d, :] = row
     return out
 
