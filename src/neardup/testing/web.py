@@ -26,10 +26,11 @@ __all__ = ["Page", "boilerplate_words", "site_pages", "write_warc"]
 
 @dataclass(frozen=True)
 class Page:
-    """One generated page: its URL, crawl date (ISO 8601, UTC), article text and full HTML."""
+    """One generated page: URL, crawl date (ISO 8601, UTC), title, article text and full HTML."""
 
     url: str
     date: str
+    title: str
     text: str
     html: str
 
@@ -113,7 +114,7 @@ def site_pages(
         title = " ".join(vocab[int(j)] for j in rng.integers(100, 3000, size=6)).capitalize()
         url = f"{site}/story/{i:06d}.html"
         date = f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z"
-        pages.append(Page(url, date, text, page_html(text, title, url, date, seed)))
+        pages.append(Page(url, date, title, text, page_html(text, title, url, date, seed)))
     return pages
 
 
