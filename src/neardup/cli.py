@@ -155,7 +155,7 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "inputs",
         nargs="+",
-        help="JSONL (.jsonl/.jsonl.gz), Parquet, text files or folders, or - for stdin",
+        help="JSONL (.jsonl/.jsonl.gz), Parquet, WARC (.warc/.warc.gz), HTML or text files or folders, or - for stdin",
     )
     d.add_argument("-o", "--output", help="write the kept documents here, in the input's format")
     d.add_argument(
@@ -164,7 +164,11 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument("--pairs", help='write {"id_a","id_b","score"} for every accepted pair')
     d.add_argument("--summary-json", help="also write the summary as JSON to this file")
     io = d.add_argument_group("input")
-    io.add_argument("--format", choices=["jsonl", "parquet", "text"], help="force the input format")
+    io.add_argument(
+        "--format",
+        choices=["jsonl", "parquet", "text", "warc", "html"],
+        help="force the input format (warc/html write kept pages as JSONL)",
+    )
     io.add_argument("--text-field", default="text", help="field holding the text [text]")
     io.add_argument(
         "--id-field", default="id", help="field holding the id [id; line number when absent]"
@@ -281,7 +285,45 @@ def _build_parser() -> argparse.ArgumentParser:
         help="describe these parameters instead of planning",
     )
     pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
+    _add_compare_parser(sub)
     return parser
+
+
+def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser(
+        "compare",
+        help="every similarity measure of two documents side by side, and a word diff",
+        description="Compare two documents (text or .html files, or - for stdin) by every measure.",
+    )
+    c.add_argument("a", help="first document (a file, or - for standard input)")
+    c.add_argument("b", help="second document (a file, or - for standard input)")
+    c.add_argument("--json", action="store_true", help="print the measures and diff as JSON")
+    c.add_argument("--num-perm", type=int, default=128, help="MinHash sketch length [128]")
+    c.add_argument("--sketch", choices=["oph", "classic", "bottomk"], default="oph")
+    c.add_argument("--seed", type=int, default=1, help="random seed [1]")
+    c.add_argument("--no-diff", action="store_true", help="measures only")
+    c.add_argument("--color", action=argparse.BooleanOptionalAction, default=None)
+    _add_shingle_options(c)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .compare import compare, format_comparison
+    from .io._html import read_document
+    from .params import SketchParams
+
+    if args.a == "-" and args.b == "-":
+        raise ParamError("only one of the two documents can be read from standard input")
+    shingle = ShingleParams(w=args.shingle_size, tokens=args.tokens, nfkc=args.nfkc, hash=args.hash)
+    sketch = SketchParams(kind=args.sketch, t=args.num_perm, seed=args.seed)
+    result = compare(
+        read_document(args.a), read_document(args.b), shingle, sketch, diff=not args.no_diff
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False, indent=1) + "\n")
+    else:
+        color = sys.stdout.isatty() if args.color is None else args.color
+        sys.stdout.write(format_comparison(result, color=color))
+    return 0
 
 
 def _dedup_params(args: argparse.Namespace) -> DedupParams:
@@ -484,6 +526,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "dedup":
             return cmd_dedup(args)
+        if args.command in ("compare", "report"):
+            return cmd_compare(args) if args.command == "compare" else cmd_report(args)
         return cmd_plan(args)
     except NeardupError as exc:
         sys.stderr.write(f"neardup: error: {exc}\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,8 +80,6 @@ def _site_chrome(site_seed: int) -> tuple[str, str, str]:
 
 def boilerplate_words(site_seed: int = 0) -> str:
     """The visible text of a site's boilerplate (menu, sidebar, banner, footer), for measuring."""
-    import re
-
     parts = _site_chrome(site_seed)
     text = re.sub(r"<script.*?</script>", " ", " ".join(parts), flags=re.S)
     return html.unescape(re.sub(r"<[^>]+>", " ", text))
@@ -106,12 +105,14 @@ def page_html(text: str, title: str, url: str, date: str, site_seed: int = 0) ->
 def site_pages(
     texts: Sequence[str], seed: int = 0, site: str = "https://news.example.com"
 ) -> list[Page]:
-    """One page per text, all from one site (shared boilerplate), deterministic in ``seed``."""
+    """One page per text, all from one site (shared boilerplate), deterministic in ``seed``;
+    a page's headline is its text's first words, so equal texts give equal pages."""
     rng = np.random.default_rng([seed, 72])
     vocab = pseudo_vocabulary(20000, 3)
     pages = []
     for i, text in enumerate(texts):
-        title = " ".join(vocab[int(j)] for j in rng.integers(100, 3000, size=6)).capitalize()
+        words = re.findall(r"\w+", text)[:7] or [vocab[int(rng.integers(100, 3000))]]
+        title = " ".join(words).capitalize()
         url = f"{site}/story/{i:06d}.html"
         date = f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z"
         pages.append(Page(url, date, title, text, page_html(text, title, url, date, seed)))
