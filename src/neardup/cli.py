@@ -286,7 +286,60 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
     _add_compare_parser(sub)
+    _add_report_parser(sub)
     return parser
+
+
+def _add_report_parser(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser(
+        "report",
+        help="one self-contained HTML page showing a run's clusters side by side",
+        description="Write an HTML report of a dedup run: summary, histograms, and every "
+        "cluster (largest first) with removed documents beside what they duplicate.",
+    )
+    r.add_argument("inputs", nargs="+", help="the input the dedup run read (same options)")
+    r.add_argument("--clusters", required=True, help="the run's --clusters file (JSONL)")
+    r.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    r.add_argument("--pairs", help="the run's --pairs file (scores when the clusters have none)")
+    r.add_argument("--summary-json", help="the run's --summary-json file (parameters, timing)")
+    r.add_argument("--format", choices=["jsonl", "parquet", "text", "warc", "html"])
+    r.add_argument("--text-field", default="text", help="field holding the text [text]")
+    r.add_argument("--id-field", default="id", help="field holding the id [id]")
+    r.add_argument("--on-error", choices=["stop", "skip"], default="stop")
+    r.add_argument(
+        "--text-clusters",
+        type=int,
+        default=2000,
+        help="embed texts for this many of the largest clusters [2000]",
+    )
+    r.add_argument("--max-chars", type=int, default=3000, help="characters shown per text [3000]")
+    r.add_argument("--shingle-size", "-w", type=int, default=5, help="words per shared passage [5]")
+    r.add_argument("--title", default="neardup report", help="page title")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    stats = write_report(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.clusters,
+        args.output,
+        pairs=args.pairs,
+        run_summary=args.summary_json,
+        fmt=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+        shingle=ShingleParams(w=args.shingle_size),
+        max_chars=args.max_chars,
+        text_clusters=args.text_clusters,
+        title=args.title,
+    )
+    sys.stderr.write(
+        f"report: {stats.clusters:,} clusters, {stats.removed:,} removed documents, "
+        f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
+    )
+    return 0
 
 
 def _add_compare_parser(sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,403 @@
+"""A run's clusters file + its input -> one self-contained HTML report (figures, clusters, diffs).
+
+The page needs no network and no other file: CSS and JavaScript are inline, the two histograms
+(pair scores, cluster sizes) are PNGs drawn by matplotlib and embedded as data URLs, and the
+clusters are embedded as JSON that a small script renders one page at a time, so a report of
+100,000 clusters opens as fast as one of ten. Clusters come largest first; each removed
+document is shown beside the document it duplicates (its ``duplicate_of``, else the cluster's
+kept document) with their shared passages highlighted: the words covered by a word w-shingle
+that both texts contain (the same shingles resemblance counts).
+
+Clusters file rows: ``{"id", "cluster", "kept", "duplicate_of", "score"}``; files without
+``duplicate_of``/``score`` (older runs) still work: pairs are then formed with the kept member
+and show no score (a ``--pairs`` file, when given, fills the score histogram).
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import html
+import io
+import json
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .compare import word_spans
+from .errors import InputError, NeardupError, ParamError
+from .io import atomic_write, open_source
+from .io._source import Fmt, Inputs
+from .params import ShingleParams
+from .shingles import shingle_sequence
+
+#: Default number of largest clusters whose texts are embedded (the rest list ids and scores).
+TEXT_CLUSTERS = 2000
+#: Default characters of each document's text shown.
+MAX_CHARS = 3000
+
+
+@dataclass(frozen=True)
+class ClusterRow:
+    """One row of a clusters file."""
+
+    id: str
+    cluster: int
+    kept: bool
+    duplicate_of: str | None
+    score: float | None
+
+
+@dataclass(frozen=True)
+class ReportStats:
+    """What a report holds: counts, and the size of the HTML file written."""
+
+    input_documents: int
+    clusters: int
+    documents_in_clusters: int
+    removed: int
+    pairs: int
+    clusters_with_text: int
+    scores: int
+    bytes: int
+
+
+def _open_lines(path: str | Path) -> Iterator[bytes]:
+    p = Path(path)
+    try:
+        raw = p.open("rb")
+    except FileNotFoundError:
+        raise InputError(f"{p}: file not found; check the path") from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read it ({exc.strerror or exc})") from None
+    with raw:
+        magic = raw.read(2)
+        raw.seek(0)
+        handle = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
+        yield from handle
+
+
+def _row_error(path: str | Path, line: int, problem: str) -> InputError:
+    return InputError(
+        f"{path} line {line}: {problem}; a clusters file has one JSON object per line with "
+        '"id", "cluster", "kept" and optionally "duplicate_of" and "score" (neardup dedup '
+        "--clusters writes it)"
+    )
+
+
+def read_clusters(path: str | Path) -> list[ClusterRow]:
+    """Rows of a clusters JSONL file (optionally gzipped); InputError names a bad line."""
+    rows: list[ClusterRow] = []
+    for n, line in enumerate(_open_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise _row_error(path, n, f"not valid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise _row_error(path, n, "not a JSON object")
+        rid, label, kept = obj.get("id"), obj.get("cluster"), obj.get("kept")
+        if isinstance(rid, int) and not isinstance(rid, bool):
+            rid = str(rid)
+        if not isinstance(rid, str):
+            raise _row_error(path, n, "'id' is missing or not a string")
+        if not isinstance(label, int) or isinstance(label, bool):
+            raise _row_error(path, n, "'cluster' is missing or not an integer")
+        if not isinstance(kept, bool):
+            raise _row_error(path, n, "'kept' is missing or not true/false")
+        dup = obj.get("duplicate_of")
+        if dup is not None and not isinstance(dup, str | int):
+            raise _row_error(path, n, "'duplicate_of' is neither an id nor null")
+        score = obj.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise _row_error(path, n, "'score' is neither a number nor null")
+        rows.append(
+            ClusterRow(
+                rid,
+                label,
+                kept,
+                None if dup is None else str(dup),
+                None if score is None else float(score),
+            )
+        )
+    return rows
+
+
+def read_pair_scores(path: str | Path) -> npt.NDArray[np.float64]:
+    """The ``score`` column of a pairs JSONL file (``neardup dedup --pairs``)."""
+    scores = []
+    for n, line in enumerate(_open_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line).get("score")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            raise InputError(f"{path} line {n}: not a JSON object with a 'score'") from None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            scores.append(float(value))
+    return np.asarray(scores, dtype=np.float64)
+
+
+def _utf16_offsets(text: str) -> npt.NDArray[np.int64]:
+    """UTF-16 offset of every code-point offset 0..len(text) (JavaScript strings count so)."""
+    cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    out = np.zeros(len(cps) + 1, dtype=np.int64)
+    np.cumsum(np.where(cps > 0xFFFF, 2, 1), out=out[1:])
+    return out
+
+
+@dataclass
+class _Shingled:
+    """Word spans and shingle fingerprints (in token order) of the shown texts."""
+
+    fps: npt.NDArray[np.uint64]
+    offsets: npt.NDArray[np.int64]
+    spans: list[npt.NDArray[np.int64]]
+    utf16: list[npt.NDArray[np.int64]]
+
+
+def _shingle_texts(texts: Sequence[str], params: ShingleParams) -> _Shingled:
+    fps, offsets = shingle_sequence(texts, params)
+    spans = [np.asarray(word_spans(t), dtype=np.int64).reshape(-1, 2) for t in texts]
+    return _Shingled(fps, offsets, spans, [_utf16_offsets(t) for t in texts])
+
+
+def shared_spans(sh: _Shingled, i: int, j: int, w: int) -> list[int]:
+    """Passages of text i made of words covered by a w-shingle that text j also has, as a flat
+    list [start, length, start, length, ...] in UTF-16 code units."""
+    mine = sh.fps[sh.offsets[i] : sh.offsets[i + 1]]
+    theirs = sh.fps[sh.offsets[j] : sh.offsets[j + 1]]
+    spans = sh.spans[i]
+    ntok = len(spans)
+    if not len(mine) or not len(theirs) or not ntok:
+        return []
+    hit = np.flatnonzero(np.isin(mine, theirs))
+    if not hit.size:
+        return []
+    width = min(w, ntok)  # a text shorter than w words is one shingle of all its words
+    cover = np.zeros(ntok + 1, dtype=np.int64)
+    np.add.at(cover, hit, 1)
+    np.add.at(cover, np.minimum(hit + width, ntok), -1)
+    marked = np.cumsum(cover[:-1]) > 0
+    edges = np.diff(np.concatenate(([0], marked.astype(np.int8), [0])))
+    first = np.flatnonzero(edges == 1)
+    last = np.flatnonzero(edges == -1) - 1
+    u16 = sh.utf16[i]
+    starts = u16[spans[first, 0]]
+    ends = u16[spans[last, 1]]
+    return np.column_stack((starts, ends - starts)).ravel().tolist()
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figures(scores: npt.NDArray[np.float64], sizes: npt.NDArray[np.int64]) -> list[str]:
+    """Histograms of pair scores and of cluster sizes as PNG data URLs."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise NeardupError(
+            "the report's figures need matplotlib; install it with: pip install 'neardup[plot]'"
+        ) from exc
+    out = []
+    fig = Figure(figsize=(5.2, 3.0))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    if scores.size:
+        ax.hist(scores, bins=np.linspace(min(0.5, float(scores.min())), 1.0, 41), color="#3b6ea8")
+        ax.set(xlabel="score of the pair (removed, kept)", ylabel="pairs")
+    else:
+        ax.text(0.5, 0.5, "no scores in the clusters file", ha="center", va="center")
+        ax.set_axis_off()
+    ax.set_title("pair scores")
+    fig.tight_layout()
+    out.append(_png(fig))
+    fig = Figure(figsize=(5.2, 3.0))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    if sizes.size:
+        values, counts = np.unique(sizes, return_counts=True)
+        ax.bar(values, counts, width=0.8 if values.max() < 40 else 1.0, color="#a8553b")
+        if counts.max() > 20 * counts.min():
+            ax.set_yscale("log")
+        if values.max() > 40:
+            ax.set_xscale("log")
+        else:
+            ax.set_xticks(values[:: max(1, len(values) // 12)])
+        ax.set(xlabel="documents in the cluster", ylabel="clusters")
+    ax.set_title("cluster sizes")
+    fig.tight_layout()
+    out.append(_png(fig))
+    return out
+
+
+def _template() -> str:
+    return resources.files("neardup").joinpath("templates/report.html").read_text("utf-8")
+
+
+def _script_json(value: object) -> str:
+    """JSON safe inside <script type="application/json">: no "</" can end the element."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+
+
+def write_report(
+    inputs: Inputs,
+    clusters: str | Path,
+    out: str | Path,
+    *,
+    pairs: str | Path | None = None,
+    run_summary: str | Path | None = None,
+    fmt: Fmt | None = None,
+    text_field: str = "text",
+    id_field: str = "id",
+    on_error: str = "stop",
+    shingle: ShingleParams = ShingleParams(),
+    max_chars: int = MAX_CHARS,
+    text_clusters: int = TEXT_CLUSTERS,
+    page_size: int = 20,
+    title: str = "neardup report",
+) -> ReportStats:
+    """Write the HTML report of a run to ``out`` (atomically); see the module docstring.
+
+    ``inputs`` (and format/field options) must be what the run read, so ids match. Texts of
+    the ``text_clusters`` largest clusters are embedded, each cut to ``max_chars`` characters;
+    shared passages are found with word ``shingle.w``-shingles of the shown texts.
+    """
+    for name, value, lo in (
+        ("max_chars", max_chars, 1),
+        ("text_clusters", text_clusters, 0),
+        ("page_size", page_size, 1),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+            raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")
+    rows = read_clusters(clusters)
+    by_label: dict[int, list[int]] = {}
+    for k, row in enumerate(rows):
+        by_label.setdefault(row.cluster, []).append(k)
+    order = sorted(by_label, key=lambda c: (-len(by_label[c]), c))
+    doc_index: dict[str, int] = {}
+    for row in rows:
+        doc_index.setdefault(row.id, len(doc_index))
+    doc_ids = list(doc_index)
+    need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
+    texts: dict[str, str] = {}
+    full_len: dict[str, int] = {}
+    n_input = 0
+    with open_source(
+        inputs, fmt, text_field=text_field, id_field=id_field, on_error=on_error  # type: ignore[arg-type]
+    ) as source:
+        for batch in source.batches(5000):
+            n_input += len(batch)
+            for rid, text in zip(batch.ids, batch.texts, strict=True):
+                if rid in need:
+                    texts[rid] = text[:max_chars]
+                    full_len[rid] = len(text)
+    missing = need - texts.keys()
+    if missing:
+        example = sorted(missing)[0]
+        raise InputError(
+            f"{len(missing)} documents of the clusters file are not in the input (e.g. id "
+            f"{example!r}); give the same input and --id-field/--text-field as the dedup run"
+        )
+    shown = sorted(texts, key=doc_index.__getitem__)
+    sh = _shingle_texts([texts[d] for d in shown], shingle)
+    slot = {d: i for i, d in enumerate(shown)}
+
+    data_clusters: list[list[Any]] = []
+    scores: list[float] = []
+    n_pairs = 0
+    for rank, label in enumerate(order):
+        members = [rows[k] for k in by_label[label]]
+        kept = [m for m in members if m.kept] or members[:1]
+        pair_rows: list[list[Any]] = []
+        for m in members:
+            if m.kept and m in kept:
+                continue
+            partner = m.duplicate_of if m.duplicate_of in doc_index else kept[0].id
+            if m.score is not None:
+                scores.append(m.score)
+            pair: list[Any] = [doc_index[m.id], doc_index[partner], m.score]
+            if rank < text_clusters and m.id in slot and partner in slot:
+                a, b = slot[m.id], slot[partner]
+                pair += [shared_spans(sh, a, b, shingle.w), shared_spans(sh, b, a, shingle.w)]
+            pair_rows.append(pair)
+        n_pairs += len(pair_rows)
+        data_clusters.append([label, len(members), [doc_index[m.id] for m in kept], pair_rows])
+    docs = [[d, texts.get(d), full_len.get(d, 0)] for d in doc_ids]
+    score_arr = np.asarray(scores, dtype=np.float64)
+    if not score_arr.size and pairs is not None:
+        score_arr = read_pair_scores(pairs)
+    sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
+    removed = sum(1 for r in rows if not r.kept)
+    summary: list[tuple[str, str]] = [
+        ("input documents", f"{n_input:,}"),
+        ("clusters (2 or more documents)", f"{len(order):,}"),
+        ("documents in clusters", f"{len(rows):,}"),
+        ("documents removed", f"{removed:,}"),
+        ("documents kept", f"{n_input - removed:,}"),
+        ("largest cluster", f"{int(sizes.max()) if sizes.size else 0:,} documents"),
+    ]
+    if score_arr.size:
+        summary.append(
+            ("pair scores", f"min {score_arr.min():.3f}, median {np.median(score_arr):.3f}")
+        )
+    else:
+        summary.append(("pair scores", "not in the clusters file (older run)"))
+    summary.append(
+        (
+            "texts shown",
+            f"largest {min(text_clusters, len(order)):,} clusters, "
+            f"first {max_chars:,} characters of each document",
+        )
+    )
+    if run_summary is not None:
+        try:
+            run = json.loads(Path(run_summary).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(f"{run_summary}: cannot read the run summary ({exc})") from None
+        for key in ("params", "seconds", "candidate_pairs", "accepted_pairs"):
+            if key in run:
+                summary.append((f"run: {key}", str(run[key])))
+    payload = {
+        "pageSize": page_size,
+        "w": shingle.w,
+        "clusters": data_clusters,
+        "docs": docs,
+    }
+    figs = _figures(score_arr, sizes)
+    summary_html = "".join(
+        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary
+    )
+    fills = {
+        "TITLE": html.escape(title),
+        "SUMMARY": summary_html,
+        "FIG_SCORES": figs[0],
+        "FIG_SIZES": figs[1],
+        "DATA": _script_json(payload),
+    }
+    # one pass, so a placeholder inside a filled-in value is never replaced again
+    page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fills[m.group(1)], _template())
+    encoded = page.encode("utf-8")
+    with atomic_write(out, "wb") as fh:
+        fh.write(encoded)
+    return ReportStats(
+        input_documents=n_input,
+        clusters=len(order),
+        documents_in_clusters=len(rows),
+        removed=removed,
+        pairs=n_pairs,
+        clusters_with_text=min(text_clusters, len(order)),
+        scores=int(score_arr.size),
+        bytes=len(encoded),
+    )
