@@ -53,9 +53,10 @@ def read_fastwarc(path: Path) -> int:
     from fastwarc.warc import ArchiveIterator
 
     n = 0
-    for rec in ArchiveIterator(open(path, "rb"), parse_http=True):
-        rec.reader.read()
-        n += 1
+    with open(path, "rb") as fh:
+        for rec in ArchiveIterator(fh, parse_http=True):
+            rec.reader.read()
+            n += 1
     return n
 
 
@@ -85,7 +86,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--pages", type=int, default=2000, help="pages in the WARC [2000]")
-    ap.add_argument("--trafilatura-pages", type=int, default=300, help="pages for trafilatura [300]")
+    ap.add_argument(
+        "--trafilatura-pages", type=int, default=300, help="pages for trafilatura [300]"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", type=Path, help="write the numbers here")
@@ -114,17 +117,35 @@ def main() -> None:
         secs = best(lambda: [extract_text(h).text for h in htmls], args.repeat)
         rec, prec = quality(pages, [extract_text(h).text for h in htmls])
         rows.append(
-            ["extract: resiliparse", f"{len(htmls) / secs:,.0f}", f"{html_mb / secs:,.1f}", f"{rec:.3f} / {prec:.3f}"]
+            [
+                "extract: resiliparse",
+                f"{len(htmls) / secs:,.0f}",
+                f"{html_mb / secs:,.1f}",
+                f"{rec:.3f} / {prec:.3f}",
+            ]
         )
-        results["extract_resiliparse"] = {"pages_per_s": len(htmls) / secs, "recall": rec, "precision": prec}
+        results["extract_resiliparse"] = {
+            "pages_per_s": len(htmls) / secs,
+            "recall": rec,
+            "precision": prec,
+        }
         from resiliparse.extract.html2text import extract_plain_text
 
         secs = best(lambda: [extract_plain_text(h) for h in htmls], args.repeat)
         rec, prec = quality(pages, [extract_plain_text(h) for h in htmls])
         rows.append(
-            ["extract: resiliparse, all visible text", f"{len(htmls) / secs:,.0f}", f"{html_mb / secs:,.1f}", f"{rec:.3f} / {prec:.3f}"]
+            [
+                "extract: resiliparse, all visible text",
+                f"{len(htmls) / secs:,.0f}",
+                f"{html_mb / secs:,.1f}",
+                f"{rec:.3f} / {prec:.3f}",
+            ]
         )
-        results["extract_resiliparse_all_text"] = {"pages_per_s": len(htmls) / secs, "recall": rec, "precision": prec}
+        results["extract_resiliparse_all_text"] = {
+            "pages_per_s": len(htmls) / secs,
+            "recall": rec,
+            "precision": prec,
+        }
         try:
             import trafilatura  # noqa: F401
 
@@ -135,9 +156,18 @@ def main() -> None:
             texts = [extract_text(h, "trafilatura").text for h in few]
             rec, prec = quality(pages[: len(few)], texts)
             rows.append(
-                ["extract: trafilatura", f"{len(few) / secs:,.0f}", f"{few_mb / secs:,.1f}", f"{rec:.3f} / {prec:.3f}"]
+                [
+                    "extract: trafilatura",
+                    f"{len(few) / secs:,.0f}",
+                    f"{few_mb / secs:,.1f}",
+                    f"{rec:.3f} / {prec:.3f}",
+                ]
             )
-            results["extract_trafilatura"] = {"pages_per_s": len(few) / secs, "recall": rec, "precision": prec}
+            results["extract_trafilatura"] = {
+                "pages_per_s": len(few) / secs,
+                "recall": rec,
+                "precision": prec,
+            }
         except ImportError:
             print("trafilatura not installed: skipped")
 

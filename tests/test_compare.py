@@ -25,7 +25,9 @@ def lcs_reference(a: list[object], b: list[object]) -> int:
     table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
     for i, x in enumerate(a):
         for j, y in enumerate(b):
-            table[i + 1][j + 1] = table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
+            table[i + 1][j + 1] = (
+                table[i][j] + 1 if x == y else max(table[i][j + 1], table[i + 1][j])
+            )
     return table[len(a)][len(b)]
 
 
@@ -101,7 +103,10 @@ def test_minhash_and_simhash_equal_the_stage_functions() -> None:
     assert c.minhash_estimate == estimate(rows[0], rows[1], "classic")
     fa, fb = simhash([a, b])
     assert c.simhash_distance == bin(int(fa) ^ int(fb)).count("1")
-    assert 0 < c.resemblance < 1 and abs(c.minhash_estimate - c.resemblance) < 4 * c.minhash_stderr + 1e-9
+    assert (
+        0 < c.resemblance < 1
+        and abs(c.minhash_estimate - c.resemblance) < 4 * c.minhash_stderr + 1e-9
+    )
 
 
 def _sets(texts: list[str], params: ShingleParams) -> tuple[np.ndarray, np.ndarray]:

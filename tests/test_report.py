@@ -31,7 +31,9 @@ needs_chromium = pytest.mark.skipif(
 
 def shared_reference(a: str, b: str, w: int) -> list[int]:
     """Words of a in a w-shingle that b also has, merged into passages, as UTF-16 (start, len)."""
-    words_a = [(m.start(), m.end(), "".join(map(fold_char, m.group()))) for m in re.finditer(r"\w+", a)]
+    words_a = [
+        (m.start(), m.end(), "".join(map(fold_char, m.group()))) for m in re.finditer(r"\w+", a)
+    ]
     words_b = ["".join(map(fold_char, m)) for m in re.findall(r"\w+", b)]
 
     def shingles(tokens: list[str]) -> list[tuple[str, ...]]:
@@ -80,7 +82,9 @@ def _corpus(tmp_path: Path) -> tuple[Path, Path, list[str]]:
     texts = [*base, base[0], *(edit(base[1], 0.03, s, 0.0) for s in (1, 2, 3))]
     ids = [f"doc{i}" for i in range(len(texts))]
     src = tmp_path / "in.jsonl"
-    src.write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in zip(ids, texts, strict=True)))
+    src.write_text(
+        "".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in zip(ids, texts, strict=True))
+    )
     rows = [
         {"id": "doc0", "cluster": 0, "kept": True, "duplicate_of": None, "score": None},
         {"id": "doc1", "cluster": 1, "kept": True, "duplicate_of": None, "score": None},
@@ -135,12 +139,16 @@ def test_clusters_file_without_scores_falls_back_to_the_kept_member(tmp_path: Pa
     assert stats.scores == 0
     data = _payload(out.read_text(encoding="utf-8"))
     docs = [d[0] for d in data["docs"]]
-    assert {docs[p[1]] for p in data["clusters"][0][3]} == {"doc1"} and data["clusters"][0][3][0][2] is None
+    assert {docs[p[1]] for p in data["clusters"][0][3]} == {"doc1"} and data["clusters"][0][3][0][
+        2
+    ] is None
 
 
 def test_bad_clusters_line_is_named(tmp_path: Path) -> None:
     bad = tmp_path / "c.jsonl"
-    bad.write_text('{"id": "a", "cluster": 0, "kept": true}\n{"id": "b", "cluster": "x", "kept": false}\n')
+    bad.write_text(
+        '{"id": "a", "cluster": 0, "kept": true}\n{"id": "b", "cluster": "x", "kept": false}\n'
+    )
     with pytest.raises(InputError, match=r"c.jsonl line 2: 'cluster'"):
         read_clusters(bad)
 
@@ -184,7 +192,9 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert dom.count('<section class="cluster"') == 2
     assert dom.index('id="cluster-1"') < dom.index('id="cluster-0"')  # largest first
     assert dom.count("<mark>") >= 8 and "score 0.810" in dom and "page 1 of 1" in dom
-    assert 'src="data:image/png;base64,' in dom and "http" not in re.sub(r"https?://www\.w3\.org", "", dom)
+    assert 'src="data:image/png;base64,' in dom and "http" not in re.sub(
+        r"https?://www\.w3\.org", "", dom
+    )
     shot = tmp_path / "report.png"
     _chromium(out, tmp_path, f"--screenshot={shot}", "--window-size=1280,1600")
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
@@ -201,8 +211,12 @@ def test_report_of_100k_clusters_opens_on_its_first_page(tmp_path: Path) -> None
     clusters = tmp_path / "clusters.jsonl"
     with clusters.open("w") as fh:
         for c in range(n):
-            fh.write(f'{{"id": "d{2 * c}", "cluster": {2 * c}, "kept": true, "duplicate_of": null, "score": null}}\n')
-            fh.write(f'{{"id": "d{2 * c + 1}", "cluster": {2 * c}, "kept": false, "duplicate_of": "d{2 * c}", "score": 1.0}}\n')
+            fh.write(
+                f'{{"id": "d{2 * c}", "cluster": {2 * c}, "kept": true, "duplicate_of": null, "score": null}}\n'
+            )
+            fh.write(
+                f'{{"id": "d{2 * c + 1}", "cluster": {2 * c}, "kept": false, "duplicate_of": "d{2 * c}", "score": 1.0}}\n'
+            )
     out = tmp_path / "big.html"
     stats = write_report(src, clusters, out)
     assert stats.clusters == n and stats.clusters_with_text == 2000
@@ -215,7 +229,9 @@ def test_report_of_100k_clusters_opens_on_its_first_page(tmp_path: Path) -> None
 def test_report_from_todays_dedup_clusters_file(tmp_path: Path) -> None:
     src, _, _ = _corpus(tmp_path)
     cl = tmp_path / "run-clusters.jsonl"
-    assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--clusters", str(cl), "-q"]) == 0
+    assert (
+        main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--clusters", str(cl), "-q"]) == 0
+    )
     out = tmp_path / "r.html"
     assert main(["report", str(src), "--clusters", str(cl), "-o", str(out)]) == 0
     data = _payload(out.read_text(encoding="utf-8"))

@@ -19,7 +19,14 @@ from neardup.testing.web import boilerplate_words, random_pages, site_pages, wri
 def _crawl(tmp_path: Path, gzip: bool = True, broken: int = 2) -> tuple[Path, list, dict]:
     """A crawl of 12 unrelated stories, 3 exact re-crawls and 3 lightly edited copies."""
     base = random_documents(12, seed=21, words=(200, 400))
-    texts = [*base, base[0], base[1], base[2], edit(base[3], 0.005, 1, 0.0), edit(base[4], 0.005, 2, 0.0)]
+    texts = [
+        *base,
+        base[0],
+        base[1],
+        base[2],
+        edit(base[3], 0.005, 1, 0.0),
+        edit(base[4], 0.005, 2, 0.0),
+    ]
     texts.append(edit(base[5], 0.005, 3, 0.0))
     pages = site_pages(texts, seed=4)
     path = tmp_path / ("crawl.warc.gz" if gzip else "crawl.warc")
@@ -59,7 +66,7 @@ def test_extracted_text_is_the_article_without_the_site_boilerplate() -> None:
 
 
 def test_broken_record_stops_the_run_naming_the_record(tmp_path: Path) -> None:
-    path, pages, _ = _crawl(tmp_path, broken=1)
+    path, _, _ = _crawl(tmp_path, broken=1)
     with open_source(path) as src, pytest.raises(InputError, match=r"record \d+: the HTTP block"):
         list(src.batches(100))
 

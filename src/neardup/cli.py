@@ -285,6 +285,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="describe these parameters instead of planning",
     )
     pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
+    _add_plan_sample_options(pl)
     _add_compare_parser(sub)
     _add_report_parser(sub)
     return parser
@@ -339,6 +340,58 @@ def cmd_report(args: argparse.Namespace) -> int:
         f"report: {stats.clusters:,} clusters, {stats.removed:,} removed documents, "
         f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
     )
+    return 0
+
+
+def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
+    g = pl.add_argument_group("learning from the corpus (--sample)")
+    g.add_argument(
+        "--sample",
+        nargs="+",
+        metavar="INPUT",
+        help="measure resemblance among pairs of this corpus and forecast false candidates and misses",
+    )
+    g.add_argument("--sample-size", type=int, default=1000, help="random query documents [1000]")
+    g.add_argument("--seed", type=int, default=1, help="random seed of the sample [1]")
+    g.add_argument(
+        "--floor", type=float, help="measure pairs down to this resemblance [max(0.3, T/2)]"
+    )
+    g.add_argument("--format", choices=["jsonl", "parquet", "text", "warc", "html"])
+    g.add_argument("--text-field", default="text", help="field holding the text [text]")
+    g.add_argument("--id-field", default="id", help="field holding the id [id]")
+    g.add_argument("--on-error", choices=["stop", "skip"], default="stop")
+    g.add_argument("--shingle-size", "-w", type=int, default=5, help="tokens per shingle [5]")
+    g.add_argument("--tokens", choices=["word", "char"], default="word", help="[word]")
+
+
+def cmd_plan_sample(args: argparse.Namespace) -> int:
+    from .features import FeatureParams
+    from .io import open_source
+    from .sample_plan import plan_with_sample, plot_sample
+
+    if args.threshold is None:
+        raise ParamError("neardup plan --sample needs --threshold")
+    with open_source(
+        args.sample[0] if args.sample == ["-"] else args.sample,
+        args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+    ) as source:
+        est, forecasts = plan_with_sample(
+            lambda: ((b.texts, b.positions) for b in source.batches(5000)),
+            args.threshold,
+            n=args.sample_size,
+            params=FeatureParams(*args.features) if args.features is not None else None,
+            shingle=ShingleParams(w=args.shingle_size, tokens=args.tokens),
+            max_t=256 if args.num_perm is None else args.num_perm,
+            seed=args.seed,
+            floor=args.floor,
+        )
+    sys.stdout.write(est.describe(forecasts) + "\n")
+    if args.plot:
+        plot_sample(est, forecasts, args.plot)
+        sys.stdout.write(f"plot written to {args.plot}\n")
     return 0
 
 
@@ -531,6 +584,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .features import FeatureParams
     from .planner import evaluate, plan, plot_curve
 
+    if args.sample:
+        return cmd_plan_sample(args)
     if args.max_distance is not None:
         from .hamming import plan_tables
 

@@ -215,7 +215,11 @@ def _figures(scores: npt.NDArray[np.float64], sizes: npt.NDArray[np.int64]) -> l
     FigureCanvasAgg(fig)
     ax = fig.subplots()
     if scores.size:
-        ax.hist(scores, bins=np.linspace(min(0.5, float(scores.min())), 1.0, 41), color="#3b6ea8")
+        ax.hist(
+            scores,
+            bins=np.linspace(min(0.5, float(scores.min())), 1.0, 41).tolist(),
+            color="#3b6ea8",
+        )
         ax.set(xlabel="score of the pair (removed, kept)", ylabel="pairs")
     else:
         ax.text(0.5, 0.5, "no scores in the clusters file", ha="center", va="center")
@@ -295,7 +299,11 @@ def write_report(
     full_len: dict[str, int] = {}
     n_input = 0
     with open_source(
-        inputs, fmt, text_field=text_field, id_field=id_field, on_error=on_error  # type: ignore[arg-type]
+        inputs,
+        fmt,
+        text_field=text_field,
+        id_field=id_field,
+        on_error=on_error,  # type: ignore[arg-type]
     ) as source:
         for batch in source.batches(5000):
             n_input += len(batch)

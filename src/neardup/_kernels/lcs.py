@@ -53,7 +53,7 @@ def lcs_length(a: np.ndarray, b: np.ndarray) -> int:
     if a.shape[0] < b.shape[0]:
         a, b = b, a
     row = _forward(a, 0, a.shape[0], b, 0, b.shape[0])
-    return row[b.shape[0]]
+    return int(row[b.shape[0]])
 
 
 @njit(cache=True, nogil=True)

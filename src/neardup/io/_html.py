@@ -43,15 +43,28 @@ class Extracted:
     date: str | None
 
 
+def require_web() -> None:
+    """Raise a NeardupError saying how to install the web extra when it is missing."""
+    try:
+        import fastwarc  # noqa: F401
+        import resiliparse  # noqa: F401
+    except ImportError:
+        raise NeardupError(
+            "WARC and HTML input need resiliparse and fastwarc; install them with: "
+            "pip install 'neardup[web]'"
+        ) from None
+
+
 def decode_html(data: bytes, charset: str | None = None) -> str:
     """Bytes of a page -> str, by ``charset`` when given and known, else by detection."""
+    require_web()
     from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 
-    encoding = charset or detect_encoding(data)
+    encoding = charset or detect_encoding(data) or "utf-8"
     try:
         return bytes_to_str(data, encoding, errors="replace")
     except (LookupError, ValueError):  # an unknown charset name: detect instead
-        return bytes_to_str(data, detect_encoding(data), errors="replace")
+        return bytes_to_str(data, detect_encoding(data) or "utf-8", errors="replace")
 
 
 def _meta(tree: object, selector: str, attr: str) -> str | None:
@@ -113,7 +126,13 @@ def scan_html(
         problems.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
         return
     page = html_to_text(data)
-    yield 1, entry.name, page.text, len(data), {"url": page.url, "date": page.date}.get(key_field or "")
+    yield (
+        1,
+        entry.name,
+        page.text,
+        len(data),
+        {"url": page.url, "date": page.date}.get(key_field or ""),
+    )
 
 
 def copy_kept_html(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError
-from ._html import decode_html, extract_text
+from ._html import decode_html, extract_text, require_web
 from ._report import MISSING_FILE, UNREADABLE, Entry, Problems, raise_changed
 
 #: File name endings read as WARC.
@@ -107,7 +107,7 @@ def _decode_body(body: bytes, headers: object) -> bytes:
             body = zlib.decompress(body, -zlib.MAX_WBITS)
     elif encoding == "br":
         try:
-            import brotli  # type: ignore[import-not-found]
+            import brotli
 
             body = brotli.decompress(body)
         except Exception as exc:  # brotli.error, or brotli not installed
@@ -130,6 +130,7 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
     Raises OSError (from the parser) when the file itself cannot be read on; the records
     before that point have been yielded.
     """
+    require_web()
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
     recno = 0
@@ -147,7 +148,9 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
         try:
             if rtype == WarcRecordType.response:
                 rec.parse_http(auto_decode="none")
-                status = rec.http_headers.status_line if rec.http_headers is not None else ""
+                status = (
+                    (rec.http_headers.status_line or "") if rec.http_headers is not None else ""
+                )
                 parts = status.split()
                 if not status.startswith("HTTP/") or len(parts) < 2 or not parts[1].isdigit():
                     yield WarcSkip(
@@ -181,7 +184,7 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
         if not 200 <= code < 300:
             yield WarcSkip(recno, HTTP_STATUS, f"HTTP status {code}{where}", "not a page")
             continue
-        if not ctype.split(";")[0].strip() in _HTML_TYPES:
+        if ctype.split(";")[0].strip() not in _HTML_TYPES:
             kind = ctype.split(";")[0].strip() or "no Content-Type"
             yield WarcSkip(recno, NOT_HTML, f"not HTML ({kind}){where}", "not a page")
             continue
@@ -200,7 +203,7 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
 def _open(entry: Entry) -> BinaryIO:
     if entry.path is None:  # pragma: no cover - WARC entries always have a path
         raise RuntimeError(f"{entry.name} has no file to open")
-    return open(entry.path, "rb")  # noqa: SIM115 - closed by the caller
+    return open(entry.path, "rb")
 
 
 def scan_warc(
@@ -221,8 +224,12 @@ def scan_warc(
                 if isinstance(item, WarcSkip):
                     _skip(problems, entry, item)
                     continue
-                yield item.recno, item.doc_id(id_field), item.text, item.nbytes, item.field(
-                    key_field
+                yield (
+                    item.recno,
+                    item.doc_id(id_field),
+                    item.text,
+                    item.nbytes,
+                    item.field(key_field),
                 )
         except OSError as exc:
             problems.file(entry, UNREADABLE, f"reading failed ({exc})", "repair the file")
@@ -237,9 +244,7 @@ def _skip(problems: Problems, entry: Entry, item: WarcSkip) -> None:
     entry.skipped.add(item.recno)
 
 
-def copy_kept_warc(
-    entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, id_field: str
-) -> None:
+def copy_kept_warc(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, id_field: str) -> None:
     """Pass 2: write ``{"id", "url", "date", "text"}`` for each kept page of the file."""
     remaining = entry.n_docs
     if remaining == 0:

@@ -17,7 +17,7 @@ WEB_FORMATS = ("warc", "html")
 
 
 def web_format(name: str) -> str | None:
-    """"warc" or "html" for a file name with such an ending (lower case), else None."""
+    """ "warc" or "html" for a file name with such an ending (lower case), else None."""
     if name.endswith(WARC_SUFFIXES):
         return "warc"
     if name.endswith(HTML_SUFFIXES):

@@ -38,8 +38,9 @@ class Page:
 
 def _headlines(rng: np.random.Generator, n: int, vocab: Sequence[str]) -> list[str]:
     return [
-        " ".join(vocab[int(i)] for i in rng.integers(200, 4000, size=int(rng.integers(4, 8))))
-        .capitalize()
+        " ".join(
+            vocab[int(i)] for i in rng.integers(200, 4000, size=int(rng.integers(4, 8)))
+        ).capitalize()
         for _ in range(n)
     ]
 
@@ -88,11 +89,9 @@ def boilerplate_words(site_seed: int = 0) -> str:
 def page_html(text: str, title: str, url: str, date: str, site_seed: int = 0) -> str:
     """A complete HTML page with ``text`` (paragraphs split at blank lines) as its article."""
     header, side, footer = _site_chrome(site_seed)
-    paras = "".join(
-        f"<p>{html.escape(p.strip())}</p>" for p in text.split("\n\n") if p.strip()
-    )
+    paras = "".join(f"<p>{html.escape(p.strip())}</p>" for p in text.split("\n\n") if p.strip())
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title>"
         f'<link rel="canonical" href="{html.escape(url)}">'
         f'<meta property="article:published_time" content="{date}">'
@@ -150,7 +149,9 @@ def write_warc(
     for page in pages:
         body = page.html.encode("utf-8")
         if extras:
-            req = StatusAndHeaders("GET / HTTP/1.1", [("Host", "news.example.com")], is_http_request=True)
+            req = StatusAndHeaders(
+                "GET / HTTP/1.1", [("Host", "news.example.com")], is_http_request=True
+            )
             writer.write_record(
                 writer.create_warc_record(
                     page.url,
@@ -179,9 +180,7 @@ def write_warc(
             ("https://news.example.com/logo.png", "image/png", b"\x89PNG\r\n\x1a\n" + bytes(64)),
             ("https://news.example.com/api.json", "application/json", b'{"a": 1}'),
         ):
-            headers = StatusAndHeaders(
-                "200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1"
-            )
+            headers = StatusAndHeaders("200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1")
             writer.write_record(
                 writer.create_warc_record(
                     url,
