@@ -9,7 +9,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -123,6 +122,24 @@ def test_report_pairs_each_removed_document_with_what_it_duplicates(tmp_path: Pa
     assert all(p[3] and p[4] for p in pairs1)  # near copies share passages both ways
 
 
+def test_shared_passages_are_cut_to_the_shown_text(tmp_path: Path) -> None:
+    src, clusters, texts = _corpus(tmp_path)
+    out = tmp_path / "r.html"
+    write_report(src, clusters, out, max_chars=100)
+    data = _payload(out.read_text(encoding="utf-8"))
+    for label, _, _, pairs in data["clusters"]:
+        for p in pairs:
+            for doc, spans in ((p[0], p[3]), (p[1], p[4])):
+                _, shown, more = data["docs"][doc]
+                assert len(shown) == 100 and more == len(texts[int(data["docs"][doc][0][3:])]) - 100
+                assert spans and all(
+                    s + n <= len(shown) for s, n in zip(spans[::2], spans[1::2], strict=True)
+                )
+                assert (
+                    spans[-2] + spans[-1] == len(shown) or label == 1
+                )  # an exact copy: to the end
+
+
 def test_clusters_file_without_scores_falls_back_to_the_kept_member(tmp_path: Path) -> None:
     src, clusters, _ = _corpus(tmp_path)
     old = tmp_path / "old.jsonl"
@@ -226,15 +243,23 @@ def test_report_of_100k_clusters_opens_on_its_first_page(tmp_path: Path) -> None
     assert dom.count('<section class="cluster"') == 20
 
 
-def test_report_from_todays_dedup_clusters_file(tmp_path: Path) -> None:
+def test_report_from_todays_dedup_clusters_and_pairs_files(tmp_path: Path) -> None:
     src, _, _ = _corpus(tmp_path)
-    cl = tmp_path / "run-clusters.jsonl"
-    assert (
-        main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--clusters", str(cl), "-q"]) == 0
-    )
+    cl, pairs = tmp_path / "run-clusters.jsonl", tmp_path / "run-pairs.jsonl"
+    run = ["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--clusters", str(cl)]
+    assert main([*run, "--pairs", str(pairs), "--threshold", "0.5", "-q"]) == 0
     out = tmp_path / "r.html"
-    assert main(["report", str(src), "--clusters", str(cl), "-o", str(out)]) == 0
+    report = ["report", str(src), "--clusters", str(cl), "--pairs", str(pairs), "-o", str(out)]
+    assert main(report) == 0
     data = _payload(out.read_text(encoding="utf-8"))
     sizes = [c[1] for c in data["clusters"]]
     assert sizes == sorted(sizes, reverse=True) and sum(sizes) == len(read_clusters(cl))
-    assert np.all([len(p) == 5 for c in data["clusters"] for p in c[3]])
+    docs = [d[0] for d in data["docs"]]
+    accepted = {
+        frozenset((r["id_a"], r["id_b"])): r["score"]
+        for r in map(json.loads, pairs.read_text().splitlines())
+    }
+    shown = [p for c in data["clusters"] for p in c[3]]
+    assert len(shown) == 4 and all(len(p) == 5 for p in shown)
+    # each removed document sits beside a document it was paired with, with that pair's score
+    assert all(accepted[frozenset((docs[p[0]], docs[p[1]]))] == p[2] for p in shown)

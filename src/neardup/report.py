@@ -9,8 +9,10 @@ kept document) with their shared passages highlighted: the words covered by a wo
 that both texts contain (the same shingles resemblance counts).
 
 Clusters file rows: ``{"id", "cluster", "kept", "duplicate_of", "score"}``; files without
-``duplicate_of``/``score`` (older runs) still work: pairs are then formed with the kept member
-and show no score (a ``--pairs`` file, when given, fills the score histogram).
+``duplicate_of``/``score`` (older runs) still work: a removed document is then paired with a
+document of its cluster from the run's ``--pairs`` file when one is given (the kept member if
+they form a pair, else its best-scoring pair) and shows that score; without a pairs file it is
+paired with the kept member and shows no score.
 """
 
 from __future__ import annotations
@@ -130,19 +132,43 @@ def read_clusters(path: str | Path) -> list[ClusterRow]:
     return rows
 
 
-def read_pair_scores(path: str | Path) -> npt.NDArray[np.float64]:
-    """The ``score`` column of a pairs JSONL file (``neardup dedup --pairs``)."""
-    scores = []
+def read_pairs(path: str | Path) -> list[tuple[str, str, float]]:
+    """Rows (id_a, id_b, score) of a pairs JSONL file (``neardup dedup --pairs``)."""
+    out = []
     for n, line in enumerate(_open_lines(path), 1):
         if not line.strip():
             continue
         try:
-            value = json.loads(line).get("score")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-            raise InputError(f"{path} line {n}: not a JSON object with a 'score'") from None
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            scores.append(float(value))
-    return np.asarray(scores, dtype=np.float64)
+            obj = json.loads(line)
+            a, b, score = str(obj["id_a"]), str(obj["id_b"]), obj["score"]
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError):
+            raise InputError(
+                f"{path} line {n}: not a JSON object with 'id_a', 'id_b' and 'score'"
+            ) from None
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            raise InputError(f"{path} line {n}: 'score' is not a number")
+        out.append((a, b, float(score)))
+    return out
+
+
+def _best_partners(
+    rows: list[ClusterRow], pairs: list[tuple[str, str, float]]
+) -> dict[str, tuple[str, float]]:
+    """For clusters files without ``duplicate_of``: each removed document's partner from the
+    pairs file, in its cluster, the kept member first, else its highest-scoring pair."""
+    label = {r.id: r.cluster for r in rows}
+    kept = {r.id for r in rows if r.kept}
+    best: dict[str, tuple[tuple[bool, float], str, float]] = {}
+    for a, b, score in pairs:
+        if a not in label or label.get(b) != label[a]:
+            continue
+        for me, other in ((a, b), (b, a)):
+            if me in kept:
+                continue
+            rank = (other in kept, score)
+            if me not in best or rank > best[me][0]:
+                best[me] = (rank, other, score)
+    return {me: (other, score) for me, (_, other, score) in best.items()}
 
 
 def _utf16_offsets(text: str) -> npt.NDArray[np.int64]:
@@ -169,9 +195,10 @@ def _shingle_texts(texts: Sequence[str], params: ShingleParams) -> _Shingled:
     return _Shingled(fps, offsets, spans, [_utf16_offsets(t) for t in texts])
 
 
-def shared_spans(sh: _Shingled, i: int, j: int, w: int) -> list[int]:
+def shared_spans(sh: _Shingled, i: int, j: int, w: int, limit: int | None = None) -> list[int]:
     """Passages of text i made of words covered by a w-shingle that text j also has, as a flat
-    list [start, length, start, length, ...] in UTF-16 code units."""
+    list [start, length, start, length, ...] in UTF-16 code units, cut at ``limit`` code units
+    (the shown part of the text) when given."""
     mine = sh.fps[sh.offsets[i] : sh.offsets[i + 1]]
     theirs = sh.fps[sh.offsets[j] : sh.offsets[j + 1]]
     spans = sh.spans[i]
@@ -192,6 +219,9 @@ def shared_spans(sh: _Shingled, i: int, j: int, w: int) -> list[int]:
     u16 = sh.utf16[i]
     starts = u16[spans[first, 0]]
     ends = u16[spans[last, 1]]
+    if limit is not None:
+        inside = starts < limit
+        starts, ends = starts[inside], np.minimum(ends[inside], limit)
     return np.column_stack((starts, ends - starts)).ravel().tolist()
 
 
@@ -296,7 +326,6 @@ def write_report(
     doc_ids = list(doc_index)
     need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
     texts: dict[str, str] = {}
-    full_len: dict[str, int] = {}
     n_input = 0
     with open_source(
         inputs,
@@ -309,8 +338,7 @@ def write_report(
             n_input += len(batch)
             for rid, text in zip(batch.ids, batch.texts, strict=True):
                 if rid in need:
-                    texts[rid] = text[:max_chars]
-                    full_len[rid] = len(text)
+                    texts[rid] = text
     missing = need - texts.keys()
     if missing:
         example = sorted(missing)[0]
@@ -319,9 +347,14 @@ def write_report(
             f"{example!r}); give the same input and --id-field/--text-field as the dedup run"
         )
     shown = sorted(texts, key=doc_index.__getitem__)
+    # shared passages are found in the whole texts, then cut to the part shown
     sh = _shingle_texts([texts[d] for d in shown], shingle)
+    shown_u16 = [int(sh.utf16[k][min(max_chars, len(texts[d]))]) for k, d in enumerate(shown)]
     slot = {d: i for i, d in enumerate(shown)}
 
+    from_pairs: dict[str, tuple[str, float]] = {}
+    if pairs is not None and any(r.duplicate_of is None and not r.kept for r in rows):
+        from_pairs = _best_partners(rows, read_pairs(pairs))
     data_clusters: list[list[Any]] = []
     scores: list[float] = []
     n_pairs = 0
@@ -332,20 +365,29 @@ def write_report(
         for m in members:
             if m.kept and m in kept:
                 continue
-            partner = m.duplicate_of if m.duplicate_of in doc_index else kept[0].id
-            if m.score is not None:
-                scores.append(m.score)
-            pair: list[Any] = [doc_index[m.id], doc_index[partner], m.score]
+            partner, score = m.duplicate_of, m.score
+            if partner not in doc_index and m.id in from_pairs:
+                partner, found = from_pairs[m.id]
+                score = found if score is None else score
+            if partner not in doc_index:
+                partner = kept[0].id
+            if score is not None:
+                scores.append(score)
+            pair: list[Any] = [doc_index[m.id], doc_index[partner], score]
             if rank < text_clusters and m.id in slot and partner in slot:
                 a, b = slot[m.id], slot[partner]
-                pair += [shared_spans(sh, a, b, shingle.w), shared_spans(sh, b, a, shingle.w)]
+                pair += [
+                    shared_spans(sh, a, b, shingle.w, shown_u16[a]),
+                    shared_spans(sh, b, a, shingle.w, shown_u16[b]),
+                ]
             pair_rows.append(pair)
         n_pairs += len(pair_rows)
         data_clusters.append([label, len(members), [doc_index[m.id] for m in kept], pair_rows])
-    docs = [[d, texts.get(d), full_len.get(d, 0)] for d in doc_ids]
+    docs = [
+        [d, texts[d][:max_chars], max(0, len(texts[d]) - max_chars)] if d in texts else [d, None, 0]
+        for d in doc_ids
+    ]
     score_arr = np.asarray(scores, dtype=np.float64)
-    if not score_arr.size and pairs is not None:
-        score_arr = read_pair_scores(pairs)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
     removed = sum(1 for r in rows if not r.kept)
     summary: list[tuple[str, str]] = [
