@@ -15,7 +15,7 @@ from neardup.compare import compare, format_comparison, word_spans
 from neardup.minhash import estimate, sketch
 from neardup.params import ShingleParams, SketchParams
 from neardup.simhash import simhash
-from neardup.text import canonical_tokens
+from neardup.text import canonical_tokens, fold_char
 
 from .strategies import texts, tricky_text
 
@@ -60,6 +60,21 @@ def test_lcs_kernel_equals_the_table_reference(a: list[int], b: list[int]) -> No
     assert [a[i] for i in ia] == [b[j] for j in ib]
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    a=st.lists(st.integers(0, 3), min_size=60, max_size=300),
+    b=st.lists(st.integers(0, 3), min_size=60, max_size=300),
+)
+def test_lcs_kernel_equals_the_reference_across_many_words(a: list[int], b: list[int]) -> None:
+    # more than 64 positions: the bit-parallel rows carry across 64-bit words
+    x, y = np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)
+    want = lcs_reference(a, b)
+    assert lcs_length(x, y) == lcs_length(y, x) == want
+    ia, ib = lcs_alignment(x, y)
+    assert len(ia) == want and [a[i] for i in ia] == [b[j] for j in ib]
+    assert all(np.diff(ia) > 0) and all(np.diff(ib) > 0)
+
+
 @settings(max_examples=150, deadline=None)
 @given(a=texts, b=texts)
 def test_measures_equal_brute_force_on_unicode(a: str, b: str) -> None:
@@ -87,9 +102,13 @@ def test_measures_equal_brute_force_on_unicode(a: str, b: str) -> None:
 @given(a=tricky_text, b=tricky_text)
 def test_diff_replays_both_word_sequences(a: str, b: str) -> None:
     c = compare(a, b)
+
+    def fold(words: list[str]) -> list[str]:  # equal runs show B's spelling of A's words
+        return ["".join(map(fold_char, w)) for w in words]
+
     left = [w for op, words in c.diff if op in "=-" for w in words]
     right = [w for op, words in c.diff if op in "=+" for w in words]
-    assert left == [a[s:e] for s, e in word_spans(a)]
+    assert fold(left) == fold([a[s:e] for s, e in word_spans(a)])
     assert right == [b[s:e] for s, e in word_spans(b)]
     assert sum(len(words) for op, words in c.diff if op == "=") == c.lcs_length
 

@@ -126,7 +126,7 @@ def compare(
 
     ``shingle`` sets the shingles for resemblance, containment, Dice and MinHash (and NFKC for
     the word measures); ``simhash_params`` defaults to SimhashParams(nfkc=shingle.nfkc). The
-    LCS costs O(m·n) time in linear memory: about a second for two 30,000-word texts.
+    LCS is bit-parallel, O(m·n/64) time in linear memory: 0.25-0.5 s for two 30,000-word texts.
     Measures involving an empty text are 0 (LCS similarity of two empty texts is 0 as well).
     """
     if not isinstance(text_a, str) or not isinstance(text_b, str):

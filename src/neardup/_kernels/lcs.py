@@ -1,58 +1,104 @@
-"""Two token sequences (int arrays) -> longest common subsequence: its length in linear memory,
-and one alignment by Hirschberg's divide and conquer (O(m n) time, O(m + n) memory)."""
+"""Two token sequences (int arrays) -> longest common subsequence: its length, bit-parallel
+(Hyyrö: 64 cells of the dynamic-programming table per word operation), and one alignment by
+Hirschberg's divide and conquer over bit-parallel rows (O(m n / 64) time, O(m + n) memory)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-
-@njit(cache=True, nogil=True)
-def _forward(a: np.ndarray, alo: int, ahi: int, b: np.ndarray, blo: int, bhi: int) -> np.ndarray:
-    """row[j] = LCS length of a[alo:ahi] and b[blo:blo+j], j = 0..bhi-blo."""
-    n = bhi - blo
-    prev = np.zeros(n + 1, dtype=np.int64)
-    cur = np.zeros(n + 1, dtype=np.int64)
-    for i in range(alo, ahi):
-        ai = a[i]
-        cur[0] = 0
-        for j in range(n):
-            if ai == b[blo + j]:
-                cur[j + 1] = prev[j] + 1
-            elif prev[j + 1] >= cur[j]:
-                cur[j + 1] = prev[j + 1]
-            else:
-                cur[j + 1] = cur[j]
-        prev, cur = cur, prev
-    return prev
+_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
 
 
 @njit(cache=True, nogil=True)
-def _backward(a: np.ndarray, alo: int, ahi: int, b: np.ndarray, blo: int, bhi: int) -> np.ndarray:
-    """row[j] = LCS length of a[alo:ahi] and b[bhi-j:bhi], j = 0..bhi-blo."""
+def _dense(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Dense symbol ids of a and b (equal values, equal ids), and b's positions per symbol
+    (CSR: symbol s occurs at pos_list[pos_start[s]:pos_start[s+1]], ascending)."""
+    both = np.concatenate((a, b))
+    order = np.argsort(both, kind="mergesort")
+    ids = np.empty(both.shape[0], dtype=np.int64)
+    k = -1
+    for idx in range(order.shape[0]):
+        j = order[idx]
+        if idx == 0 or both[j] != both[order[idx - 1]]:
+            k += 1
+        ids[j] = k
+    ia = ids[: a.shape[0]]
+    ib = ids[a.shape[0] :]
+    pos_start = np.zeros(k + 2, dtype=np.int64)
+    for j in range(ib.shape[0]):
+        pos_start[ib[j] + 1] += 1
+    for s in range(k + 1):
+        pos_start[s + 1] += pos_start[s]
+    fill = pos_start[:-1].copy()
+    pos_list = np.empty(ib.shape[0], dtype=np.int64)
+    for j in range(ib.shape[0]):
+        pos_list[fill[ib[j]]] = j
+        fill[ib[j]] += 1
+    return ia, ib, pos_start, pos_list
+
+
+@njit(cache=True, nogil=True)
+def _row(
+    sa: np.ndarray,
+    first: int,
+    stop: int,
+    step: int,
+    pos_start: np.ndarray,
+    pos_list: np.ndarray,
+    blo: int,
+    bhi: int,
+    backward: bool,
+) -> np.ndarray:
+    """LCS row of a[first], a[first+step], ... (until stop) against b[blo:bhi] (reversed when
+    ``backward``), bit-parallel (Hyyrö 2004): bit j of V is 0 where the row steps up at j, so
+    row[j] = number of zero bits among V's first j. V' = (V + (V & M)) | (V & ~M), M = the bits
+    where b holds the row's symbol."""
     n = bhi - blo
-    prev = np.zeros(n + 1, dtype=np.int64)
-    cur = np.zeros(n + 1, dtype=np.int64)
-    for i in range(ahi - 1, alo - 1, -1):
-        ai = a[i]
-        cur[0] = 0
-        for j in range(n):
-            if ai == b[bhi - 1 - j]:
-                cur[j + 1] = prev[j] + 1
-            elif prev[j + 1] >= cur[j]:
-                cur[j + 1] = prev[j + 1]
-            else:
-                cur[j + 1] = cur[j]
-        prev, cur = cur, prev
-    return prev
+    words = (n + 63) >> 6
+    v = np.full(words, _ONES, dtype=np.uint64)
+    m = np.zeros(words, dtype=np.uint64)
+    i = first
+    while i != stop:
+        s = sa[i]
+        lo = pos_start[s]
+        hi = pos_start[s + 1]
+        lo += np.searchsorted(pos_list[lo:hi], blo)
+        hi = pos_start[s] + np.searchsorted(pos_list[pos_start[s] : hi], bhi)
+        if lo < hi:
+            for k in range(lo, hi):
+                bit = (bhi - 1 - pos_list[k]) if backward else (pos_list[k] - blo)
+                m[bit >> 6] |= _ONE << np.uint64(bit & 63)
+            carry = _ZERO
+            for w in range(words):
+                x = v[w]
+                u = x & m[w]
+                t = x + u
+                total = t + carry
+                carry = _ONE if (t < x or total < t) else _ZERO
+                v[w] = total | (x & ~m[w])
+            for k in range(lo, hi):
+                bit = (bhi - 1 - pos_list[k]) if backward else (pos_list[k] - blo)
+                m[bit >> 6] = _ZERO
+        i += step
+    row = np.zeros(n + 1, dtype=np.int64)
+    count = 0
+    for j in range(n):
+        if ((v[j >> 6] >> np.uint64(j & 63)) & _ONE) == _ZERO:
+            count += 1
+        row[j + 1] = count
+    return row
 
 
 @njit(cache=True, nogil=True)
 def lcs_length(a: np.ndarray, b: np.ndarray) -> int:
-    """Length of a longest common subsequence of a and b (O(len(a) len(b)) time)."""
-    if a.shape[0] < b.shape[0]:
-        a, b = b, a
-    row = _forward(a, 0, a.shape[0], b, 0, b.shape[0])
+    """Length of a longest common subsequence of a and b (O(len(a) len(b) / 64) time)."""
+    if a.shape[0] == 0 or b.shape[0] == 0:
+        return 0
+    sa, _, pos_start, pos_list = _dense(a, b)
+    row = _row(sa, 0, a.shape[0], 1, pos_start, pos_list, 0, b.shape[0], False)
     return int(row[b.shape[0]])
 
 
@@ -83,6 +129,7 @@ def lcs_alignment(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         ia[count] = ahi
         ib[count] = bhi
         count += 1
+    sa, _, pos_start, pos_list = _dense(a, b)
     stack = np.empty((2 * (m + 2), 4), dtype=np.int64)
     top = 0
     stack[0, 0] = lo
@@ -107,8 +154,8 @@ def lcs_alignment(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]
                     break
             continue
         mid = (alo_ + ahi_) // 2
-        fwd = _forward(a, alo_, mid, b, blo_, bhi_)
-        bwd = _backward(a, mid, ahi_, b, blo_, bhi_)
+        fwd = _row(sa, alo_, mid, 1, pos_start, pos_list, blo_, bhi_, False)
+        bwd = _row(sa, ahi_ - 1, mid - 1, -1, pos_start, pos_list, blo_, bhi_, True)
         width = bhi_ - blo_
         best = -1
         split = 0
