@@ -634,8 +634,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "dedup":
             return cmd_dedup(args)
-        if args.command in ("compare", "report"):
-            return cmd_compare(args) if args.command == "compare" else cmd_report(args)
+        if args.command == "compare":
+            return cmd_compare(args)
+        if args.command == "report":
+            return cmd_report(args)
         return cmd_plan(args)
     except NeardupError as exc:
         sys.stderr.write(f"neardup: error: {exc}\n")
