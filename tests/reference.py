@@ -149,3 +149,53 @@ def estimate_bottomk(x: list[int], y: list[int]) -> float:
     if not union:
         return 0.0
     return sum(v in sx and v in sy for v in union) / len(union)
+
+
+def keep_aware_reference(
+    n: int,
+    pairs: list[tuple[int, int, float]],
+    priority: list[int],
+    groups: list[int] | None = None,
+) -> tuple[list[bool], list[int], list[float]]:
+    """The greedy keep rule over all pairs, one group of exact duplicates at a time.
+
+    Groups are visited by their best member's (priority, index); a group is kept unless a kept
+    group is paired with it, else it follows the kept group with the highest pair score (ties:
+    the better group). A kept group keeps its best member; everything else is removed.
+    Returns (kept, duplicate_of, score) per document; -1 and NaN for kept documents.
+    """
+    groups = list(range(n)) if groups is None else groups
+    key = {d: (priority[d], d) for d in range(n)}
+    best: dict[int, int] = {}
+    for d in range(n):
+        g = groups[d]
+        if g not in best or key[d] < key[best[g]]:
+            best[g] = d
+    adj: dict[int, dict[int, float]] = {g: {} for g in best}
+    for a, b, s in pairs:
+        ga, gb = groups[a], groups[b]
+        if ga != gb:
+            adj[ga][gb] = max(s, adj[ga].get(gb, s))
+            adj[gb][ga] = max(s, adj[gb].get(ga, s))
+    kept_groups: set[int] = set()
+    follows: dict[int, tuple[int, float]] = {}
+    for g in sorted(best, key=lambda g: key[best[g]]):
+        near = [(s, h) for h, s in adj[g].items() if h in kept_groups]
+        if not near:
+            kept_groups.add(g)
+        else:
+            s, h = min(near, key=lambda sh: (-sh[0], key[best[sh[1]]]))
+            follows[g] = (h, s)
+    kept, dup, score = [], [], []
+    for d in range(n):
+        g = groups[d]
+        if g in kept_groups:
+            kept.append(d == best[g])
+            dup.append(-1 if d == best[g] else best[g])
+            score.append(float("nan") if d == best[g] else 1.0)
+        else:
+            h, s = follows[g]
+            kept.append(False)
+            dup.append(best[h])
+            score.append(s)
+    return kept, dup, score

@@ -216,7 +216,7 @@ def test_plan_for_simhash_says_which_tables_it_chose(capsys: pytest.CaptureFixtu
 def test_prefetch_keeps_order_passes_errors_and_stops_its_reader() -> None:
     import threading
 
-    from neardup.cli import prefetch
+    from neardup.io._prefetch import prefetch
 
     assert list(prefetch(iter(range(100)))) == list(range(100))
 
@@ -277,3 +277,72 @@ def test_sigterm_stops_cleanly_without_leaving_partial_output(tmp_path: Path) ->
     assert proc.returncode == 130
     assert "interrupted" in err
     assert list(tmp_path.iterdir()) == []  # no output, no temporary file
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-distance", "4"], "--max-distance only applies to --method simhash"),
+        (
+            ["--method", "simhash", "--features", "6,14,2"],
+            "--features only applies to --method minhash",
+        ),
+        (["--method", "simhash", "--threshold", "0.7"], "threshold does nothing with the SimHash"),
+        (["--keep", "longest", "--keep-field", "n"], "--keep and --keep-field"),
+        (["--keep-prefer", "min"], "--keep-prefer applies to --keep-field"),
+    ],
+)
+def test_options_that_would_do_nothing_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_corpus(src, 20)
+    out = tmp_path / "kept.jsonl"
+    assert main(["dedup", str(src), "-o", str(out), *args]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists()
+
+
+def test_clusters_file_names_the_kept_document_each_removed_one_duplicates(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    records = _write_corpus(src, 300)
+    texts = {str(r["id"]): str(r["text"]) for r in records}
+    cl = tmp_path / "clusters.jsonl"
+    assert main(["dedup", str(src), "--clusters", str(cl), "--verify", "exact", "--quiet"]) == 0
+    rows = [json.loads(line) for line in cl.read_text().splitlines()]
+    kept = {r["id"] for r in rows if r["kept"]}
+    removed = [r for r in rows if not r["kept"]]
+    assert removed
+    from neardup.resemblance import jaccard
+    from neardup.shingles import shingle_batch
+
+    for r in removed:
+        assert r["duplicate_of"] in kept  # a star around a kept document
+        batch = shingle_batch([texts[r["id"]], texts[r["duplicate_of"]]])
+        assert r["score"] == pytest.approx(jaccard(batch.doc(0), batch.doc(1)))
+        assert r["score"] >= 0.8
+    assert all(r["duplicate_of"] is None and r["score"] is None for r in rows if r["kept"])
+
+
+def test_keep_aware_removal_keeps_the_end_of_a_chain_that_components_removes(
+    tmp_path: Path,
+) -> None:
+    words = random_documents(1, seed=9, words=(60, 60))[0].split()
+    a = " ".join(words)
+    b = " ".join(words[:50] + ["zz"] * 10)  # ~0.7 with a
+    c = " ".join(words[:40] + ["zz"] * 20)  # ~0.7 with b, ~0.5 with a
+    src = tmp_path / "chain.jsonl"
+    src.write_text(
+        "".join(
+            json.dumps({"id": i, "text": t}) + "\n" for i, t in zip("abc", (a, b, c), strict=True)
+        )
+    )
+    kept = {}
+    for removal in ("keep-aware", "components"):
+        out = tmp_path / f"{removal}.jsonl"
+        args = ["dedup", str(src), "-o", str(out), "--threshold", "0.6", "--verify", "exact"]
+        assert main([*args, "--removal", removal, "--quiet"]) == 0
+        kept[removal] = [json.loads(line)["id"] for line in out.read_text().splitlines()]
+    assert kept["components"] == ["a"]
+    assert kept["keep-aware"] == ["a", "c"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from neardup.engine import Deduplicator, DedupParams
+from neardup.engine import Deduplicator
 from neardup.errors import ParamError
-from neardup.features import FeatureParams
+from neardup.params import DedupParams, FeatureParams, MinhashParams, SimhashMethodParams
 from neardup.shingles import content_hashes, shingle_batch
 from neardup.testing.synth import near_duplicate_corpus, random_documents
 from neardup.testing.truth import exact_similar_pairs, precision_recall
@@ -19,7 +19,9 @@ def corpus() -> list[str]:
     return list(near_duplicate_corpus(base, 3000, 0.5, seed=11, n_empty=5).texts)
 
 
-def expand_pairs(texts: list[str], a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reference_expansion(
+    texts: list[str], a: np.ndarray, b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """All document pairs implied by accepted pairs between exact-duplicate groups."""
     canonical, _ = content_hashes(texts)
     _, group = np.unique(canonical, return_inverse=True)
@@ -44,7 +46,7 @@ def _truth(texts: list[str], threshold: float) -> tuple[np.ndarray, np.ndarray]:
 
 def test_exact_verification_has_precision_one_and_high_recall(corpus: list[str]) -> None:
     dedup = Deduplicator(DedupParams(threshold=0.8, verify="exact")).fit(corpus)
-    fa, fb = expand_pairs(corpus, dedup.pairs_[0], dedup.pairs_[1])
+    fa, fb = dedup.all_pairs()[:2]
     precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
     assert precision == 1.0
     assert recall >= 0.98
@@ -52,7 +54,7 @@ def test_exact_verification_has_precision_one_and_high_recall(corpus: list[str])
 
 def test_sketch_verification_is_accurate(corpus: list[str]) -> None:
     dedup = Deduplicator(DedupParams(threshold=0.8, verify="sketch")).fit(corpus)
-    fa, fb = expand_pairs(corpus, dedup.pairs_[0], dedup.pairs_[1])
+    fa, fb = dedup.all_pairs()[:2]
     precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
     assert precision >= 0.97
     assert recall >= 0.97
@@ -103,10 +105,10 @@ def test_unrelated_documents_are_not_clustered() -> None:
 
 
 def test_explicit_features_are_used_and_bottomk_is_rejected() -> None:
-    params = DedupParams(features=FeatureParams(6, 14, 2))
+    params = DedupParams(method=MinhashParams(features=FeatureParams(6, 14, 2)))
     assert params.sketch_params().t == 84
     with pytest.raises(ParamError, match="bottom-k"):
-        DedupParams(sketch_kind="bottomk")  # type: ignore[arg-type]
+        MinhashParams(sketch="bottomk")  # type: ignore[arg-type]
 
 
 def test_planned_candidates_keep_recall_at_the_threshold() -> None:
@@ -122,7 +124,8 @@ def test_simhash_method_pairs_equal_brute_force_within_k_bits(corpus: list[str])
     from neardup.simhash import SimhashParams, simhash
     from neardup.testing import hamming_pairs_reference
 
-    dedup = Deduplicator(DedupParams(method="simhash", max_distance=4)).fit(corpus)
+    simhash_method = SimhashMethodParams(max_distance=4)
+    dedup = Deduplicator(DedupParams(method=simhash_method, removal="components")).fit(corpus)
     canonical, _ = content_hashes(corpus)
     _, first = np.unique(canonical, return_index=True)
     reps = np.sort(first[canonical[first] != np.uint64(2**64 - 1)])
@@ -138,13 +141,12 @@ def test_simhash_method_pairs_equal_brute_force_within_k_bits(corpus: list[str])
 def test_simhash_idf_weighting_fits_the_table_on_the_corpus(corpus: list[str]) -> None:
     from neardup.simhash import fit_idf_texts
 
-    params = DedupParams(method="simhash", simhash_weighting="idf", max_distance=3)
+    params = DedupParams(method=SimhashMethodParams(weighting="idf", max_distance=3))
     auto = Deduplicator(params).fit(iter(corpus[:600]))
-    table = fit_idf_texts(corpus[:600], Deduplicator(params).simhash_params())
+    table = fit_idf_texts(corpus[:600], params.simhash_params())
     given = Deduplicator(params, idf=table).fit(corpus[:600])
     assert np.array_equal(auto.clusters_, given.clusters_)
-    counted = Deduplicator(DedupParams(method="simhash", max_distance=3)).fit(corpus[:600])
-    assert auto.simhash_params().weighting == "idf" != counted.simhash_params().weighting
+    assert auto.idf is not None and auto.idf.n_docs == 600
 
 
 @pytest.mark.parametrize("verify", ["exact", "sketch"])
@@ -164,7 +166,7 @@ def test_scores_do_not_depend_on_how_batches_are_gathered(corpus: list[str], ver
 def test_hybrid_verification_rechecks_borderline_pairs_exactly(corpus: list[str]) -> None:
     dedup = Deduplicator(DedupParams(threshold=0.8, verify="hybrid")).fit(corpus)
     assert dedup.stats_.rechecked_pairs > 0
-    fa, fb = expand_pairs(corpus, dedup.pairs_[0], dedup.pairs_[1])
+    fa, fb = dedup.all_pairs()[:2]
     precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
     assert precision >= 0.995
     assert recall >= 0.98
@@ -173,19 +175,20 @@ def test_hybrid_verification_rechecks_borderline_pairs_exactly(corpus: list[str]
 def test_hybrid_without_a_way_to_fetch_texts_is_a_clear_error(corpus: list[str]) -> None:
     dedup = Deduplicator(DedupParams(threshold=0.8, verify="hybrid"))
     dedup.partial_fit(corpus)
-    with pytest.raises(ParamError, match="fetch_texts"):
+    with pytest.raises(ParamError, match="fetch"):
         dedup.finish()
 
 
 def test_super_features_find_the_same_pairs_as_counting(corpus: list[str]) -> None:
     feats = FeatureParams(6, 14, 2)
-    counted = Deduplicator(DedupParams(threshold=0.7, features=feats)).fit(corpus)
-    looked_up = Deduplicator(DedupParams(threshold=0.7, features=feats, super_features=True))
-    looked_up.fit(corpus)
+    counted = Deduplicator(DedupParams(threshold=0.7, method=MinhashParams(features=feats)))
+    counted.fit(corpus)
+    method = MinhashParams(features=feats, super_features=True)
+    looked_up = Deduplicator(DedupParams(threshold=0.7, method=method)).fit(corpus)
     for x, y in zip(counted.pairs_, looked_up.pairs_, strict=True):
         assert np.array_equal(x, y)
-    with pytest.raises(ParamError, match="super features"):
-        Deduplicator(DedupParams(threshold=0.8, super_features=True))  # planned k=38, r=3
+    with pytest.raises(ParamError, match="super features"):  # planned k=38, r=3
+        DedupParams(threshold=0.8, method=MinhashParams(super_features=True))
 
 
 @pytest.mark.parametrize("verify", ["sketch", "hybrid", "exact"])
@@ -193,3 +196,79 @@ def test_an_empty_collection_gives_empty_results(verify: str) -> None:
     dedup = Deduplicator(DedupParams(verify=verify)).fit([])  # type: ignore[arg-type]
     assert dedup.clusters_.shape == dedup.kept_.shape == (0,)
     assert dedup.stats_.documents == 0 and len(dedup.pairs_[0]) == 0
+
+
+def test_all_pairs_expands_exact_groups_like_the_brute_force_expansion(corpus: list[str]) -> None:
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="exact")).fit(corpus[:1200])
+    a, b, score = dedup.all_pairs()
+    want_a, want_b = reference_expansion(corpus[:1200], dedup.pairs_[0], dedup.pairs_[1])
+    assert np.array_equal(a, want_a) and np.array_equal(b, want_b)
+    assert np.all(score >= 0.8)
+
+
+def test_a_third_method_plugs_in_without_touching_the_engine() -> None:
+    """Exact Jaccard over all pairs, as a method object: the engine composes it unchanged."""
+    from neardup.methods import Candidates, Signatures
+    from neardup.textbatch import TextBatch
+
+    class AllPairsJaccard:
+        name = "all-pairs"
+        min_shared = 1
+
+        def signatures(self, batch: TextBatch) -> Signatures:
+            sets = batch.sets()
+            rows = [frozenset(sets.doc(i).tolist()) for i in range(len(sets))]
+            return Signatures(np.array([*rows, None], dtype=object)[:-1])
+
+        def candidates(self, sigs: Signatures) -> Candidates:
+            n = len(sigs)
+            a, b = np.triu_indices(n, k=1)
+            score = np.array(
+                [
+                    len(sigs.data[i] & sigs.data[j]) / max(len(sigs.data[i] | sigs.data[j]), 1)
+                    for i, j in zip(a.tolist(), b.tolist(), strict=True)
+                ]
+            )
+            return Candidates(a.astype(np.int64), b.astype(np.int64), score, score >= 0.5)
+
+        def lookup_keys(self, sigs: Signatures) -> np.ndarray:
+            return np.zeros((len(sigs), 0), dtype=np.uint64)
+
+        def score(self, x: Signatures, y: Signatures) -> np.ndarray:
+            return np.ones(len(x))
+
+        def accept(self, score: np.ndarray) -> np.ndarray:
+            return score >= 0.5
+
+        def describe(self) -> str:
+            return "exact Jaccard of every pair"
+
+    texts = random_documents(40, seed=3, words=(20, 40))
+    texts = [*texts, texts[0] + " tail words here", texts[5].upper(), "x"]
+    params = DedupParams(threshold=0.5, verify="none")
+    dedup = Deduplicator(params, method=AllPairsJaccard()).fit(texts)
+    truth_a, truth_b, _ = exact_similar_pairs(shingle_batch(texts), threshold=0.5)
+    a, b, _ = dedup.all_pairs()
+    assert {(int(x), int(y)) for x, y in zip(a, b, strict=True)} == {
+        (int(x), int(y)) for x, y in zip(truth_a, truth_b, strict=True)
+    }
+    assert not dedup.kept_[40] and dedup.duplicate_of_[40] == 0
+    assert not dedup.kept_[41] and dedup.duplicate_of_[41] == 5
+
+
+def test_options_that_do_nothing_under_a_method_are_refused() -> None:
+    with pytest.raises(ParamError, match="threshold does nothing"):
+        DedupParams(threshold=0.7, method=SimhashMethodParams())
+    verified = DedupParams(threshold=0.7, method=SimhashMethodParams(), verify="exact")
+    assert verified.resolved_verify == "exact" and verified.resolved_threshold == 0.7
+    assert DedupParams().resolved_verify == "hybrid"
+    assert DedupParams(method=SimhashMethodParams()).resolved_verify == "none"
+    assert DedupParams(threshold=1).resolved_threshold == 1.0
+
+
+def test_simhash_pairs_confirmed_by_jaccard_have_precision_one(corpus: list[str]) -> None:
+    params = DedupParams(threshold=0.8, method=SimhashMethodParams(max_distance=6), verify="exact")
+    dedup = Deduplicator(params).fit(corpus[:1500])
+    fa, fb = dedup.all_pairs()[:2]
+    precision, *_ = precision_recall(fa, fb, *_truth(corpus[:1500], 0.8))
+    assert precision == 1.0

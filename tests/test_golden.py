@@ -14,6 +14,7 @@ import numpy as np
 from neardup.minhash import sketch_texts
 from neardup.params import FORMAT_VERSION, ShingleParams, SketchParams
 from neardup.shingles import content_hashes, shingle_sequence
+from neardup.text import table_version
 
 GOLDEN = Path(__file__).parent / "golden" / f"format_v{FORMAT_VERSION}.json"
 TEXTS = [
@@ -26,15 +27,20 @@ SHINGLES = [ShingleParams(), ShingleParams(w=3, hash="rabin"), ShingleParams(w=4
 SKETCHES = [SketchParams(kind=k, t=8, seed=42) for k in ("oph", "classic", "bottomk")]  # type: ignore[arg-type]
 
 
+def label(params: ShingleParams | SketchParams) -> str:
+    """The parameters' fingerprint without the Unicode version (the texts here are the same
+    under every Unicode version Python 3.11+ ships)."""
+    tag = f'"unicode":"{table_version()}"'
+    return params.fingerprint().replace(tag + ",", "").replace("," + tag, "")
+
+
 def compute() -> dict[str, object]:
     out: dict[str, object] = {}
     for sp in SHINGLES:
         fps, offsets = shingle_sequence(TEXTS, sp)
-        out[sp.fingerprint()] = [
-            fps[offsets[i] : offsets[i + 1]].tolist() for i in range(len(TEXTS))
-        ]
+        out[label(sp)] = [fps[offsets[i] : offsets[i + 1]].tolist() for i in range(len(TEXTS))]
     for kp in SKETCHES:
-        out[kp.fingerprint()] = sketch_texts(TEXTS, params=kp).tolist()
+        out[label(kp)] = sketch_texts(TEXTS, params=kp).tolist()
     canonical, raw = content_hashes(TEXTS)
     out["content_hashes"] = [canonical.tolist(), raw.tolist()]
     return out

@@ -13,6 +13,8 @@ EXPECTED = {
     "expected_error", "features", "hamming_pairs", "jaccard", "pair_scores", "plan", "plan_tables",
     "shingle_batch", "shingle_sequence", "sketch", "sketch_texts",
     "IdfTable", "SimhashParams", "fit_idf_texts", "simhash",
+    "Method", "MinHashMethod", "SimHashMethod", "Signatures", "MinhashParams",
+    "SimhashMethodParams",
 }  # fmt: skip
 
 

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 from .candidates import CandidateResult, candidate_pairs
 from .clusters import choose_representatives, cluster_labels
-from .engine import Deduplicator, DedupParams, DedupStats
+from .engine import Deduplicator, DedupStats
 from .errors import IndexMismatchError, InputError, NeardupError, ParamError
-from .features import FeatureParams, acceptance, features
+from .features import acceptance, features
 from .hamming import HammingIndex, hamming_pairs, plan_tables
+from .methods import Method, MinHashMethod, Signatures, SimHashMethod
 from .minhash import EMPTY, estimate, estimate_pairs, expected_error, sketch, sketch_texts
-from .params import FORMAT_VERSION, ShingleParams, SketchParams
+from .params import (
+    FORMAT_VERSION,
+    DedupParams,
+    FeatureParams,
+    MinhashParams,
+    ShingleParams,
+    SimhashMethodParams,
+    SimhashParams,
+    SketchParams,
+)
 from .planner import Plan, plan
 from .resemblance import containment, dice, jaccard, pair_scores
 from .shingles import ShingleBatch, content_hashes, shingle_batch, shingle_sequence
-from .simhash import IdfTable, SimhashParams, fit_idf_texts, simhash
+from .simhash import IdfTable, fit_idf_texts, simhash
 from .text import canonical_tokens
 
 __version__ = "0.1.0"
@@ -30,11 +40,17 @@ __all__ = [
     "IdfTable",
     "IndexMismatchError",
     "InputError",
+    "Method",
+    "MinHashMethod",
+    "MinhashParams",
     "NeardupError",
     "ParamError",
     "Plan",
     "ShingleBatch",
     "ShingleParams",
+    "Signatures",
+    "SimHashMethod",
+    "SimhashMethodParams",
     "SimhashParams",
     "SketchParams",
     "__version__",

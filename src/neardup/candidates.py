@@ -15,20 +15,25 @@ instead (consecutive members in document order; with ``identical`` group ids, co
 of the same group only). A chain keeps the bucket connected for clustering with len-1 pairs
 instead of len·(len-1)/2, but the pairs are no longer all present: counts from such buckets are
 lower bounds. The stats say how often this happened.
+
+Keep-aware removal needs more than connectivity: every big-bucket member must be compared with
+the bucket's kept documents. With ``list_big_buckets=True`` the result also lists each big
+bucket's members (CSR: ``big_members[big_offsets[c]:big_offsets[c+1]]``, documents ascending,
+identical memberships from several columns listed once) for ``neardup.removal.
+resolve_big_buckets``, which checks them in a bounded number of comparisons per member. The
+pairs, counts and stats are the same with or without the listing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from ._kernels import candidates as _k
+from ._kernels.hashing import EMPTY
 from .errors import InputError, ParamError
-
-#: The "no key" sentinel: skipped (equal to ``neardup.features.EMPTY``).
-EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 #: Default bucket size above which a bucket is chained instead of emitting all its pairs.
 DEFAULT_MAX_BUCKET = 200
@@ -59,14 +64,29 @@ class CandidateStats:
     largest_bucket: int
 
 
+def _no_members() -> npt.NDArray[np.int64]:
+    return np.zeros(0, dtype=np.int64)
+
+
+def _no_offsets() -> npt.NDArray[np.int64]:
+    return np.zeros(1, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class CandidateResult:
-    """Candidate pairs: a < b (int64), sorted by a then b; count = keys shared (int32)."""
+    """Candidate pairs: a < b (int64), sorted by a then b; count = keys shared (int32).
+
+    big_members, big_offsets: the buckets larger than max_bucket as CSR (bucket c is
+    ``big_members[big_offsets[c]:big_offsets[c+1]]``, documents ascending); filled only when
+    asked for with ``list_big_buckets=True``, else empty (offsets ``[0]``).
+    """
 
     a: npt.NDArray[np.int64]
     b: npt.NDArray[np.int64]
     count: npt.NDArray[np.int32]
     stats: CandidateStats
+    big_members: npt.NDArray[np.int64] = field(default_factory=_no_members)
+    big_offsets: npt.NDArray[np.int64] = field(default_factory=_no_offsets)
 
     def __len__(self) -> int:
         return int(self.a.shape[0])
@@ -98,6 +118,7 @@ def candidate_pairs(
     max_bucket: int = DEFAULT_MAX_BUCKET,
     identical: npt.ArrayLike | None = None,
     empty: npt.ArrayLike | None = None,
+    list_big_buckets: bool = False,
 ) -> CandidateResult:
     """Document pairs sharing at least r keys in the same column, by sorting.
 
@@ -107,6 +128,7 @@ def candidate_pairs(
     identical: optional int64[n] exact-duplicate group per document (e.g. from a content hash);
       inside big buckets only documents of the same group are chained.
     empty: optional bool[n]; documents marked True get no keys.
+    list_big_buckets: also return the big buckets' members (for keep-aware removal).
     Output is deterministic: sorted by a, then b.
     """
     arr = _check_features(keys, empty)
@@ -139,14 +161,19 @@ def candidate_pairs(
     stats = np.zeros(_k.N_STATS, dtype=np.int64)
     parts_a: list[npt.NDArray[np.int64]] = []
     parts_b: list[npt.NDArray[np.int64]] = []
+    big_parts: list[npt.NDArray[np.int64]] = []
+    size_parts: list[npt.NDArray[np.int64]] = []
+    collect = bool(list_big_buckets)
     for j in range(k):
         col = np.ascontiguousarray(arr[:, j])
         packed = np.sort((col & ~low) | docs)
-        pa, pb = _k.column_pairs(
-            packed, col, shift, int(max_bucket), ident, use_ident, in_big, stats
+        pa, pb, bm, bs = _k.column_pairs(
+            packed, col, shift, int(max_bucket), ident, use_ident, in_big, stats, collect
         )
         parts_a.append(pa)
         parts_b.append(pb)
+        big_parts.append(bm)
+        size_parts.append(bs)
 
     raw = sum(int(p.shape[0]) for p in parts_a)
     if raw:
@@ -171,4 +198,74 @@ def candidate_pairs(
         big_bucket_quadratic_pairs=int(stats[_k.BIG_QUADRATIC]),
         largest_bucket=int(stats[_k.LARGEST]),
     )
-    return CandidateResult(a=a, b=b, count=count, stats=st)
+    if not collect:
+        return CandidateResult(a=a, b=b, count=count, stats=st)
+    big_members, big_offsets = _distinct_buckets(big_parts, size_parts)
+    return CandidateResult(a, b, count, st, big_members, big_offsets)
+
+
+def _distinct_buckets(
+    member_parts: list[npt.NDArray[np.int64]], size_parts: list[npt.NDArray[np.int64]]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Big buckets of every column as one CSR, each distinct membership once, in first-seen order.
+
+    One Python step per big bucket (there are at most slots / max_bucket of them), none per member.
+    """
+    members = np.concatenate([np.zeros(0, dtype=np.int64), *member_parts])
+    sizes = np.concatenate([np.zeros(0, dtype=np.int64), *size_parts])
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    seen: set[bytes] = set()
+    keep = np.zeros(len(sizes), dtype=np.bool_)
+    for c in range(len(sizes)):
+        key = members[offsets[c] : offsets[c + 1]].tobytes()
+        if key not in seen:
+            seen.add(key)
+            keep[c] = True
+    slot_keep = np.repeat(keep, sizes)
+    out_offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(sizes[keep], out=out_offsets[1:])
+    return members[slot_keep], out_offsets
+
+
+def cross_pairs(
+    query_keys: npt.ArrayLike, stored_keys: npt.ArrayLike, r: int = 1
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(query row, stored row) of every pair sharing at least r keys in the same column.
+
+    Each stored column is sorted once and every query key looked up by binary search, so the
+    work is (stored + queries) log(stored) plus the pairs found. EMPTY keys never match.
+    Output sorted by query row, then stored row.
+    """
+    q_arr = _check_features(query_keys, None)
+    s_arr = _check_features(stored_keys, None)
+    if q_arr.shape[1] != s_arr.shape[1]:
+        raise InputError(
+            f"query keys have {q_arr.shape[1]} columns but stored keys {s_arr.shape[1]}; "
+            "they must come from the same method and parameters"
+        )
+    nq, ns = q_arr.shape[0], s_arr.shape[0]
+    empty = np.zeros(0, dtype=np.int64)
+    if nq == 0 or ns == 0:
+        return empty, empty.copy()
+    codes: list[npt.NDArray[np.int64]] = []
+    for j in range(s_arr.shape[1]):
+        col = s_arr[:, j]
+        order = np.argsort(col, kind="stable").astype(np.int64)
+        ordered = col[order]
+        qcol = q_arr[:, j]
+        lo = np.searchsorted(ordered, qcol, side="left")
+        hi = np.searchsorted(ordered, qcol, side="right")
+        counts = np.where(qcol == EMPTY, 0, hi - lo)
+        total = int(counts.sum())
+        if total == 0:
+            continue
+        qi = np.repeat(np.arange(nq, dtype=np.int64), counts)
+        first = np.cumsum(counts) - counts
+        pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
+        codes.append(qi * np.int64(ns) + order[pos])
+    if not codes:
+        return empty, empty.copy()
+    allc = np.sort(np.concatenate(codes))
+    uniq, _ = _k.count_runs(allc, int(r))
+    return uniq // ns, uniq % ns

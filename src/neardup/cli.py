@@ -7,105 +7,21 @@ Exit status: 0 success, 1 bad input or parameters (a NeardupError, message on st
 from __future__ import annotations
 
 import argparse
-import json
-import queue
-import resource
 import signal
 import sys
 import threading
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
-
-import numpy as np
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import __version__
 from .errors import NeardupError, ParamError
-from .params import ShingleParams
-
-T = TypeVar("T")
-
-if TYPE_CHECKING:
-    from .engine import DedupParams
-    from .io import Source
-
-
-class Progress:
-    """A one-line progress report on stderr, redrawn at most 5 times a second; silent off a TTY."""
-
-    def __init__(self, enabled: bool, stream: TextIO = sys.stderr) -> None:
-        self.enabled = enabled
-        self.stream = stream
-        self.start = time.perf_counter()
-        self.last = 0.0
-        self.total_bytes: int | None = None
-
-    def update(self, docs: int, nbytes: int) -> None:
-        if not self.enabled:
-            return
-        now = time.perf_counter()
-        if now - self.last < 0.2:
-            return
-        self.last = now
-        elapsed = max(now - self.start, 1e-9)
-        mb = nbytes / 1e6
-        line = f"\rreading: {docs:,} docs, {mb:,.1f} MB, {mb / elapsed:,.1f} MB/s"
-        if self.total_bytes:
-            line += f", {100 * min(nbytes / self.total_bytes, 1):.0f}%"
-        self.stream.write(line + "   ")
-        self.stream.flush()
-
-    def done(self, message: str = "") -> None:
-        if self.enabled:
-            self.stream.write("\r" + " " * 72 + "\r" + message)
-            self.stream.flush()
-
-
-def prefetch(items: Iterator[T], depth: int = 2) -> Iterator[T]:
-    """Yield ``items`` in order while a thread reads ahead: input parsing (which holds the GIL)
-    overlaps the kernels (which release it), so a second core is put to use. Exceptions in the
-    reader reach the consumer; a consumer that stops early stops the reader."""
-    box: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def put(item: tuple[str, object]) -> bool:
-        while not stop.is_set():
-            try:
-                box.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def read() -> None:
-        try:
-            for item in items:
-                if not put(("item", item)):
-                    return
-            put(("end", None))
-        except BaseException as exc:  # handed to the consumer, which re-raises it
-            put(("error", exc))
-
-    reader = threading.Thread(target=read, name="neardup-reader", daemon=True)
-    reader.start()
-    try:
-        while True:
-            kind, value = box.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise cast(BaseException, value)
-            yield cast(T, value)
-    finally:
-        stop.set()
-        # A reader blocked on its input (an open pipe) cannot be woken; it is a daemon thread,
-        # so waiting a moment and moving on never keeps the process alive.
-        reader.join(timeout=2.0)
-
-
-def _peak_memory_mb() -> float:
-    """Peak resident memory of this process in MB (Linux reports ru_maxrss in KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from .params import (
+    DedupParams,
+    FeatureParams,
+    MinhashParams,
+    ShingleParams,
+    SimhashMethodParams,
+)
 
 
 def _features(value: str) -> tuple[int, int, int]:
@@ -162,6 +78,11 @@ def _build_parser() -> argparse.ArgumentParser:
         "--clusters", help='write {"id","cluster","kept"} for every document in a cluster of 2+'
     )
     d.add_argument("--pairs", help='write {"id_a","id_b","score"} for every accepted pair')
+    d.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="--pairs lists every document pair, exact-duplicate groups expanded (default: each exact copy once, with its first copy; near pairs between first copies)",
+    )
     d.add_argument("--summary-json", help="also write the summary as JSON to this file")
     io = d.add_argument_group("input")
     io.add_argument(
@@ -183,7 +104,9 @@ def _build_parser() -> argparse.ArgumentParser:
     m = d.add_argument_group("method")
     m.add_argument("--method", choices=["minhash", "simhash"], default="minhash", help="[minhash]")
     m.add_argument(
-        "--threshold", type=float, default=0.8, help="resemblance threshold (minhash) [0.8]"
+        "--threshold",
+        type=float,
+        help="resemblance (Jaccard) threshold; with simhash only together with --verify [0.8]",
     )
     m.add_argument("--num-perm", type=int, help="largest sketch length the planner may use [256]")
     m.add_argument(
@@ -192,27 +115,22 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="K,S,R",
         help="explicit Broder features (LSH bands): K features of S values, R must match",
     )
-    m.add_argument(
-        "--sketch", choices=["oph", "classic"], default="oph", help="MinHash sketch kind [oph]"
-    )
+    m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
     m.add_argument("--seed", type=int, default=1, help="random seed [1]")
     m.add_argument(
         "--verify",
         choices=["sketch", "hybrid", "exact", "none"],
-        default="sketch",
-        help="check candidates by sketch estimate; hybrid: sketch, and exact Jaccard for pairs near the threshold (one more read); exact Jaccard; or not at all [sketch]",
+        help="confirm candidates by Jaccard: sketch estimate; hybrid: sketch, and exact Jaccard for pairs near the threshold (their texts read again); exact: stored shingle sets; none: the method decides [minhash: hybrid, simhash: none]",
     )
     m.add_argument(
         "--max-bucket",
         type=int,
-        default=200,
-        help="feature buckets larger than this are chained [200]",
+        help="minhash: feature buckets larger than this are big buckets, not expanded [200]",
     )
     m.add_argument(
         "--keep",
         choices=["first", "longest"],
-        default="first",
-        help="which cluster member to keep [first]",
+        help="which document survives: the first in input order or the longest [first]",
     )
     m.add_argument(
         "--keep-field",
@@ -222,23 +140,24 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--keep-prefer",
         choices=["max", "min"],
-        default="max",
         help="with --keep-field: keep the largest or the smallest value [max]",
     )
     m.add_argument(
-        "--max-distance", type=int, default=3, help="simhash: largest Hamming distance [3]"
+        "--removal",
+        choices=["keep-aware", "components"],
+        default="keep-aware",
+        help="keep-aware: remove a document only when a kept document resembles it; components: one survivor per connected component (chains can remove unique documents) [keep-aware]",
     )
+    m.add_argument("--max-distance", type=int, help="simhash: largest Hamming distance [3]")
     m.add_argument(
         "--simhash-features",
         choices=["char", "word", "shingle"],
-        default="char",
         help="simhash features [char]",
     )
-    m.add_argument("--q", type=int, default=4, help="simhash character window [4]")
+    m.add_argument("--q", type=int, help="simhash character window [4]")
     m.add_argument(
         "--simhash-weighting",
         choices=["binary", "count", "idf"],
-        default="binary",
         help="simhash feature weights: each distinct feature once, occurrence counts, or counts times IDF fitted on the input (one more read) [binary]",
     )
     _add_shingle_options(d)
@@ -413,6 +332,8 @@ def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
     from .compare import compare, format_comparison
     from .io._html import read_document
     from .params import SketchParams
@@ -432,119 +353,105 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dedup_params(args: argparse.Namespace) -> DedupParams:
-    from .engine import DedupParams
-    from .features import FeatureParams
+#: Options that belong to one method: name on the command line -> attribute of ``args``.
+_MINHASH_ONLY = {
+    "--features": "features",
+    "--num-perm": "num_perm",
+    "--sketch": "sketch",
+    "--super-features": "super_features",
+    "--max-bucket": "max_bucket",
+}
+_SIMHASH_ONLY = {
+    "--max-distance": "max_distance",
+    "--simhash-features": "simhash_features",
+    "--q": "q",
+    "--simhash-weighting": "simhash_weighting",
+}
 
+
+def _given(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
+    return [flag for flag, attr in options.items() if getattr(args, attr) not in (None, False)]
+
+
+def _method_params(args: argparse.Namespace) -> MinhashParams | SimhashMethodParams:
+    """The method's own parameters; options of the other method are refused, not ignored."""
+    other = _given(args, _SIMHASH_ONLY if args.method == "minhash" else _MINHASH_ONLY)
+    if other:
+        raise ParamError(
+            f"{', '.join(other)} only appl{'ies' if len(other) == 1 else 'y'} to --method "
+            f"{'simhash' if args.method == 'minhash' else 'minhash'}; drop "
+            f"{'it' if len(other) == 1 else 'them'} or change --method"
+        )
+    if args.method == "simhash":
+        values = {
+            "features": args.simhash_features,
+            "q": args.q,
+            "weighting": args.simhash_weighting,
+            "max_distance": args.max_distance,
+        }
+        return SimhashMethodParams(**{k: v for k, v in values.items() if v is not None})
+    values = {
+        "features": FeatureParams(*args.features) if args.features is not None else None,
+        "sketch": args.sketch,
+        "max_t": args.num_perm,
+        "super_features": args.super_features or None,
+        "max_bucket": args.max_bucket,
+    }
+    return MinhashParams(**{k: v for k, v in values.items() if v is not None})
+
+
+def _dedup_params(args: argparse.Namespace) -> DedupParams:
+    if args.keep and args.keep_field:
+        raise ParamError("--keep and --keep-field both choose the survivor; give one of them")
+    if args.keep_prefer and not args.keep_field:
+        raise ParamError("--keep-prefer applies to --keep-field; add --keep-field NAME")
     shingle = ShingleParams(w=args.shingle_size, tokens=args.tokens, nfkc=args.nfkc, hash=args.hash)
-    feats = FeatureParams(*args.features) if args.features is not None else None
     return DedupParams(
-        method=args.method,
         threshold=args.threshold,
         shingle=shingle,
-        features=feats,
-        sketch_kind=args.sketch,
-        seed=args.seed,
+        method=_method_params(args),
         verify=args.verify,
-        max_bucket=args.max_bucket,
-        keep="field" if args.keep_field else args.keep,
-        keep_prefer=args.keep_prefer,
-        max_distance=args.max_distance,
-        simhash_features=args.simhash_features,
-        simhash_q=args.q,
-        simhash_weighting=args.simhash_weighting,
-        max_t=256 if args.num_perm is None else args.num_perm,
-        super_features=args.super_features,
+        keep="field" if args.keep_field else (args.keep or "first"),
+        keep_prefer=args.keep_prefer or "max",
+        removal=args.removal,
+        seed=args.seed,
     )
 
 
+def _warn(message: str) -> None:
+    sys.stderr.write(f"neardup: warning: {message}\n")
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from .engine import Deduplicator
-    from .io import key_ranks, open_source, write_clusters, write_pairs
+    from .run import DedupOutputs, ReadOptions, dedup_source
 
     params = _dedup_params(args)
-    if args.batch_size < 1:
-        raise ParamError(f"--batch-size must be a positive integer, got {args.batch_size}")
-    progress = Progress(sys.stderr.isatty() if args.progress is None else args.progress)
-    started = time.perf_counter()
-    with open_source(
-        args.inputs[0] if args.inputs == ["-"] else args.inputs,
-        args.format,
+    read = ReadOptions(
+        format=args.format,
         text_field=args.text_field,
         id_field=args.id_field,
         on_error=args.on_error,
         key_field=args.keep_field,
-    ) as source:
-        # Percentages only where input size and bytes read are the same measure (not gzip).
-        gzipped = any(str(x).endswith(".gz") for x in args.inputs)
-        progress.total_bytes = None if gzipped else source.input_bytes
-        dedup = Deduplicator(params)
-        if params.method == "simhash" and params.simhash_weighting == "idf":
-            from .simhash import fit_idf_texts
-
-            texts = (t for batch in source.batches(args.batch_size) for t in batch.texts)
-            dedup.idf = fit_idf_texts(texts, dedup.simhash_params(), args.batch_size)
-        ids: list[str] = []
-        keys: list[object] = []
-        for batch in prefetch(source.batches(args.batch_size)):
-            dedup.partial_fit(batch.texts, batch.nbytes)
-            ids.extend(batch.ids)
-            if batch.keys is not None:
-                keys.extend(batch.keys)
-            progress.update(dedup.n_docs, dedup.n_bytes)
-        progress.done()
-        ranks = None
-        if args.keep_field:
-            if source.n_docs and source.missing_keys == source.n_docs:
-                sys.stderr.write(
-                    f"neardup: warning: no document has the field {args.keep_field!r}; "
-                    "clusters keep their first member\n"
-                )
-            ranks = key_ranks(keys, args.keep_prefer)
-        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, args.batch_size))
-        written = None
-        if args.output:
-            written = source.write_kept(dedup.kept_, args.output)
-        if args.clusters:
-            sizes = np.bincount(dedup.clusters_, minlength=len(ids))
-            rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
-            write_clusters(args.clusters, ids, dedup.clusters_, dedup.kept_, rows)
-        if args.pairs:
-            a, b, score = dedup.pairs_
-            write_pairs(args.pairs, ids, a, b, score)
-        errors = source.errors
-    seconds = time.perf_counter() - started
-    stats = dedup.stats_
-    summary = {
-        **stats.as_dict(),
-        "skipped_records": errors.total,
-        "kept": int(dedup.kept_.sum()),
-        "written": written,
-        "seconds": round(seconds, 3),
-        "mb_per_s": round(stats.bytes_in / 1e6 / max(seconds, 1e-9), 2),
-        "peak_memory_mb": round(_peak_memory_mb(), 1),
-        "params": params.fingerprint(),
-        "hamming_plan": dedup.hamming_plan_,
-    }
+        batch_size=args.batch_size,
+    )
+    outputs = DedupOutputs(
+        kept=args.output,
+        clusters=args.clusters,
+        pairs=args.pairs,
+        summary_json=args.summary_json,
+        all_pairs=args.all_pairs,
+    )
+    result = dedup_source(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        params,
+        outputs,
+        read,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        warn=_warn,
+    )
     if not args.quiet:
-        sys.stderr.write(_format_summary(summary, errors.summary() if errors.total else ""))
-    if args.summary_json:
-        from .io import atomic_write
-
-        with atomic_write(args.summary_json, "w") as fh:
-            json.dump(summary, fh, indent=1)
-            fh.write("\n")
+        sys.stderr.write(_format_summary(result.summary, result.problems))
     return 0
-
-
-def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int) -> list[str]:
-    """The texts of documents ``docs`` (sorted positions), read again from the source."""
-    found: dict[int, str] = {}
-    for batch in source.batches(batch_size):
-        hit = np.flatnonzero(np.isin(batch.positions, docs))
-        for i in hit.tolist():
-            found[int(batch.positions[i])] = batch.texts[i]
-    return [found[d] for d in docs.tolist()]
 
 
 def _format_summary(s: Mapping[str, Any], problems: str) -> str:
@@ -556,6 +463,7 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         f"  near-dup clusters    {s['clusters']:>12,}",
         f"  documents removed    {s['removed']:>12,}",
         f"  documents kept       {s['kept']:>12,}",
+        f"  method               {s['method']}",
         f"  candidate pairs      {s['candidate_pairs']:>12,}",
         f"  accepted pairs       {s['accepted_pairs']:>12,}",
         *(
@@ -572,7 +480,10 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         lines.append(f"  {s['hamming_plan']}")
     if s.get("big_buckets"):
         lines.append(
-            f"  big feature buckets  {s['big_buckets']:>12,} (chained, {s['big_bucket_docs']:,} docs)"
+            f"  big feature buckets  {s['big_buckets']:>12,} ({s['big_bucket_docs']:,} docs; "
+            f"{s.get('bucket_checks', 0):,} checks against kept leaders found "
+            f"{s.get('bucket_pairs_found', 0):,} pairs; {s.get('bucket_unresolved', 0):,} "
+            "members not compared with every leader)"
         )
     text = "\n".join(lines) + "\n"
     if problems:

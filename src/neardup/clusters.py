@@ -77,20 +77,6 @@ def cluster_members(labels: npt.ArrayLike) -> tuple[IntArray, IntArray]:
     return order, offsets
 
 
-def _ranks(key: npt.ArrayLike, n: int, name: str) -> IntArray:
-    arr = np.asarray(key)
-    if arr.shape != (n,):
-        raise InputError(f"{name} must have one value per document ({n}), got shape {arr.shape}")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise InputError(
-            f"{name} contains NaN; fill missing values before choosing representatives"
-        )
-    if arr.dtype.kind not in "biufUSM":
-        raise InputError(f"{name} must be numbers, booleans, strings or datetimes, got {arr.dtype}")
-    _, inverse = np.unique(arr, return_inverse=True)
-    return inverse.ravel().astype(np.int64)
-
-
 def choose_representatives(
     labels: npt.ArrayLike,
     strategy: Strategy = "first",
@@ -109,31 +95,18 @@ def choose_representatives(
                 score or a date) is largest, or smallest with ``prefer="min"`` (e.g. the oldest).
     Ties are always broken by the smallest document index, so the choice is deterministic.
     """
+    from .removal import priority_ranks  # removal builds on this module: import when used
+
     lab = np.asarray(labels)
     if lab.ndim != 1:
         raise InputError(f"labels must be a 1-D array, got shape {lab.shape}")
     n = lab.size
-    if prefer not in ("max", "min"):
-        raise ParamError(f"prefer must be 'max' or 'min', got {prefer!r}")
-    if strategy == "first":
-        rank = np.zeros(n, dtype=np.int64)
-    elif strategy == "longest":
-        if lengths is None:
-            raise ParamError("strategy 'longest' needs lengths=<one length per document>")
-        rank = -_ranks(lengths, n, "lengths")
-    elif strategy == "field":
-        if key is None:
-            raise ParamError("strategy 'field' needs key=<one value per document>")
-        rank = _ranks(key, n, "key")
-        if prefer == "max":
-            rank = -rank
-    else:
-        raise ParamError(f"strategy must be 'first', 'longest' or 'field', got {strategy!r}")
+    rank = priority_ranks(n, strategy, lengths=lengths, key=key, prefer=prefer)
     kept = np.zeros(n, dtype=np.bool_)
     if n == 0:
         return kept
-    # Sort by label, then preferred rank, then index; keep the first document of each label run.
-    order = np.lexsort((np.arange(n), rank, lab))
+    # Sort by label, then priority (ties already broken by index); keep each label run's first.
+    order = np.lexsort((rank, lab))
     sorted_lab = lab[order]
     first = np.r_[True, sorted_lab[1:] != sorted_lab[:-1]]
     kept[order[first]] = True

@@ -20,75 +20,16 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ._kernels import features as _k
+from ._kernels.hashing import EMPTY  # noqa: F401  (re-exported: the "no feature" sentinel)
 from .errors import InputError, ParamError
-from .params import _fingerprint
-
-#: The "no value" sentinel of sketches and features (equal to ``neardup.minhash.EMPTY``).
-EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-#: Largest sketch length a feature plan may use (matches ``SketchParams.t``'s limit).
-MAX_T = 65536
+from .params import FeatureParams, check_int
 
 FloatArray = npt.NDArray[np.float64]
-
-
-def _check_int(name: str, value: object, lo: int, hi: int, hint: str) -> int:
-    if not isinstance(value, int | np.integer) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ParamError(f"{name} must be an integer from {lo} to {hi}, got {value!r}; {hint}")
-    return int(value)
-
-
-@dataclass(frozen=True)
-class FeatureParams:
-    """How a sketch becomes Broder features (LSH bands), and how many must match.
-
-    k: number of features (LSH bands) per document; each costs 8 bytes.
-    s: sketch values per feature (LSH rows per band); larger s makes the curve steeper and
-       moves it towards ρ = 1.
-    r: how many of the k features two documents must share to become a candidate pair.
-    The sketch must have at least ``t = k * s`` values; only the first t are used.
-    """
-
-    k: int = 6
-    s: int = 14
-    r: int = 2
-
-    def __post_init__(self) -> None:
-        _check_int(
-            "number of features k", self.k, 1, MAX_T, "try k=6 (or use neardup.planner.plan)"
-        )
-        _check_int(
-            "values per feature s", self.s, 1, MAX_T, "try s=14 (or use neardup.planner.plan)"
-        )
-        _check_int("required shared features r", self.r, 1, self.k, "r cannot exceed k")
-        if self.k * self.s > MAX_T:
-            raise ParamError(
-                f"k*s = {self.k * self.s} sketch values needed, more than the maximum sketch "
-                f"length {MAX_T}; lower k or s"
-            )
-
-    @property
-    def t(self) -> int:
-        """Sketch length the features use: k * s."""
-        return self.k * self.s
-
-    @property
-    def bytes_per_doc(self) -> int:
-        """Storage per document: 8 bytes per feature."""
-        return 8 * self.k
-
-    def acceptance(self, rho: npt.ArrayLike) -> FloatArray:
-        """P(ρ) for these parameters; see :func:`acceptance`."""
-        return acceptance(rho, self.k, self.s, self.r)
-
-    def fingerprint(self) -> str:
-        return _fingerprint(self)
 
 
 def _as_sketches(sketches: npt.ArrayLike, need: int) -> npt.NDArray[np.uint64]:
@@ -126,7 +67,7 @@ def features(sketches: npt.ArrayLike, params: FeatureParams) -> npt.NDArray[np.u
 
 def combination_table(k: int, m: int) -> npt.NDArray[np.int64]:
     """All m-subsets of range(k) in lexicographic order, int64[C(k, m), m]."""
-    _check_int(
+    check_int(
         "features per combination m", m, 1, max(k, 1), "m cannot exceed the number of features"
     )
     n_combos = math.comb(k, m)
@@ -156,6 +97,15 @@ def feature_combinations(feats: npt.ArrayLike, m: int) -> npt.NDArray[np.uint64]
     return out
 
 
+def binomial_term(log_p: npt.ArrayLike, log_q: npt.ArrayLike, k: int, i: int) -> FloatArray:
+    """C(k, i) p^i q^(k-i) from log p and log q = log(1 - p), in log space (0^0 = 1)."""
+    log_c = math.lgamma(k + 1) - math.lgamma(i + 1) - math.lgamma(k - i + 1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = np.where(i == 0, 0.0, i * np.asarray(log_p))
+        b = np.where(k - i == 0, 0.0, (k - i) * np.asarray(log_q))
+        return np.exp(log_c + a + b)
+
+
 def _tails(rho: npt.ArrayLike, k: int, s: int, r: int) -> tuple[FloatArray, FloatArray]:
     """(P, 1 - P) at ρ: the upper (i >= r) and lower (i < r) tails of Binomial(k, p = ρ^s).
 
@@ -173,11 +123,7 @@ def _tails(rho: npt.ArrayLike, k: int, s: int, r: int) -> tuple[FloatArray, Floa
     upper = np.zeros_like(x)
     lower = np.zeros_like(x)
     for i in range(k + 1):
-        log_c = math.lgamma(k + 1) - math.lgamma(i + 1) - math.lgamma(k - i + 1)
-        with np.errstate(invalid="ignore"):
-            a = np.where(i == 0, 0.0, i * log_p)
-            b = np.where(k - i == 0, 0.0, (k - i) * log_q)
-        term = np.exp(log_c + a + b)
+        term = binomial_term(log_p, log_q, k, i)
         if i >= r:
             upper += term
         else:

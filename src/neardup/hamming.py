@@ -449,3 +449,22 @@ class HammingIndex:
             raise InputError(f"a fingerprint must be an integer from 0 to 2**64-1, got {fp!r}")
         _, ids, dist = self.query_batch(np.array([int(fp)], dtype=np.uint64))
         return list(zip(ids.tolist(), dist.tolist(), strict=True))
+
+
+def table_keys(fps: npt.ArrayLike, plan: HammingPlan) -> npt.NDArray[np.uint64]:
+    """Lookup keys uint64[n, tables]: fingerprints within k bits share at least one (pigeonhole).
+
+    Key t hashes the bits of table t's kept blocks with the table number: what an index stores
+    in an inverted table so that "within k bits" becomes "shares a key, then popcount <= k".
+    """
+    x = as_fingerprints(fps, plan.f)
+    masks = np.empty(plan.num_tables, dtype=np.uint64)
+    for t, dropped in enumerate(plan.tables):
+        mask = 0
+        for j, (start, size) in enumerate(plan.blocks):
+            if j not in dropped:
+                mask |= ((1 << size) - 1) << start
+        masks[t] = mask
+    out = np.empty((x.shape[0], plan.num_tables), dtype=np.uint64)
+    _kh.table_keys(x, masks, out)
+    return out

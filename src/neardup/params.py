@@ -1,28 +1,79 @@
-"""Frozen parameter objects for each stage, validated on construction, with a stable fingerprint."""
+"""Every frozen parameter object, validated on construction, with a stable fingerprint.
+
+A stage receives only the parameter object it needs. ``DedupParams`` nests the method's own
+parameters (``MinhashParams`` or ``SimhashMethodParams``) as one object; options that would do
+nothing under the chosen method are refused here, where they enter, not silently ignored.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass
-from typing import Literal
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from .errors import ParamError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: Version of the fingerprint and sketch formats. Bump when any hash, table or layout changes:
 #: golden-file tests pin the outputs of this version.
 FORMAT_VERSION = 1
 
+#: Largest sketch length (and so k * s of a feature plan).
+MAX_T = 65536
+
+#: Most megashingle keys a document may have (``MinhashParams.super_features``).
+MAX_SUPER_FEATURES = 256
+
+#: Default bucket size above which a candidate bucket is handled as a big bucket.
+DEFAULT_MAX_BUCKET = 200
+
 TokenMode = Literal["word", "char"]
 HashKind = Literal["mix", "rabin"]
 SketchKind = Literal["oph", "classic", "bottomk"]
+FeatureKind = Literal["char", "word", "shingle"]
+Weighting = Literal["count", "binary", "idf"]
+Verify = Literal["none", "sketch", "hybrid", "exact"]
+Keep = Literal["first", "longest", "field"]
+Removal = Literal["keep-aware", "components"]
 
 
 def _fingerprint(obj: object) -> str:
-    """A stable, human-readable string naming every field; equal strings mean equal outputs."""
+    """A stable, human-readable string naming every field, the format and the Unicode version
+    of the tokeniser's tables: equal strings mean equal outputs."""
+    from .text import table_version
+
     fields = dataclasses.asdict(obj)  # type: ignore[call-overload]
     fields["format"] = FORMAT_VERSION
+    fields["unicode"] = table_version()
     return type(obj).__name__ + json.dumps(fields, sort_keys=True, separators=(",", ":"))
+
+
+def check_seed(seed: object) -> int:
+    """The one seed check: an integer from 0 to 2**63-1 (bools refused)."""
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+        raise ParamError(f"seed must be an integer from 0 to 2**63-1, got {seed!r}")
+    return seed
+
+
+def check_int(name: str, value: object, lo: int, hi: int, hint: str = "") -> int:
+    """An integer parameter within [lo, hi] (NumPy integers accepted, bools refused)."""
+    import numpy as np
+
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or not lo <= value <= hi:
+        tail = f"; {hint}" if hint else ""
+        raise ParamError(f"{name} must be an integer from {lo} to {hi}, got {value!r}{tail}")
+    return int(value)
+
+
+def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        options = ", ".join(repr(a) for a in allowed[:-1]) + f" or {allowed[-1]!r}"
+        raise ParamError(f"{name} must be {options}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -43,10 +94,8 @@ class ShingleParams:
     def __post_init__(self) -> None:
         if not isinstance(self.w, int) or isinstance(self.w, bool) or not 1 <= self.w <= 64:
             raise ParamError(f"shingle size w must be an integer from 1 to 64, got {self.w!r}")
-        if self.tokens not in ("word", "char"):
-            raise ParamError(f"tokens must be 'word' or 'char', got {self.tokens!r}")
-        if self.hash not in ("mix", "rabin"):
-            raise ParamError(f"hash must be 'mix' or 'rabin', got {self.hash!r}")
+        _choice("tokens", self.tokens, ("word", "char"))
+        _choice("hash", self.hash, ("mix", "rabin"))
 
     def fingerprint(self) -> str:
         return _fingerprint(self)
@@ -68,18 +117,297 @@ class SketchParams:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        if self.kind not in ("oph", "classic", "bottomk"):
+        _choice("sketch kind", self.kind, ("oph", "classic", "bottomk"))
+        if not isinstance(self.t, int) or isinstance(self.t, bool) or not 1 <= self.t <= MAX_T:
             raise ParamError(
-                f"sketch kind must be 'oph', 'classic' or 'bottomk', got {self.kind!r}"
+                f"sketch length t must be an integer from 1 to {MAX_T}, got {self.t!r}"
             )
-        if not isinstance(self.t, int) or isinstance(self.t, bool) or not 1 <= self.t <= 65536:
-            raise ParamError(f"sketch length t must be an integer from 1 to 65536, got {self.t!r}")
-        if (
-            not isinstance(self.seed, int)
-            or isinstance(self.seed, bool)
-            or not 0 <= self.seed < 2**63
-        ):
-            raise ParamError(f"seed must be an integer from 0 to 2**63-1, got {self.seed!r}")
+        check_seed(self.seed)
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+@dataclass(frozen=True)
+class FeatureParams:
+    """How a sketch becomes Broder features (LSH bands), and how many must match.
+
+    k: number of features (LSH bands) per document; each costs 8 bytes.
+    s: sketch values per feature (LSH rows per band); larger s makes the curve steeper and
+       moves it towards ρ = 1.
+    r: how many of the k features two documents must share to become a candidate pair.
+    The sketch must have at least ``t = k * s`` values; only the first t are used.
+    """
+
+    k: int = 6
+    s: int = 14
+    r: int = 2
+
+    def __post_init__(self) -> None:
+        hint = "(or use neardup.planner.plan)"
+        check_int("number of features k", self.k, 1, MAX_T, f"try k=6 {hint}")
+        check_int("values per feature s", self.s, 1, MAX_T, f"try s=14 {hint}")
+        check_int("required shared features r", self.r, 1, self.k, "r cannot exceed k")
+        if self.k * self.s > MAX_T:
+            raise ParamError(
+                f"k*s = {self.k * self.s} sketch values needed, more than the maximum sketch "
+                f"length {MAX_T}; lower k or s"
+            )
+
+    @property
+    def t(self) -> int:
+        """Sketch length the features use: k * s."""
+        return self.k * self.s
+
+    @property
+    def bytes_per_doc(self) -> int:
+        """Storage per document: 8 bytes per feature."""
+        return 8 * self.k
+
+    def acceptance(self, rho: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """P(ρ) for these parameters; see :func:`neardup.features.acceptance`."""
+        from .features import acceptance
+
+        return acceptance(rho, self.k, self.s, self.r)
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+@dataclass(frozen=True)
+class SimhashParams:
+    """How a text becomes a SimHash fingerprint.
+
+    features: "char" (character q-grams of the text with spaces and punctuation removed, case
+      folded: "kk really rocks!" -> kkre, krea, real, ...; the common choice), "word" (word
+      tokens) or "shingle" (word w-shingles).
+    q: character window for "char" (default 4). w: words per shingle for "shingle" (default 3).
+    weighting: "count" (each occurrence adds weight 1), "binary" (each distinct feature adds 1
+      once: the feature *set*, as Jaccard sees it, so repeated boilerplate cannot dominate) or
+      "idf" (each occurrence adds the feature's inverse document frequency; needs a table from
+      ``fit_idf``).
+    seed: re-mixes every feature hash before its bits are used; same seed, same fingerprints.
+    nfkc: apply Unicode NFKC normalisation before tokenising.
+    """
+
+    features: FeatureKind = "char"
+    q: int = 4
+    w: int = 3
+    weighting: Weighting = "binary"
+    seed: int = 1
+    nfkc: bool = False
+
+    def __post_init__(self) -> None:
+        _choice("SimHash features", self.features, ("char", "word", "shingle"))
+        for name in ("q", "w"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 64:
+                raise ParamError(f"SimHash {name} must be an integer from 1 to 64, got {v!r}")
+        _choice("weighting", self.weighting, ("count", "binary", "idf"))
+        check_seed(self.seed)
+
+    def shingle_params(self) -> ShingleParams:
+        """The shingling that produces this SimHash's features."""
+        if self.features == "char":
+            return ShingleParams(w=self.q, tokens="char", nfkc=self.nfkc)
+        if self.features == "word":
+            return ShingleParams(w=1, tokens="word", nfkc=self.nfkc)
+        return ShingleParams(w=self.w, tokens="word", nfkc=self.nfkc)
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+@dataclass(frozen=True)
+class MinhashParams:
+    """The MinHash method: Broder features (LSH bands) over a MinHash sketch.
+
+    features: explicit (k, s, r); None lets the planner choose them for the threshold.
+    sketch: "oph" (default) or "classic" (features need positional sketches, not bottom-k).
+    max_t: the longest sketch the planner may choose.
+    super_features: look candidates up by Broder's megashingles (one key per r-subset of the k
+      features, C(k, r) keys a document) instead of counting shared features; the same pairs,
+      for small k and r only (e.g. k=6, r=2: 15 keys).
+    max_bucket: feature buckets with more documents are big buckets (boilerplate): not expanded
+      into all their pairs (see ``neardup.candidates``).
+    """
+
+    features: FeatureParams | None = None
+    sketch: Literal["oph", "classic"] = "oph"
+    max_t: int = 256
+    super_features: bool = False
+    max_bucket: int = DEFAULT_MAX_BUCKET
+
+    def __post_init__(self) -> None:
+        if self.features is not None and not isinstance(self.features, FeatureParams):
+            raise ParamError(f"features must be a FeatureParams or None, got {self.features!r}")
+        if self.sketch not in ("oph", "classic"):
+            raise ParamError(
+                f"sketch kind for deduplication must be 'oph' or 'classic' (features need "
+                f"positional sketches; bottom-k is for estimation), got {self.sketch!r}"
+            )
+        check_int("max_t (--num-perm)", self.max_t, 1, MAX_T)
+        check_int("max_bucket", self.max_bucket, 2, 2**62, "try the default 200")
+        if self.features is not None and self.super_features:
+            count = math.comb(self.features.k, self.features.r)
+            if count > MAX_SUPER_FEATURES:
+                raise ParamError(
+                    f"super features need C(k={self.features.k}, r={self.features.r}) = "
+                    f"{count:,} keys a document (at most {MAX_SUPER_FEATURES}); give small "
+                    "explicit features, e.g. --features 6,14,2"
+                )
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+@dataclass(frozen=True)
+class SimhashMethodParams:
+    """The SimHash method: 64-bit Charikar fingerprints within ``max_distance`` bits.
+
+    features, q, weighting: the fingerprint's features (see ``SimhashParams``); the word
+    shingle size, NFKC and the seed come from ``DedupParams``.
+    max_distance: largest Hamming distance of a pair (0 to 32).
+    """
+
+    features: FeatureKind = "char"
+    q: int = 4
+    weighting: Weighting = "binary"
+    max_distance: int = 3
+
+    def __post_init__(self) -> None:
+        SimhashParams(features=self.features, q=self.q, weighting=self.weighting)
+        check_int("max_distance", self.max_distance, 0, 32)
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+MethodParams = MinhashParams | SimhashMethodParams
+
+#: Verification each method uses when none is asked for: MinHash candidates are checked against
+#: the resemblance threshold (hybrid: exact results at sketch memory); SimHash pairs are decided
+#: by their Hamming distance alone unless a verification is asked for.
+DEFAULT_VERIFY: dict[type, Verify] = {MinhashParams: "hybrid", SimhashMethodParams: "none"}
+
+#: The resemblance threshold when none is given.
+DEFAULT_THRESHOLD = 0.8
+
+
+@dataclass(frozen=True)
+class DedupParams:
+    """Everything that decides which documents are near-duplicates and which survive.
+
+    threshold: resemblance (Jaccard of shingle sets) at or above which two documents are
+      near-duplicates; None means 0.8. Under SimHash it only matters with a verification.
+    shingle: how texts become shingle sets (verification, MinHash sketches).
+    method: ``MinhashParams()`` (default) or ``SimhashMethodParams()``: how candidates are found.
+    verify: how candidates are confirmed: "none" (the method's own decision), "sketch" (MinHash
+      estimate of Jaccard), "hybrid" (sketch, and exact Jaccard of the texts for pairs near the
+      threshold) or "exact" (Jaccard of stored shingle sets). None: the method's default
+      (MinHash: hybrid; SimHash: none).
+    keep: which document survives: "first" (smallest index), "longest" (most characters) or
+      "field" (largest, or with keep_prefer="min" smallest, value of a key given to ``fit``).
+    removal: "keep-aware" (default: a document is removed only when a kept document resembles
+      it) or "components" (one survivor per connected component of the pair graph).
+    seed: every random choice (sketches, SimHash feature mixing).
+    """
+
+    threshold: float | None = None
+    shingle: ShingleParams = field(default_factory=ShingleParams)
+    method: MethodParams = field(default_factory=MinhashParams)
+    verify: Verify | None = None
+    keep: Keep = "first"
+    keep_prefer: Literal["max", "min"] = "max"
+    removal: Removal = "keep-aware"
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.method, MinhashParams | SimhashMethodParams):
+            raise ParamError(
+                "method must be MinhashParams(...) or SimhashMethodParams(...), got "
+                f"{self.method!r}"
+            )
+        if self.verify is not None:
+            _choice("verify", self.verify, ("none", "sketch", "hybrid", "exact"))
+        verify = self.verify or DEFAULT_VERIFY[type(self.method)]
+        if self.threshold is not None:
+            t = self.threshold
+            if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 < t <= 1.0:
+                raise ParamError(f"threshold must be a number in (0, 1], got {t!r}")
+            if isinstance(self.method, SimhashMethodParams) and verify == "none":
+                raise ParamError(
+                    "threshold does nothing with the SimHash method unless its pairs are "
+                    "verified: add verify='sketch', 'hybrid' or 'exact' (--verify), or drop it"
+                )
+        _choice("keep", self.keep, ("first", "longest", "field"))
+        _choice("keep_prefer", self.keep_prefer, ("max", "min"))
+        if self.keep_prefer == "min" and self.keep != "field":
+            raise ParamError("keep_prefer='min' only applies to keep='field' (--keep-field)")
+        _choice("removal", self.removal, ("keep-aware", "components"))
+        if not isinstance(self.shingle, ShingleParams):
+            raise ParamError(f"shingle must be a ShingleParams, got {self.shingle!r}")
+        check_seed(self.seed)
+        object.__setattr__(self, "verify", verify)
+        threshold = DEFAULT_THRESHOLD if self.threshold is None else float(self.threshold)
+        object.__setattr__(self, "threshold", threshold)
+        if isinstance(self.method, MinhashParams) and self.method.super_features:
+            self.feature_params()  # refuse megashingle plans that explode, before any work
+
+    @property
+    def resolved_threshold(self) -> float:
+        """The threshold in force (never None after construction)."""
+        return float(self.threshold)  # type: ignore[arg-type]
+
+    @property
+    def resolved_verify(self) -> Verify:
+        """The verification in force (never None after construction)."""
+        return self.verify  # type: ignore[return-value]
+
+    def feature_params(self) -> FeatureParams:
+        """The MinHash method's explicit features, or the planner's choice for the threshold.
+
+        With verification, a missed pair is lost for good while a false candidate only costs a
+        check, so the planner weighs misses 1000 times more: P(threshold) >= 0.99 for every
+        threshold. Without verification the features decide alone: equal costs, P(threshold)
+        near 1/2, Broder's original setting.
+        """
+        if not isinstance(self.method, MinhashParams):
+            raise ParamError("feature parameters belong to the MinHash method")
+        m = self.method
+        if m.features is not None:
+            return m.features
+        from .planner import planned
+
+        cost_fn = 1.0 if self.resolved_verify == "none" else 1000.0
+        fp = planned(self.resolved_threshold, m.max_t, cost_fn)
+        if m.super_features and math.comb(fp.k, fp.r) > MAX_SUPER_FEATURES:
+            raise ParamError(
+                f"super features need C(k={fp.k}, r={fp.r}) = {math.comb(fp.k, fp.r):,} keys a "
+                f"document (at most {MAX_SUPER_FEATURES}); give small explicit features, e.g. "
+                "--features 6,14,2"
+            )
+        return fp
+
+    def sketch_params(self) -> SketchParams:
+        """The sketch the verification (and the MinHash method) computes."""
+        if isinstance(self.method, MinhashParams):
+            return SketchParams(kind=self.method.sketch, t=self.feature_params().t, seed=self.seed)
+        return SketchParams(kind="oph", t=128, seed=self.seed)
+
+    def simhash_params(self) -> SimhashParams:
+        """The SimHash fingerprint parameters (SimHash method only)."""
+        if not isinstance(self.method, SimhashMethodParams):
+            raise ParamError("SimHash fingerprint parameters belong to the SimHash method")
+        m = self.method
+        return SimhashParams(
+            features=m.features,
+            q=m.q,
+            w=self.shingle.w,
+            weighting=m.weighting,
+            seed=self.seed,
+            nfkc=self.shingle.nfkc,
+        )
 
     def fingerprint(self) -> str:
         return _fingerprint(self)

@@ -37,7 +37,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import NeardupError, ParamError
-from .features import MAX_T, FeatureParams, acceptance, rejection
+from .features import acceptance, binomial_term, rejection
+from .params import MAX_T, FeatureParams
 
 #: Resemblances at which a plan reports its acceptance probability.
 REPORT_RHOS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
@@ -181,13 +182,15 @@ def evaluate(
 def _lower_tail(log_p: np.ndarray, log_q: np.ndarray, k: int, r: int) -> np.ndarray:
     """1 - P = Σ_{i<r} C(k,i) p^i q^(k-i) from log p and log q = log(1-p) (r terms only)."""
     total = np.zeros_like(log_p)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for i in range(r):
-            log_c = math.lgamma(k + 1) - math.lgamma(i + 1) - math.lgamma(k - i + 1)
-            a = 0.0 if i == 0 else i * log_p
-            b = 0.0 if k - i == 0 else (k - i) * log_q
-            total += np.exp(log_c + a + b)
+    for i in range(r):
+        total += binomial_term(log_p, log_q, k, i)
     return np.minimum(total, 1.0)
+
+
+@functools.cache
+def planned(threshold: float, max_t: int, cost_fn: float) -> FeatureParams:
+    """The planner's features for a threshold (cached: deduplication asks once per run)."""
+    return plan(threshold, max_t=max_t, cost_fn=cost_fn).params
 
 
 def plan(

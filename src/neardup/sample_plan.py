@@ -285,7 +285,10 @@ def plan_with_sample(
         out.append(
             est.forecast(plan(threshold, max_t=max_t).params, threshold, "planned (equal costs)")
         )
-    dedup = plan(threshold, cost_fn=1000.0, max_t=max_t).params
+    from .params import DedupParams, MinhashParams
+
+    # the features ``neardup dedup`` plans for this threshold (verified, so misses weigh more)
+    dedup = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t)).feature_params()
     out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))
     return est, out
 

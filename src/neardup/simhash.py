@@ -13,7 +13,6 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -21,65 +20,7 @@ import numpy.typing as npt
 from ._kernels import simhash as _ks
 from ._kernels.shingles import distinct_per_doc, unique_per_doc
 from .errors import IndexMismatchError, InputError, ParamError
-from .params import ShingleParams, _fingerprint
-
-FeatureKind = Literal["char", "word", "shingle"]
-Weighting = Literal["count", "binary", "idf"]
-
-
-@dataclass(frozen=True)
-class SimhashParams:
-    """How a text becomes a SimHash fingerprint.
-
-    features: "char" (character q-grams of the text with spaces and punctuation removed, case
-      folded: "kk really rocks!" -> kkre, krea, real, ...; the common choice), "word" (word
-      tokens) or "shingle" (word w-shingles).
-    q: character window for "char" (default 4). w: words per shingle for "shingle" (default 3).
-    weighting: "count" (each occurrence adds weight 1), "binary" (each distinct feature adds 1
-      once: the feature *set*, as Jaccard sees it, so repeated boilerplate cannot dominate) or
-      "idf" (each occurrence adds the feature's inverse document frequency; needs a table from
-      ``fit_idf``).
-    seed: re-mixes every feature hash before its bits are used; same seed, same fingerprints.
-    nfkc: apply Unicode NFKC normalisation before tokenising.
-    """
-
-    features: FeatureKind = "char"
-    q: int = 4
-    w: int = 3
-    weighting: Weighting = "binary"
-    seed: int = 1
-    nfkc: bool = False
-
-    def __post_init__(self) -> None:
-        if self.features not in ("char", "word", "shingle"):
-            raise ParamError(
-                f"SimHash features must be 'char', 'word' or 'shingle', got {self.features!r}"
-            )
-        for name in ("q", "w"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 64:
-                raise ParamError(f"SimHash {name} must be an integer from 1 to 64, got {v!r}")
-        if self.weighting not in ("count", "binary", "idf"):
-            raise ParamError(
-                f"weighting must be 'count', 'binary' or 'idf', got {self.weighting!r}"
-            )
-        if (
-            not isinstance(self.seed, int)
-            or isinstance(self.seed, bool)
-            or not 0 <= self.seed < 2**63
-        ):
-            raise ParamError(f"seed must be an integer from 0 to 2**63-1, got {self.seed!r}")
-
-    def shingle_params(self) -> ShingleParams:
-        """The shingling that produces this SimHash's features."""
-        if self.features == "char":
-            return ShingleParams(w=self.q, tokens="char", nfkc=self.nfkc)
-        if self.features == "word":
-            return ShingleParams(w=1, tokens="word", nfkc=self.nfkc)
-        return ShingleParams(w=self.w, tokens="word", nfkc=self.nfkc)
-
-    def fingerprint(self) -> str:
-        return _fingerprint(self)
+from .params import ShingleParams, SimhashParams, check_seed
 
 
 @dataclass(frozen=True)
@@ -234,8 +175,7 @@ def simhash_from_features(
     gets fingerprint 0 (check ``offsets`` to tell it apart; ``simhash_batch`` reports it).
     """
     f, o = _check_features(fps, offsets)
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
-        raise ParamError(f"seed must be an integer from 0 to 2**63-1, got {seed!r}")
+    check_seed(seed)
     if weights is None:
         return _ks.simhash_counts(f, o, seed, _spread())
     w = np.ascontiguousarray(weights, dtype=np.float64)
@@ -267,6 +207,18 @@ def simhash_batch(
 
     if isinstance(texts, str):
         raise InputError("texts must be a sequence of strings, not one string; wrap it in a list")
+    fps, offsets = shingle_sequence(texts, params.shingle_params())
+    return simhash_from_sequence(fps, offsets, params, idf)
+
+
+def simhash_from_sequence(
+    fps: npt.NDArray[np.uint64],
+    offsets: npt.NDArray[np.int64],
+    params: SimhashParams,
+    idf: IdfTable | None = None,
+) -> SimhashBatch:
+    """Fingerprints from each document's feature hashes in order (``params.shingle_params()``
+    shingling, repeats kept), weighted as ``params.weighting`` says."""
     sp = params.shingle_params()
     if params.weighting == "idf":
         if idf is None:
@@ -282,7 +234,6 @@ def simhash_batch(
         raise ParamError(
             f"an IDF table was given but weighting={params.weighting!r}; use weighting='idf'"
         )
-    fps, offsets = shingle_sequence(texts, sp)
     if params.weighting == "binary":  # each distinct feature once: the shingle *set*
         fps, offsets = distinct_per_doc(fps, offsets)
     weights = idf.lookup(fps) if idf is not None else None

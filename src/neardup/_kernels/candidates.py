@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+from .hashing import EMPTY
 
 # Slots of the stats array filled by column_pairs (counted once, in its counting pass).
 BIG_BUCKETS = 0  # buckets larger than max_bucket
@@ -28,11 +28,16 @@ def _bucket(
     fill: bool,
     in_big: np.ndarray,
     stats: np.ndarray,
+    collect: bool,
+    big_members: np.ndarray,
+    big_sizes: np.ndarray,
+    big_pos: np.ndarray,
 ) -> int:
     """Emit the pairs of one bucket (documents ascending, length >= 2); return the new position.
 
     Up to max_bucket members: all pairs. Above: a chain of consecutive members (in document
-    order), or, with identical-group ids, a chain through each id's members only.
+    order), or, with identical-group ids, a chain through each id's members only; with
+    ``collect`` the members are also listed (big_pos = [slots written, buckets written]).
     """
     size = members.shape[0]
     if not fill and size > stats[LARGEST]:
@@ -47,6 +52,12 @@ def _bucket(
         else:
             pos += size * (size - 1) // 2
         return pos
+    if collect:
+        if fill:
+            big_members[big_pos[0] : big_pos[0] + size] = members
+            big_sizes[big_pos[1]] = size
+        big_pos[0] += size
+        big_pos[1] += 1
     start = pos
     if use_ident:
         ids = ident[members]
@@ -83,22 +94,27 @@ def column_pairs(
     use_ident: bool,
     in_big: np.ndarray,
     stats: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
+    collect: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (a < b) of documents with equal non-EMPTY values in one feature column.
 
     keys: sorted uint64 codes ``(value >> shift << shift) | doc``, one per document, so runs of
     equal high bits hold candidate buckets with documents ascending. A run whose full values
     (``values[doc]``) differ is a truncation collision: it is split by a stable sort on the full
-    value. Two passes: count, allocate, fill.
+    value. Two passes: count, allocate, fill. With ``collect``, also the members of buckets
+    larger than max_bucket (flat, documents ascending per bucket) and their sizes.
     """
     mask = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
     sh = np.uint64(shift)
     n_keys = keys.shape[0]
     out_a = np.empty(0, dtype=np.int64)
     out_b = np.empty(0, dtype=np.int64)
+    big_members = np.empty(0, dtype=np.int64)
+    big_sizes = np.empty(0, dtype=np.int64)
     for p in range(2):
         fill = p == 1
         pos = 0
+        big_pos = np.zeros(2, dtype=np.int64)
         i = 0
         while i < n_keys:
             hi = keys[i] >> sh
@@ -117,7 +133,20 @@ def column_pairs(
                 elif same:
                     docs = (keys[i:j] & mask).astype(np.int64)
                     pos = _bucket(
-                        docs, max_bucket, ident, use_ident, out_a, out_b, pos, fill, in_big, stats
+                        docs,
+                        max_bucket,
+                        ident,
+                        use_ident,
+                        out_a,
+                        out_b,
+                        pos,
+                        fill,
+                        in_big,
+                        stats,
+                        collect,
+                        big_members,
+                        big_sizes,
+                        big_pos,
                     )
                 else:
                     docs = (keys[i:j] & mask).astype(np.int64)
@@ -142,13 +171,19 @@ def column_pairs(
                                 fill,
                                 in_big,
                                 stats,
+                                collect,
+                                big_members,
+                                big_sizes,
+                                big_pos,
                             )
                         u = w
             i = j
         if not fill:
             out_a = np.empty(pos, dtype=np.int64)
             out_b = np.empty(pos, dtype=np.int64)
-    return out_a, out_b
+            big_members = np.empty(big_pos[0], dtype=np.int64)
+            big_sizes = np.empty(big_pos[1], dtype=np.int64)
+    return out_a, out_b, big_members, big_sizes
 
 
 @njit(cache=True, nogil=True)

@@ -5,28 +5,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-#: Marks "no value": an empty document's sketch values, and "no feature" in a feature matrix.
-EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
+from .hashing import EMPTY, fmix64
+from .hashing import GOLDEN as _GOLDEN
 
-_M1 = np.uint64(0xFF51AFD7ED558CCD)
-_M2 = np.uint64(0xC4CEB9FE1A85EC53)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 #: Start of every band chain; distinct from the start used for feature combinations.
 FEATURE_SEED = np.uint64(0x6E65617264757066)  # b"neardupf"
 COMBO_SEED = np.uint64(0x6E656172647570C3)
-_S33 = np.uint64(33)
 _ONE = np.uint64(1)
-
-
-@njit(cache=True, inline="always")
-def fmix64(x: np.uint64) -> np.uint64:
-    """MurmurHash3's 64-bit finaliser: a bijection on uint64 with full avalanche."""
-    x ^= x >> _S33
-    x *= _M1
-    x ^= x >> _S33
-    x *= _M2
-    x ^= x >> _S33
-    return x
 
 
 @njit(cache=True, inline="always")

@@ -12,6 +12,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
+from .hashing import EMPTY, GOLDEN, fmix64
+
 _U64 = np.uint64
 
 
@@ -125,18 +127,6 @@ def radix_sort_top_into(
         src_i = di
         shift += r
         q += 1
-
-
-@njit(cache=True)
-def radix_sort_top(vals: np.ndarray, idx: np.ndarray, nbits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Allocating form of ``radix_sort_top_into``: returns the sorted (vals, idx)."""
-    n = vals.shape[0]
-    out_v = np.empty(n, np.uint64)
-    out_i = np.empty(n, idx.dtype)
-    radix_sort_top_into(
-        vals, idx, nbits, out_v, out_i, np.empty(n, np.uint64), np.empty(n, idx.dtype)
-    )
-    return out_v, out_i
 
 
 @njit(cache=True)
@@ -363,3 +353,18 @@ def scan_pairs(
     if m:
         _scan_walk(q, fps, ids, k, oq, oi, od, True)
     return oq, oi, od
+
+
+@njit(cache=True, nogil=True)
+def table_keys(fps: np.ndarray, masks: np.ndarray, out: np.ndarray) -> None:
+    """out[i, t] = fmix64((fps[i] & masks[t]) ^ salt(t)): one lookup key per permuted table.
+
+    Two fingerprints share key t exactly when they agree on table t's kept blocks (up to 64-bit
+    collisions); the salt keeps equal masked values of different tables apart. A key equal to
+    the EMPTY sentinel is moved to EMPTY - 1.
+    """
+    for t in range(masks.shape[0]):
+        salt = fmix64(GOLDEN * _U64(t + 1))
+        for i in range(fps.shape[0]):
+            h = fmix64((fps[i] & masks[t]) ^ salt)
+            out[i, t] = h - _U64(1) if h == EMPTY else h

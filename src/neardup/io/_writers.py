@@ -38,13 +38,17 @@ def write_clusters(
     cluster: npt.ArrayLike,
     kept: npt.ArrayLike,
     rows: npt.ArrayLike | None = None,
+    duplicate_of: npt.ArrayLike | None = None,
+    score: npt.ArrayLike | None = None,
 ) -> int:
-    """Write ``{"id": ..., "cluster": ..., "kept": ...}`` per document; returns rows written.
+    """Write ``{"id", "cluster", "kept", "duplicate_of", "score"}`` per document; returns rows.
 
     ``cluster`` (integers) and ``kept`` (bools) are indexed by document position, like ``ids``;
     ``rows`` optionally selects which documents to write (e.g. only those in clusters of two or
-    more), in the order given. ``out`` is a path (written atomically, gzip if ``.gz``), ``"-"``
-    or a binary stream.
+    more), in the order given. With ``duplicate_of`` (the kept document a removed one duplicates,
+    -1 for kept ones) and ``score`` (that pair's score, NaN when unknown) each row also names the
+    kept document's id and the score (``null`` for kept documents). ``out`` is a path (written
+    atomically, gzip if ``.gz``), ``"-"`` or a binary stream.
     """
     n = len(ids)
     labels = np.asarray(cluster)
@@ -54,15 +58,31 @@ def write_clusters(
     if flags.shape != (n,) or flags.dtype != np.bool_:
         raise ParamError(f"kept must be a bool array with one flag per id ({n})")
     select = np.arange(n) if rows is None else _index_array("rows", rows, n)
+    explain = duplicate_of is not None
+    dup = np.asarray(duplicate_of if explain else np.full(n, -1), dtype=np.int64)
+    scores = np.asarray(score if score is not None else np.full(n, np.nan), dtype=np.float64)
+    if dup.shape != (n,) or scores.shape != (n,):
+        raise ParamError(f"duplicate_of and score must have one value per id ({n})")
     with open_output(out) as handle:
         for lo in range(0, select.size, CHUNK_ROWS):
             chunk = select[lo : lo + CHUNK_ROWS]
-            lines = [
-                f'{{"id": {_quote(ids[i])}, "cluster": {c}, "kept": {"true" if k else "false"}}}\n'
-                for i, c, k in zip(
-                    chunk.tolist(), labels[chunk].tolist(), flags[chunk].tolist(), strict=True
+            lines = []
+            for i, c, k, d, sc in zip(
+                chunk.tolist(),
+                labels[chunk].tolist(),
+                flags[chunk].tolist(),
+                dup[chunk].tolist(),
+                scores[chunk].tolist(),
+                strict=True,
+            ):
+                line = (
+                    f'{{"id": {_quote(ids[i])}, "cluster": {c}, "kept": {"true" if k else "false"}'
                 )
-            ]
+                if explain:
+                    other = _quote(ids[d]) if d >= 0 else "null"
+                    value = repr(sc) if sc == sc else "null"  # NaN: no direct pair
+                    line += f', "duplicate_of": {other}, "score": {value}'
+                lines.append(line + "}\n")
             handle.write("".join(lines).encode("utf-8"))
     return int(select.size)
 

@@ -4,11 +4,14 @@
   copies at chosen edit rates) for tests and benchmarks.
 - ``neardup.testing.truth``: brute-force ground truth (every pair at or above a threshold of an
   exact measure) and precision / recall of found pairs against it.
+- ``neardup.testing.measures``: what a kept set cost against true pairs (unjustified removals,
+  residual duplicates) beside pair precision / recall.
 - ``neardup.testing.references``: O(n^2) reference answers for the fast search paths.
 """
 
 from __future__ import annotations
 
+from .measures import removal_summary, residual_duplicates, unjustified_removals
 from .references import hamming_pairs_reference
 from .synth import (
     cosmetic,
@@ -41,4 +44,7 @@ __all__ = [
     "pseudo_vocabulary",
     "random_documents",
     "reference_similar_pairs",
+    "removal_summary",
+    "residual_duplicates",
+    "unjustified_removals",
 ]

@@ -1,0 +1,66 @@
+"""MinHash method: texts -> MinHash sketch -> Broder features -> pairs sharing >= r features.
+
+Signatures are the k features (uint64[n, k]); with super features, one megashingle per
+r-subset of them (C(k, r) keys, any one shared is enough). The method accepts every candidate
+(score 1.0): the features already decided; verification checks the resemblance itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from .. import candidates, features
+from ..params import FeatureParams, MinhashParams, SketchParams
+from ..textbatch import TextBatch
+from .base import Candidates, FloatArray, Signatures
+
+
+class MinHashMethod:
+    """Broder features over a MinHash sketch (LSH banding), looked up by sorting."""
+
+    name = "minhash"
+
+    def __init__(self, params: MinhashParams, feature_params: FeatureParams, seed: int) -> None:
+        self.params = params
+        self.features = feature_params
+        self.sketch_params = SketchParams(kind=params.sketch, t=feature_params.t, seed=seed)
+        self.min_shared = 1 if params.super_features else feature_params.r
+
+    def signatures(self, batch: TextBatch) -> Signatures:
+        keys = features.features(batch.sketch(self.sketch_params), self.features)
+        if self.params.super_features:  # share >= r features <=> share one r-subset key
+            keys = features.feature_combinations(keys, self.features.r)
+        return Signatures(keys)
+
+    def candidates(self, sigs: Signatures) -> Candidates:
+        found = candidates.candidate_pairs(
+            sigs.data, self.min_shared, max_bucket=self.params.max_bucket, list_big_buckets=True
+        )
+        n = len(found.a)
+        st = found.stats
+        return Candidates(
+            a=found.a,
+            b=found.b,
+            score=np.ones(n, dtype=np.float64),
+            accepted=np.ones(n, dtype=np.bool_),
+            stats={"big_buckets": st.big_buckets, "big_bucket_docs": st.big_bucket_docs},
+            big_members=found.big_members,
+            big_offsets=found.big_offsets,
+        )
+
+    def lookup_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]:
+        return np.asarray(sigs.data, dtype=np.uint64)
+
+    def score(self, x: Signatures, y: Signatures) -> FloatArray:
+        """Share of features in common (the features' own view of resemblance)."""
+        same = (x.data == y.data) & (x.data != features.EMPTY)
+        return same.mean(axis=1) if same.shape[1] else np.ones(len(x), dtype=np.float64)
+
+    def accept(self, score: FloatArray) -> npt.NDArray[np.bool_]:
+        return np.ones(score.shape[0], dtype=np.bool_)
+
+    def describe(self) -> str:
+        f = self.features
+        how = "megashingles" if self.params.super_features else "shared features"
+        return f"MinHash features k={f.k}, s={f.s}, r={f.r} (t={f.t}, {self.params.sketch}; {how})"

@@ -1,0 +1,175 @@
+"""Whole jobs: inputs on disk -> outputs on disk. The CLI and the service call these, nothing else.
+
+``dedup_source`` reads the inputs once (a reader thread parses ahead while the kernels run),
+feeds the ``Deduplicator``, reads again only what a stage needs (the IDF fit, the borderline
+texts of hybrid verification) and writes the kept records, clusters, pairs and summary.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from .engine import Deduplicator
+from .errors import ParamError
+from .io import Source, key_ranks, open_source, write_clusters, write_pairs
+from .io._prefetch import prefetch
+from .params import DedupParams, check_int
+from .progress import Progress
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How inputs are read: format, fields, what to do with bad records, batch size."""
+
+    format: Literal["jsonl", "parquet", "text"] | None = None
+    text_field: str = "text"
+    id_field: str = "id"
+    on_error: Literal["stop", "skip"] = "stop"
+    key_field: str | None = None
+    batch_size: int = 5000
+
+    def __post_init__(self) -> None:
+        check_int("batch_size (--batch-size)", self.batch_size, 1, 2**31)
+
+
+@dataclass(frozen=True)
+class DedupOutputs:
+    """Where results go; None skips one. ``all_pairs`` expands exact-duplicate groups."""
+
+    kept: str | None = None
+    clusters: str | None = None
+    pairs: str | None = None
+    summary_json: str | None = None
+    all_pairs: bool = False
+
+
+@dataclass
+class DedupResult:
+    """What a job did: the fitted deduplicator, the ids, and the summary (also as JSON)."""
+
+    dedup: Deduplicator
+    ids: list[str]
+    summary: dict[str, Any] = field(default_factory=dict)
+    problems: str = ""
+
+
+def _peak_memory_mb() -> float:
+    """Peak resident memory of this process in MB (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int) -> list[str]:
+    """The texts of documents ``docs`` (sorted positions), read again from the source."""
+    found: dict[int, str] = {}
+    for batch in source.batches(batch_size):
+        hit = np.flatnonzero(np.isin(batch.positions, docs))
+        for i in hit.tolist():
+            found[int(batch.positions[i])] = batch.texts[i]
+    return [found[d] for d in docs.tolist()]
+
+
+def dedup_source(
+    inputs: str | Sequence[str],
+    params: DedupParams,
+    outputs: DedupOutputs,
+    read: ReadOptions | None = None,
+    progress: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> DedupResult:
+    """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
+
+    The kept records are written in the input's own format with every field preserved; the
+    clusters file lists every document of a cluster of two or more with the kept document it
+    duplicates and the score; the pairs file lists accepted pairs. Returns the summary.
+    """
+    read = read or ReadOptions()
+    if params.keep == "field" and not read.key_field:
+        raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
+    started = time.perf_counter()
+    with open_source(
+        inputs,
+        read.format,
+        text_field=read.text_field,
+        id_field=read.id_field,
+        on_error=read.on_error,
+        key_field=read.key_field,
+    ) as source:
+        dedup = Deduplicator(params)
+        from .methods import needs_fit
+
+        if needs_fit(params):
+            from .simhash import fit_idf_texts
+
+            texts = (t for batch in source.batches(read.batch_size) for t in batch.texts)
+            dedup.idf = fit_idf_texts(texts, params.simhash_params(), read.batch_size)
+        # Percentages only where input size and bytes read are the same measure (not gzip).
+        paths = [inputs] if isinstance(inputs, str) else list(inputs)
+        gzipped = any(str(x).endswith(".gz") for x in paths)
+        bar = Progress(progress, None if gzipped else source.input_bytes)
+        ids: list[str] = []
+        keys: list[object] = []
+        try:
+            for batch in prefetch(source.batches(read.batch_size)):
+                dedup.partial_fit(batch.texts, batch.nbytes)
+                ids.extend(batch.ids)
+                if batch.keys is not None:
+                    keys.extend(batch.keys)
+                bar.update(dedup.n_docs, dedup.n_bytes)
+        finally:
+            bar.close()
+        ranks = None
+        if read.key_field:
+            if source.n_docs and source.missing_keys == source.n_docs and warn is not None:
+                warn(
+                    f"no document has the field {read.key_field!r}; clusters keep their first "
+                    "member"
+                )
+            ranks = key_ranks(keys, params.keep_prefer)
+        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size))
+        written = None
+        if outputs.kept:
+            written = source.write_kept(dedup.kept_, outputs.kept)
+        if outputs.clusters:
+            sizes = np.bincount(dedup.clusters_, minlength=len(ids))
+            rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+            write_clusters(
+                outputs.clusters,
+                ids,
+                dedup.clusters_,
+                dedup.kept_,
+                rows,
+                duplicate_of=dedup.duplicate_of_,
+                score=dedup.duplicate_score_,
+            )
+        if outputs.pairs:
+            a, b, score = dedup.all_pairs() if outputs.all_pairs else dedup.pairs_
+            write_pairs(outputs.pairs, ids, a, b, score)
+        errors = source.errors
+    seconds = time.perf_counter() - started
+    stats = dedup.stats_
+    summary: dict[str, Any] = {
+        **stats.as_dict(),
+        "skipped_records": errors.total,
+        "kept": int(dedup.kept_.sum()),
+        "written": written,
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(stats.bytes_in / 1e6 / max(seconds, 1e-9), 2),
+        "peak_memory_mb": round(_peak_memory_mb(), 1),
+        "method": dedup.method.describe(),
+        "params": params.fingerprint(),
+        "hamming_plan": dedup.hamming_plan_,
+    }
+    if outputs.summary_json:
+        from .io import atomic_write
+
+        with atomic_write(outputs.summary_json, "w") as fh:
+            json.dump(summary, fh, indent=1)
+            fh.write("\n")
+    return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")

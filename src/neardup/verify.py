@@ -1,0 +1,276 @@
+"""Candidate pairs -> verified pairs: score each candidate against the resemblance threshold.
+
+Verification is its own stage, the same for every method (MinHash, SimHash, sampled...):
+
+============  =================================================  ================================
+kind          how a pair is decided                              kept per document
+============  =================================================  ================================
+``none``      the method's own decision (features / Hamming)      nothing
+``sketch``    MinHash estimate of Jaccard >= threshold            2 bytes per sketch value (low 16
+                                                                  bits of the t-value sketch)
+``hybrid``    the sketch decides clear pairs; pairs within        as ``sketch``; the borderline
+              ``HYBRID_Z`` standard errors of the threshold are   documents' texts are fetched
+              re-checked by exact Jaccard of their texts          again, once, at the end
+``exact``     Jaccard of the stored shingle sets >= threshold     8 bytes per distinct shingle
+============  =================================================  ================================
+
+A verifier turns a batch into ``Evidence`` (what it keeps per document), and decides pairs
+from the evidence of both documents. The low 16 bits of a sketch value suffice to compare:
+unequal values agree there with probability 2^-16, a bias of at most 1.5e-5 on the estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import NeardupError, ParamError
+from .minhash import estimate_pairs
+from .params import DedupParams, ShingleParams, SketchParams, Verify
+from .resemblance import pair_scores
+from .shingles import ShingleBatch, shingle_batch
+from .textbatch import TextBatch
+
+#: Hybrid verification re-checks exactly the pairs whose sketch estimate lies within this many
+#: standard errors, sqrt(threshold (1 - threshold) / t), of the threshold.
+HYBRID_Z = 3.0
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+#: Returns the texts of the given sorted document indices, in that order.
+FetchTexts = Callable[[IntArray], Sequence[str]]
+
+
+class Evidence(Protocol):
+    """What a verifier keeps per document, with row selection and concatenation."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+    def take(self, rows: IntArray) -> Evidence: ...
+
+
+@dataclass(frozen=True)
+class RowEvidence:
+    """A fixed-width row per document (sketch values; zero columns when nothing is kept)."""
+
+    rows: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.rows.nbytes)
+
+    def take(self, rows: IntArray) -> RowEvidence:
+        return RowEvidence(self.rows[rows])
+
+
+@dataclass(frozen=True)
+class SetEvidence:
+    """A shingle set per document (CSR of sorted unique fingerprints)."""
+
+    sets: ShingleBatch
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.sets.fps.nbytes + self.sets.offsets.nbytes)
+
+    def take(self, rows: IntArray) -> SetEvidence:
+        off = self.sets.offsets
+        sizes = (off[rows + 1] - off[rows]).astype(np.int64)
+        new_off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=new_off[1:])
+        total = int(new_off[-1])
+        idx = np.repeat(off[rows] - new_off[:-1], sizes) + np.arange(total, dtype=np.int64)
+        return SetEvidence(ShingleBatch(self.sets.fps[idx], new_off))
+
+
+def concat_evidence(parts: Sequence[Evidence]) -> Evidence:
+    """One block of evidence from the blocks of consecutive batches."""
+    if not parts:
+        return RowEvidence(np.zeros((0, 0), dtype=np.uint16))
+    if isinstance(parts[0], SetEvidence):
+        sets = [p.sets for p in parts if isinstance(p, SetEvidence)]
+        sizes = np.concatenate([np.diff(s.offsets) for s in sets])
+        offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return SetEvidence(ShingleBatch(np.concatenate([s.fps for s in sets]), offsets))
+    return RowEvidence(np.concatenate([p.rows for p in parts if isinstance(p, RowEvidence)]))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Scores and decisions of candidate pairs; ``rechecked`` pairs were scored exactly again.
+
+    ``method_ok`` is the method's own decision, which verification can only confirm or overrule
+    towards rejection: a pair is accepted when the method accepts it and its score passes.
+    """
+
+    score: FloatArray
+    ok: BoolArray
+    method_ok: BoolArray
+    rechecked: int = 0
+
+
+class Verifier(Protocol):
+    """Decides candidate pairs against the threshold (see the module docstring)."""
+
+    name: Verify
+    needs_texts: bool
+
+    def evidence(self, batch: TextBatch) -> Evidence: ...
+
+    def decide(
+        self, ev: Evidence, a: IntArray, b: IntArray, method_score: FloatArray, method_ok: BoolArray
+    ) -> Verdict:
+        """Decide pairs (rows a[i], b[i] of ``ev``) given the method's own score and decision."""
+        ...
+
+    def recheck(
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+    ) -> Verdict: ...
+
+
+class NoVerification:
+    """The method decides alone: its own score and acceptance are the verdict."""
+
+    name: Verify = "none"
+    needs_texts = False
+
+    def evidence(self, batch: TextBatch) -> Evidence:
+        return RowEvidence(np.zeros((len(batch), 0), dtype=np.uint16))
+
+    def decide(
+        self, ev: Evidence, a: IntArray, b: IntArray, method_score: FloatArray, method_ok: BoolArray
+    ) -> Verdict:
+        return Verdict(method_score, method_ok.copy(), method_ok)
+
+    def recheck(
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+    ) -> Verdict:
+        return verdict
+
+
+class SketchVerification:
+    """Jaccard estimated from the documents' MinHash sketches (low 16 bits of each value)."""
+
+    name: Verify = "sketch"
+    needs_texts = False
+
+    def __init__(self, threshold: float, sketch: SketchParams) -> None:
+        self.threshold = threshold
+        self.sketch = sketch
+
+    def evidence(self, batch: TextBatch) -> Evidence:
+        return RowEvidence(batch.sketch(self.sketch).astype(np.uint16))
+
+    def decide(
+        self, ev: Evidence, a: IntArray, b: IntArray, method_score: FloatArray, method_ok: BoolArray
+    ) -> Verdict:
+        score = estimate_pairs(_rows(ev), a, b, self.sketch.kind)
+        return Verdict(score, method_ok & (score >= self.threshold), method_ok)
+
+    def recheck(
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+    ) -> Verdict:
+        return verdict
+
+
+class HybridVerification(SketchVerification):
+    """The sketch decides clear pairs; borderline pairs are re-checked by exact Jaccard."""
+
+    name: Verify = "hybrid"
+    needs_texts = True
+
+    def __init__(self, threshold: float, sketch: SketchParams, shingle: ShingleParams) -> None:
+        super().__init__(threshold, sketch)
+        self.shingle = shingle
+
+    def margin(self) -> float:
+        """Half-width of the band around the threshold whose pairs are re-checked."""
+        t = self.threshold
+        return float(HYBRID_Z * np.sqrt(t * (1 - t) / self.sketch.t))
+
+    def recheck(
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+    ) -> Verdict:
+        score = verdict.score.copy()
+        near = np.flatnonzero(np.abs(score - self.threshold) <= self.margin())
+        if len(near) == 0:
+            return verdict
+        if fetch is None:
+            raise ParamError(
+                "verify='hybrid' needs the borderline documents' texts: give a way to fetch them "
+                "(fit() keeps them; the CLI reads its input again)"
+            )
+        docs = np.unique(np.concatenate([a[near], b[near]]))
+        texts = fetch(docs)
+        if len(texts) != len(docs):
+            raise NeardupError(f"fetch_texts returned {len(texts)} texts for {len(docs)} documents")
+        batch = shingle_batch(list(texts), self.shingle)
+        la, lb = np.searchsorted(docs, a[near]), np.searchsorted(docs, b[near])
+        score[near] = pair_scores(batch, la, lb, "jaccard")
+        ok = verdict.ok.copy()
+        ok[near] = verdict.method_ok[near] & (score[near] >= self.threshold)
+        return Verdict(score, ok, verdict.method_ok, len(near))
+
+
+class ExactVerification:
+    """Exact Jaccard of the stored shingle sets: precision 1 by definition."""
+
+    name: Verify = "exact"
+    needs_texts = False
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold = threshold
+
+    def evidence(self, batch: TextBatch) -> Evidence:
+        return SetEvidence(batch.sets())
+
+    def decide(
+        self, ev: Evidence, a: IntArray, b: IntArray, method_score: FloatArray, method_ok: BoolArray
+    ) -> Verdict:
+        score = pair_scores(_sets(ev), a, b, "jaccard")
+        return Verdict(score, method_ok & (score >= self.threshold), method_ok)
+
+    def recheck(
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+    ) -> Verdict:
+        return verdict
+
+
+def _rows(ev: Evidence) -> np.ndarray:
+    if not isinstance(ev, RowEvidence):
+        raise TypeError(f"sketch verification needs RowEvidence, got {type(ev).__name__}")
+    return ev.rows
+
+
+def _sets(ev: Evidence) -> ShingleBatch:
+    if not isinstance(ev, SetEvidence):
+        raise TypeError(f"exact verification needs SetEvidence, got {type(ev).__name__}")
+    return ev.sets
+
+
+def make_verifier(params: DedupParams) -> Verifier:
+    """The verifier ``params.verify`` names, at ``params.threshold``."""
+    kind = params.resolved_verify
+    t = params.resolved_threshold
+    if kind == "none":
+        return NoVerification()
+    if kind == "sketch":
+        return SketchVerification(t, params.sketch_params())
+    if kind == "hybrid":
+        return HybridVerification(t, params.sketch_params(), params.shingle)
+    return ExactVerification(t)
