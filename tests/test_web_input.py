@@ -116,3 +116,72 @@ def test_kept_mask_shape_is_checked_for_warc(tmp_path: Path) -> None:
         list(src.batches(50))
         with pytest.raises(Exception, match="one flag per document"):
             src.write_kept(np.ones(3, dtype=bool), tmp_path / "k.jsonl")
+
+
+def _response(
+    writer, url: str, body: bytes, headers: list[tuple[str, str]], status: str = "200 OK"
+):  # type: ignore[no-untyped-def]
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+
+    http = StatusAndHeaders(status, headers, protocol="HTTP/1.1")
+    return writer.create_warc_record(
+        url, "response", payload=io.BytesIO(body), length=len(body), http_headers=http
+    )
+
+
+def test_http_encodings_charsets_and_statuses(tmp_path: Path) -> None:
+    import gzip
+    import io
+
+    from warcio.warcwriter import WARCWriter
+
+    page = "<html><body><article><p>{}</p></article></body></html>"
+    text = "Un café crème à la terrasse, près de la gare du Nord, coûte trois euros cinquante."
+    latin = page.format(text).encode("latin-1")
+    zipped = gzip.compress(page.format(text + " Zipped.").encode("utf-8"))
+    chunked = (
+        b"".join(
+            b"%x\r\n%s\r\n" % (len(part), part)
+            for part in (
+                page.format(text + " Chunked.").encode("utf-8")[:40],
+                page.format(text + " Chunked.").encode("utf-8")[40:],
+            )
+        )
+        + b"0\r\n\r\n"
+    )
+    buf = io.BytesIO()
+    w = WARCWriter(buf, gzip=True)
+    html_type = ("Content-Type", "text/html")
+    w.write_record(
+        _response(w, "http://x/latin", latin, [("Content-Type", "text/html; charset=iso-8859-1")])
+    )
+    w.write_record(_response(w, "http://x/zip", zipped, [html_type, ("Content-Encoding", "gzip")]))
+    w.write_record(
+        _response(w, "http://x/chunk", chunked, [html_type, ("Transfer-Encoding", "chunked")])
+    )
+    w.write_record(_response(w, "http://x/moved", b"", [html_type], "301 Moved Permanently"))
+    w.write_record(
+        _response(
+            w, "http://x/bad-zip", b"not gzip at all", [html_type, ("Content-Encoding", "gzip")]
+        )
+    )
+    path = tmp_path / "enc.warc.gz"
+    path.write_bytes(buf.getvalue())
+    with open_source(path, id_field="url", on_error="skip") as src:
+        batch = next(src.batches(10))
+    assert batch.ids == ["http://x/latin", "http://x/zip", "http://x/chunk"]
+    assert batch.texts[0].strip() == text
+    assert batch.texts[1].strip().endswith("Zipped.") and "café crème" in batch.texts[1]
+    assert batch.texts[2].strip().endswith("Chunked.")
+    assert src.errors.counts == {"http_status": 1, "bad_record": 1}
+
+
+def test_compare_reads_html_pages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    page = random_pages(1, seed=9)[0]
+    (tmp_path / "a.html").write_text(page.html, encoding="utf-8")
+    (tmp_path / "b.txt").write_text(page.text, encoding="utf-8")
+    assert main(["compare", str(tmp_path / "a.html"), str(tmp_path / "b.txt"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["containment_b_in_a"] == 1.0 and out["resemblance"] > 0.9
