@@ -78,6 +78,7 @@ def _corpus(tmp_path: Path) -> tuple[Path, Path, list[str]]:
     """12 originals; doc 12 copies 0 exactly, 13-15 edit 1 lightly; a clusters file in the new
     shape: cluster 1 = {1, 13, 14, 15} (largest), cluster 0 = {0, 12}."""
     base = random_documents(12, seed=31, words=(80, 160))
+    base[0] += " <!--<script>document.title = 'pwned'</script>--> & </script> <!--<script> end"
     texts = [*base, base[0], *(edit(base[1], 0.03, s, 0.0) for s in (1, 2, 3))]
     ids = [f"doc{i}" for i in range(len(texts))]
     src = tmp_path / "in.jsonl"
@@ -209,6 +210,8 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert dom.count('<section class="cluster"') == 2
     assert dom.index('id="cluster-1"') < dom.index('id="cluster-0"')  # largest first
     assert dom.count("<mark>") >= 8 and "score 0.810" in dom and "page 1 of 1" in dom
+    assert "pwned" not in dom.split("<body")[0]  # page text is shown, never run
+    assert "&lt;!--&lt;script&gt;document.title = 'pwned'&lt;/script&gt;--&gt;" in dom
     assert 'src="data:image/png;base64,' in dom and "http" not in re.sub(
         r"https?://www\.w3\.org", "", dom
     )

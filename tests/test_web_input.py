@@ -185,3 +185,13 @@ def test_compare_reads_html_pages(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["compare", str(tmp_path / "a.html"), str(tmp_path / "b.txt"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["containment_b_in_a"] == 1.0 and out["resemblance"] > 0.9
+
+
+def test_keep_field_date_keeps_the_latest_crawl(tmp_path: Path) -> None:
+    path, pages, dups = _crawl(tmp_path, broken=0)
+    out = tmp_path / "kept.jsonl"
+    assert main(["dedup", str(path), "-o", str(out), "--keep-field", "date", "-q"]) == 0
+    urls = {json.loads(line)["url"] for line in out.read_text().splitlines()}
+    assert pages[12].date > pages[0].date  # page 12 re-crawls page 0, later
+    assert pages[12].url in urls and pages[0].url not in urls
+    assert len(urls) == len(pages) - len(dups)

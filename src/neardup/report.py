@@ -281,8 +281,9 @@ def _template() -> str:
 
 
 def _script_json(value: object) -> str:
-    """JSON safe inside <script type="application/json">: no "</" can end the element."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    """JSON safe inside <script type="application/json">: every "<" is written \\u003c, so no
+    text ("</script>", "<!--<script>") can end the element or change how it is parsed."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
 def write_report(
