@@ -35,6 +35,7 @@ import numpy.typing as npt
 from .compare import word_spans
 from .errors import InputError, NeardupError, ParamError
 from .io import atomic_write, open_source
+from .io._report import OnError
 from .io._source import Fmt, Inputs
 from .params import ShingleParams
 from .shingles import shingle_sequence
@@ -286,54 +287,19 @@ def _script_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def write_report(
+def _read_texts(
     inputs: Inputs,
-    clusters: str | Path,
-    out: str | Path,
-    *,
-    pairs: str | Path | None = None,
-    run_summary: str | Path | None = None,
-    fmt: Fmt | None = None,
-    text_field: str = "text",
-    id_field: str = "id",
-    on_error: str = "stop",
-    shingle: ShingleParams = ShingleParams(),
-    max_chars: int = MAX_CHARS,
-    text_clusters: int = TEXT_CLUSTERS,
-    page_size: int = 20,
-    title: str = "neardup report",
-) -> ReportStats:
-    """Write the HTML report of a run to ``out`` (atomically); see the module docstring.
-
-    ``inputs`` (and format/field options) must be what the run read, so ids match. Texts of
-    the ``text_clusters`` largest clusters are embedded, each cut to ``max_chars`` characters;
-    shared passages are found with word ``shingle.w``-shingles of the shown texts.
-    """
-    for name, value, lo in (
-        ("max_chars", max_chars, 1),
-        ("text_clusters", text_clusters, 0),
-        ("page_size", page_size, 1),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-            raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")
-    rows = read_clusters(clusters)
-    by_label: dict[int, list[int]] = {}
-    for k, row in enumerate(rows):
-        by_label.setdefault(row.cluster, []).append(k)
-    order = sorted(by_label, key=lambda c: (-len(by_label[c]), c))
-    doc_index: dict[str, int] = {}
-    for row in rows:
-        doc_index.setdefault(row.id, len(doc_index))
-    doc_ids = list(doc_index)
-    need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
+    need: set[str],
+    fmt: Fmt | None,
+    text_field: str,
+    id_field: str,
+    on_error: OnError,
+) -> tuple[dict[str, str], int]:
+    """The texts of the documents ``need`` names, and the number of input documents."""
     texts: dict[str, str] = {}
     n_input = 0
     with open_source(
-        inputs,
-        fmt,
-        text_field=text_field,
-        id_field=id_field,
-        on_error=on_error,  # type: ignore[arg-type]
+        inputs, fmt, text_field=text_field, id_field=id_field, on_error=on_error
     ) as source:
         for batch in source.batches(5000):
             n_input += len(batch)
@@ -342,21 +308,46 @@ def write_report(
                     texts[rid] = text
     missing = need - texts.keys()
     if missing:
-        example = sorted(missing)[0]
         raise InputError(
             f"{len(missing)} documents of the clusters file are not in the input (e.g. id "
-            f"{example!r}); give the same input and --id-field/--text-field as the dedup run"
+            f"{sorted(missing)[0]!r}); give the same input and --format/--id-field/--text-field "
+            "as the dedup run"
         )
+    return texts, n_input
+
+
+@dataclass
+class _Layout:
+    """What the page shows: clusters as [label, size, kept docs, pairs], documents as
+    [id, shown text or None, characters not shown], and every pair score found."""
+
+    clusters: list[list[Any]]
+    docs: list[list[Any]]
+    scores: npt.NDArray[np.float64]
+    pairs: int
+
+
+def _layout(
+    rows: list[ClusterRow],
+    order: list[int],
+    by_label: dict[int, list[int]],
+    texts: dict[str, str],
+    from_pairs: dict[str, tuple[str, float]],
+    shingle: ShingleParams,
+    max_chars: int,
+    text_clusters: int,
+) -> _Layout:
+    """Each removed document beside its partner (``duplicate_of``, else the pairs file's
+    choice, else the kept member), with their shared passages for the clusters with texts."""
+    doc_index: dict[str, int] = {}
+    for row in rows:
+        doc_index.setdefault(row.id, len(doc_index))
     shown = sorted(texts, key=doc_index.__getitem__)
     # shared passages are found in the whole texts, then cut to the part shown
     sh = _shingle_texts([texts[d] for d in shown], shingle)
-    shown_u16 = [int(sh.utf16[k][min(max_chars, len(texts[d]))]) for k, d in enumerate(shown)]
+    limit = [int(sh.utf16[k][min(max_chars, len(texts[d]))]) for k, d in enumerate(shown)]
     slot = {d: i for i, d in enumerate(shown)}
-
-    from_pairs: dict[str, tuple[str, float]] = {}
-    if pairs is not None and any(r.duplicate_of is None and not r.kept for r in rows):
-        from_pairs = _best_partners(rows, read_pairs(pairs))
-    data_clusters: list[list[Any]] = []
+    clusters: list[list[Any]] = []
     scores: list[float] = []
     n_pairs = 0
     for rank, label in enumerate(order):
@@ -378,40 +369,49 @@ def write_report(
             if rank < text_clusters and m.id in slot and partner in slot:
                 a, b = slot[m.id], slot[partner]
                 pair += [
-                    shared_spans(sh, a, b, shingle.w, shown_u16[a]),
-                    shared_spans(sh, b, a, shingle.w, shown_u16[b]),
+                    shared_spans(sh, a, b, shingle.w, limit[a]),
+                    shared_spans(sh, b, a, shingle.w, limit[b]),
                 ]
             pair_rows.append(pair)
         n_pairs += len(pair_rows)
-        data_clusters.append([label, len(members), [doc_index[m.id] for m in kept], pair_rows])
+        clusters.append([label, len(members), [doc_index[m.id] for m in kept], pair_rows])
     docs = [
         [d, texts[d][:max_chars], max(0, len(texts[d]) - max_chars)] if d in texts else [d, None, 0]
-        for d in doc_ids
+        for d in doc_index
     ]
-    score_arr = np.asarray(scores, dtype=np.float64)
-    sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
+    return _Layout(clusters, docs, np.asarray(scores, dtype=np.float64), n_pairs)
+
+
+def _summary(
+    n_input: int,
+    rows: list[ClusterRow],
+    sizes: npt.NDArray[np.int64],
+    scores: npt.NDArray[np.float64],
+    text_clusters: int,
+    max_chars: int,
+    run_summary: str | Path | None,
+) -> list[tuple[str, str]]:
+    """The (name, value) rows of the summary table."""
     removed = sum(1 for r in rows if not r.kept)
-    summary: list[tuple[str, str]] = [
+    out = [
         ("input documents", f"{n_input:,}"),
-        ("clusters (2 or more documents)", f"{len(order):,}"),
+        ("clusters (2 or more documents)", f"{sizes.size:,}"),
         ("documents in clusters", f"{len(rows):,}"),
         ("documents removed", f"{removed:,}"),
         ("documents kept", f"{n_input - removed:,}"),
         ("largest cluster", f"{int(sizes.max()) if sizes.size else 0:,} documents"),
-    ]
-    if score_arr.size:
-        summary.append(
-            ("pair scores", f"min {score_arr.min():.3f}, median {np.median(score_arr):.3f}")
-        )
-    else:
-        summary.append(("pair scores", "not in the clusters file (older run)"))
-    summary.append(
+        (
+            "pair scores",
+            f"min {scores.min():.3f}, median {np.median(scores):.3f}"
+            if scores.size
+            else "not in the clusters file (an older run; give --pairs)",
+        ),
         (
             "texts shown",
-            f"largest {min(text_clusters, len(order)):,} clusters, "
+            f"largest {min(text_clusters, sizes.size):,} clusters, "
             f"first {max_chars:,} characters of each document",
-        )
-    )
+        ),
+    ]
     if run_summary is not None:
         try:
             run = json.loads(Path(run_summary).read_text(encoding="utf-8"))
@@ -419,36 +419,81 @@ def write_report(
             raise InputError(f"{run_summary}: cannot read the run summary ({exc})") from None
         for key in ("params", "seconds", "candidate_pairs", "accepted_pairs"):
             if key in run:
-                summary.append((f"run: {key}", str(run[key])))
-    payload = {
-        "pageSize": page_size,
-        "w": shingle.w,
-        "clusters": data_clusters,
-        "docs": docs,
-    }
-    figs = _figures(score_arr, sizes)
-    summary_html = "".join(
-        f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary
-    )
+                out.append((f"run: {key}", str(run[key])))
+    return out
+
+
+def _page(title: str, summary: list[tuple[str, str]], figures: list[str], data: object) -> bytes:
+    """The template filled in, in one pass (a placeholder inside a value is never replaced)."""
     fills = {
         "TITLE": html.escape(title),
-        "SUMMARY": summary_html,
-        "FIG_SCORES": figs[0],
-        "FIG_SIZES": figs[1],
-        "DATA": _script_json(payload),
+        "SUMMARY": "".join(
+            f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in summary
+        ),
+        "FIG_SCORES": figures[0],
+        "FIG_SIZES": figures[1],
+        "DATA": _script_json(data),
     }
-    # one pass, so a placeholder inside a filled-in value is never replaced again
     page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fills[m.group(1)], _template())
-    encoded = page.encode("utf-8")
+    return page.encode("utf-8")
+
+
+def write_report(
+    inputs: Inputs,
+    clusters: str | Path,
+    out: str | Path,
+    *,
+    pairs: str | Path | None = None,
+    run_summary: str | Path | None = None,
+    fmt: Fmt | None = None,
+    text_field: str = "text",
+    id_field: str = "id",
+    on_error: OnError = "stop",
+    shingle: ShingleParams = ShingleParams(),
+    max_chars: int = MAX_CHARS,
+    text_clusters: int = TEXT_CLUSTERS,
+    page_size: int = 20,
+    title: str = "neardup report",
+) -> ReportStats:
+    """Write the HTML report of a run to ``out`` (atomically); see the module docstring.
+
+    ``inputs`` (and format/field options) must be what the run read, so ids match. Texts of
+    the ``text_clusters`` largest clusters are embedded, each cut to ``max_chars`` characters;
+    shared passages are found with word ``shingle.w``-shingles. ``pairs`` (the run's pairs
+    file) is read only for clusters files without ``duplicate_of``; ``run_summary`` (its
+    ``--summary-json``) adds parameters and timing to the summary.
+    """
+    for name, value, lo in (
+        ("max_chars", max_chars, 1),
+        ("text_clusters", text_clusters, 0),
+        ("page_size", page_size, 1),
+    ):
+        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
+            raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")
+    rows = read_clusters(clusters)
+    by_label: dict[int, list[int]] = {}
+    for k, row in enumerate(rows):
+        by_label.setdefault(row.cluster, []).append(k)
+    order = sorted(by_label, key=lambda c: (-len(by_label[c]), c))  # largest first
+    need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
+    texts, n_input = _read_texts(inputs, need, fmt, text_field, id_field, on_error)
+    from_pairs: dict[str, tuple[str, float]] = {}
+    if pairs is not None and any(r.duplicate_of is None and not r.kept for r in rows):
+        from_pairs = _best_partners(rows, read_pairs(pairs))
+    layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
+    sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
+    summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run_summary)
+    data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}
+    encoded = _page(title, summary, _figures(layout.scores, sizes), data)
     with atomic_write(out, "wb") as fh:
         fh.write(encoded)
     return ReportStats(
         input_documents=n_input,
         clusters=len(order),
         documents_in_clusters=len(rows),
-        removed=removed,
-        pairs=n_pairs,
+        removed=sum(1 for r in rows if not r.kept),
+        pairs=layout.pairs,
         clusters_with_text=min(text_clusters, len(order)),
-        scores=int(score_arr.size),
+        scores=int(layout.scores.size),
         bytes=len(encoded),
     )
