@@ -2,7 +2,7 @@
 
 Run from the repository root (with the bench extras: ``pip install -e '.[bench]'``):
 
-    python benchmarks/bench_dedup.py                     # all corpora, about 6 minutes
+    python benchmarks/bench_dedup.py                     # all corpora, about 8 minutes
     python benchmarks/bench_dedup.py --json benchmarks/results/dedup.json
     python benchmarks/bench_dedup.py --near-docs 4000 --pypi-docs 0 --no-peers   # quick look
 
@@ -18,13 +18,23 @@ Corpora (each falls back to generated text when /work/shared/data is absent):
   5-grams (``ShingleParams(w=5, tokens="char")``); accuracy only.
 
 Ground truth: every pair whose exact Jaccard over the same shingle sets is >= t, by brute force
-(``neardup.testing.truth.exact_similar_pairs``). neardup reports exact duplicates as star pairs and
-searches near-duplicates among group representatives, so its pairs are expanded to all
-member x member pairs first (``expand_pairs``). Precision and recall are pair-level.
+(``neardup.testing.truth.exact_similar_pairs``). neardup's pairs are ``Deduplicator.all_pairs()``
+(exact-duplicate groups expanded to every member x member pair). Precision and recall are
+pair-level.
 
-Accuracy tables: MinHash with exact and with sketch verification at t in ``--thresholds``, and
-SimHash (``method="simhash"``, Hamming distance k = 1..6) scored against the same Jaccard truth
-at each t, side by side, so one can see where each method fits.
+Accuracy tables: MinHash with exact, hybrid (the default) and sketch verification at t in
+``--thresholds``, and SimHash (``SimhashMethodParams``, Hamming distance k = 1..6) scored
+against the same Jaccard truth at each t, side by side, so one can see where each method fits.
+
+Removal table (t in ``--removal-thresholds``, keep first): neardup with hybrid and exact
+verification under keep-aware removal (the default) and connected components, rensa's pairs
+(LSH, estimate >= t) + connected components (what a peer pipeline does), and keep-aware removal
+on the brute-force pairs themselves (the oracle). Columns: removed documents, true duplicates
+removed (a kept document resembles them at >= t), unjustified removals (no kept document at
+>= t: unique text lost), residual duplicates (pairs of kept documents at >= t), and the share of
+documents whose kept/removed status equals the oracle's. Nonzero unjustified or residual counts
+of a keep-aware run are explained (``testing.measures``; candidates listed by a ``verify="none"``
+run with the same features).
 
 Speed table (near-dup and 20news corpora, threshold ``--peer-threshold``): end-to-end seconds
 on the same raw texts for neardup (library ``Deduplicator.fit`` and the ``neardup dedup`` CLI on
@@ -61,16 +71,27 @@ common.ensure_neardup()
 import numpy as np  # noqa: E402  (after limit_threads)
 import numpy.typing as npt  # noqa: E402
 
-from neardup.engine import Deduplicator, DedupParams  # noqa: E402
-from neardup.minhash import EMPTY  # noqa: E402
-from neardup.params import ShingleParams  # noqa: E402
+from neardup.engine import Deduplicator  # noqa: E402
+from neardup.params import (  # noqa: E402
+    DedupParams,
+    MinhashParams,
+    ShingleParams,
+    SimhashMethodParams,
+)
+from neardup.removal import keep_aware, priority_ranks  # noqa: E402
 from neardup.resemblance import pair_scores  # noqa: E402
-from neardup.shingles import content_hashes, shingle_batch  # noqa: E402
+from neardup.shingles import shingle_batch  # noqa: E402
+from neardup.testing.measures import (  # noqa: E402
+    removal_summary,
+    residual_duplicates,
+    unjustified_removals,
+)
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
-from neardup.testing.truth import exact_similar_pairs, pairs_from_labels, precision_recall  # noqa: E402
+from neardup.testing.truth import exact_similar_pairs, precision_recall  # noqa: E402
 
 PYPI = Path("/work/shared/data/pypi_summaries/docs.jsonl.gz")
 THRESHOLDS = (0.5, 0.7, 0.8, 0.9)
+REMOVAL_THRESHOLDS = (0.5, 0.8, 0.9)
 SIMHASH_K = (1, 2, 3, 4, 5, 6)
 NUM_PERM = 128
 _WORD = re.compile(r"\w+")
@@ -90,53 +111,7 @@ IntArray = npt.NDArray[np.int64]
 Pairs = tuple[IntArray, IntArray]
 
 
-# ---------------------------------------------------------------- pairs
-
-
-def expand_pairs(
-    a: npt.ArrayLike, b: npt.ArrayLike, groups: npt.ArrayLike
-) -> tuple[IntArray, IntArray]:
-    """neardup's accepted pairs -> every document pair they imply: (lo, hi) sorted, unique.
-
-    ``groups`` labels documents by exact-duplicate group (equal canonical hash; -1 for empty
-    documents, which are never paired). Implied pairs: every pair inside a group of 2+, and for
-    each accepted pair between two groups, all member x member pairs (members have the same
-    shingle set as their representative, so the same Jaccard). Vectorised: no loop over pairs.
-    """
-    g = np.asarray(groups, dtype=np.int64)
-    a = np.asarray(a, dtype=np.int64)
-    b = np.asarray(b, dtype=np.int64)
-    inside_a, inside_b = pairs_from_labels(g)
-    cross = (g[a] != g[b]) & (g[a] >= 0) & (g[b] >= 0)
-    ga, gb = g[a[cross]], g[b[cross]]
-    n_groups = int(g.max()) + 1 if len(g) else 0
-    members = np.argsort(g, kind="stable")[np.sum(g < 0) :]  # documents ordered by group
-    size = np.bincount(g[g >= 0], minlength=n_groups)
-    start = np.cumsum(size) - size
-    na, nb = size[ga], size[gb]
-    m = na * nb
-    total = int(m.sum())
-    pid = np.repeat(np.arange(len(ga)), m)
-    k = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(m) - m, m)
-    x = members[start[ga][pid] + k // nb[pid]]
-    y = members[start[gb][pid] + k % nb[pid]]
-    lo = np.concatenate([inside_a, np.minimum(x, y)])
-    hi = np.concatenate([inside_b, np.maximum(x, y)])
-    width = int(max(len(g), 1))
-    keys = np.unique(lo * width + hi)
-    return keys // width, keys % width
-
-
-def exact_groups(texts: Sequence[str], sp: ShingleParams) -> IntArray:
-    """Exact-duplicate group of every document (equal canonical hash); -1 for empty ones."""
-    canonical, _ = content_hashes(texts, sp)
-    _, inverse = np.unique(canonical, return_inverse=True)
-    groups = inverse.ravel().astype(np.int64)
-    empty = canonical == np.uint64(EMPTY)
-    if empty.any():  # renumber so that group ids stay dense after removing the empty group
-        _, groups[~empty] = np.unique(groups[~empty], return_inverse=True)
-        groups[empty] = -1
-    return groups
+# ---------------------------------------------------------------- truth
 
 
 class Truth:
@@ -232,20 +207,143 @@ def run_neardup(texts: Sequence[str], params: DedupParams) -> tuple[Deduplicator
     return d, seconds, mem.growth_mb
 
 
+def found_pairs(d: Deduplicator) -> Pairs:
+    """Every document pair neardup accepted, exact-duplicate groups expanded (``all_pairs``)."""
+    a, b, _ = d.all_pairs()
+    return a, b
+
+
+def first_per_component(labels: IntArray) -> npt.NDArray[np.bool_]:
+    """Connected components, keep the first document of each: what a peer pipeline does."""
+    _, first = np.unique(labels, return_index=True)
+    kept = np.zeros(len(labels), dtype=np.bool_)
+    kept[first] = True
+    return kept
+
+
+def removal_row(
+    method: str,
+    t: float,
+    kept: npt.NDArray[np.bool_],
+    found: Pairs,
+    truth: Truth,
+    oracle: npt.NDArray[np.bool_] | None = None,
+) -> dict[str, Any]:
+    """Pair precision/recall and what the kept set cost, against the brute-force pairs at t."""
+    ta, tb = truth.at(t)
+    s = removal_summary(kept, found[0], found[1], ta, tb)
+    return {
+        "method": method,
+        "t": t,
+        "precision": s["precision"],
+        "recall": s["recall"],
+        "removed": s["removed"],
+        "justified": s["justified_removals"],
+        "unjustified": s["unjustified_removals"],
+        "residual": s["residual_duplicates"],
+        "agree": None if oracle is None else 100.0 * float(np.mean(kept == oracle)),
+    }
+
+
+def explain(
+    d: Deduplicator, texts: Sequence[str], truth: Truth, t: float
+) -> tuple[str, dict[str, int]]:
+    """Why a keep-aware run has unjustified removals or residual duplicates, if it has any.
+
+    Unjustified removals come from accepted pairs below t (the removed document's kept target
+    has J < t). Residual duplicates are true pairs of kept documents that neardup did not accept:
+    either no candidate (the features missed them: a second run with ``verify="none"`` and the
+    same features lists every candidate) or a candidate rejected by the verification.
+    """
+    kept = d.kept_
+    ta, tb = truth.at(t)
+    lost = unjustified_removals(kept, ta, tb)
+    ra, rb = residual_duplicates(kept, ta, tb)
+    counts = {"fp_targets": 0, "not_candidates": 0, "rejected": 0, "starved": 0}
+    if not len(lost) and not len(ra):
+        return "", counts
+    notes = []
+    if len(lost):
+        target = d.duplicate_of_[lost]
+        j = pair_scores(truth.batch, lost, target, "jaccard")
+        counts["fp_targets"] = int((j < t).sum())
+        notes.append(
+            f"{len(lost)} unjustified: kept target at J {j.min():.3f}-{j.max():.3f} "
+            f"({counts['fp_targets']} below t: accepted false positives)"
+        )
+    if len(ra):
+        p = d.params
+        m = p.method
+        assert isinstance(m, MinhashParams)  # explained for MinHash runs only
+        cand_params = DedupParams(
+            threshold=t,
+            shingle=p.shingle,
+            method=MinhashParams(features=p.feature_params(), sketch=m.sketch),
+            verify="none",
+            removal="components",
+            seed=p.seed,
+        )
+        ca, cb = found_pairs(Deduplicator(cand_params).fit(texts))
+        width = np.int64(len(texts))
+        is_cand = np.isin(ra * width + rb, ca * width + cb)
+        counts["rejected"] = int(is_cand.sum())
+        counts["not_candidates"] = int((~is_cand).sum())
+        counts["starved"] = d.stats_.bucket_unresolved
+        j = truth.score[np.isin(truth.a * width + truth.b, ra * width + rb)]
+        notes.append(
+            f"{len(ra)} residual (J {j.min():.3f}-{j.max():.3f}): "
+            f"{counts['not_candidates']} never candidates, {counts['rejected']} candidates "
+            f"rejected by verification; {counts['starved']} big-bucket members unresolved"
+        )
+    return "; ".join(notes), counts
+
+
 def accuracy(
     name: str, texts: list[str], sp: ShingleParams, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """MinHash (exact/hybrid/sketch verification) and SimHash rows against brute-force truth."""
+    """MinHash (exact/hybrid/sketch verification) and SimHash rows against brute-force truth,
+    and what each removal policy costs (neardup keep-aware and components, peers)."""
     thresholds = args.thresholds
-    truth = Truth(texts, sp, min(thresholds))
-    groups = exact_groups(texts, sp)
+    truth = Truth(texts, sp, min(thresholds + args.removal_thresholds))
+    n = len(texts)
     long_rows: list[dict[str, Any]] = []
     wide: list[dict[str, Any]] = []
+    removal_rows: list[dict[str, Any]] = []
+    oracles: dict[float, npt.NDArray[np.bool_]] = {}
     for verify in ("exact", "hybrid", "sketch"):
         w: dict[str, Any] = {"method": f"minhash verify={verify}"}
-        for t in thresholds:
+        for t in sorted(set(thresholds) | set(args.removal_thresholds)):
             d, sec, mem = run_neardup(texts, DedupParams(threshold=t, verify=verify, shingle=sp))
-            found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
+            found = found_pairs(d)
+            if t in args.removal_thresholds and verify in ("exact", "hybrid"):
+                if t not in oracles:  # keep-aware removal on the brute-force pairs
+                    keep = truth.score >= t
+                    oracles[t] = keep_aware(
+                        n,
+                        truth.a[keep],
+                        truth.b[keep],
+                        truth.score[keep],
+                        priority_ranks(n),
+                        groups=d.groups_,
+                    ).kept
+                    removal_rows.append(
+                        removal_row(
+                            "keep-aware on exact pairs (oracle)", t, oracles[t], truth.at(t), truth
+                        )
+                    )
+                row = removal_row(
+                    f"neardup {verify} keep-aware", t, d.kept_, found, truth, oracles[t]
+                )
+                row["note"], row["why"] = explain(d, texts, truth, t)
+                removal_rows.append(row)
+                dc, _, _ = run_neardup(
+                    texts, DedupParams(threshold=t, verify=verify, shingle=sp, removal="components")
+                )
+                removal_rows.append(
+                    removal_row(f"neardup {verify} components", t, dc.kept_, found_pairs(dc), truth)
+                )
+            if t not in thresholds:
+                continue
             p, r = score(found, truth.at(t))
             fn, fn_near, fp, fp_near = truth.errors_near(found, t)
             f = d.params.feature_params()
@@ -269,19 +367,15 @@ def accuracy(
             if t == 0.8 or "seconds" not in w:
                 w["seconds"] = sec
         wide.append(w)
-    simhash_ok = True
-    try:
-        import neardup.simhash  # noqa: F401  (probing whether SimHash has landed)
-    except ImportError:
-        simhash_ok = False
-        print("neardup.simhash is not importable: SimHash rows skipped")
-    for feats in args.simhash_features if simhash_ok else ():
+    if not args.no_peers:
+        removal_rows += peer_removal(texts, sp, truth, args.removal_thresholds)
+    for feats in args.simhash_features:
         for k in SIMHASH_K:
             params = DedupParams(
-                method="simhash", max_distance=k, shingle=sp, simhash_features=feats
+                method=SimhashMethodParams(max_distance=k, features=feats), shingle=sp
             )
             d, sec, mem = run_neardup(texts, params)
-            found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
+            found = found_pairs(d)
             label = f"simhash {feats} k={k}"
             w = {"method": label, "seconds": sec, "found": len(found[0])}
             for t in thresholds:
@@ -300,14 +394,31 @@ def accuracy(
         wcols += [(f"p{t}", f"P@{t}", ".3f"), (f"r{t}", f"R@{t}", ".3f")]
     wcols.append(("seconds", "s", ".2f"))
     common.print_table(wide, wcols, f"[{name}] side by side: pair precision P / recall R at t")
+    removal_rows.sort(key=lambda r: r["t"])
+    rcols = [("t", "t", ".1f"), ("method", "removal", ""), ("precision", "P", ".4f")]
+    rcols += [
+        ("recall", "R", ".4f"),
+        ("removed", "removed", ","),
+        ("justified", "true dups removed", ","),
+    ]
+    rcols += [("unjustified", "unjustified", ","), ("residual", "residual pairs", ",")]
+    rcols += [("agree", "% = oracle", ".3f"), ("note", "why (if not 0)", "")]
+    common.print_table(
+        removal_rows,
+        rcols,
+        f"[{name}] removal against brute-force pairs (keep first): unjustified = removed with no "
+        "kept document at >= t; residual = pairs of kept documents at >= t; % = oracle = "
+        "documents whose kept/removed status equals keep-aware removal on the exact pairs",
+    )
     return {
         "corpus": name,
         "docs": len(texts),
         "mb": mb,
         "truth_seconds": truth.seconds,
-        "true_pairs": {str(t): truth.count(t) for t in thresholds},
+        "true_pairs": {str(t): truth.count(t) for t in thresholds + args.removal_thresholds},
         "minhash": long_rows,
         "side_by_side": wide,
+        "removal": removal_rows,
     }
 
 
@@ -351,6 +462,45 @@ def verify_and_cluster(
     graph = coo_matrix((np.ones(len(a)), (a, b)), shape=(n, n))
     _, labels = connected_components(graph, directed=False)
     return (a, b), labels.astype(np.int64)
+
+
+def py_char_grams(text: str, q: int = 5) -> set[str]:
+    """Character q-grams a peer user writes: lowercase word characters joined, every q-window."""
+    chars = "".join(_WORD.findall(text.lower()))
+    if len(chars) < q:
+        return {chars} if chars else set()
+    return {chars[i : i + q] for i in range(len(chars) - q + 1)}
+
+
+def rensa_bands(t: float) -> int:
+    """Bands a rensa user picks for threshold t: the S-curve (1/b)^(1/r) well below t."""
+    return NUM_PERM // 4 if t < 0.7 else 16
+
+
+def peer_removal(
+    texts: Sequence[str], sp: ShingleParams, truth: Truth, thresholds: Sequence[float]
+) -> list[dict[str, Any]]:
+    """rensa pairs (LSH, estimate >= t) + connected components keeping the first, at each t."""
+    import rensa
+
+    grams = py_char_grams if sp.tokens == "char" else py_shingles
+    sets = [grams(t, sp.w) for t in texts]
+    ids = np.flatnonzero([bool(s) for s in sets]).astype(np.int64)
+    mhs = rensa.RMinHash.from_token_sets([sets[i] for i in ids], NUM_PERM, 42)
+    sk = np.full((len(texts), NUM_PERM), -1, dtype=np.int64)
+    sk[ids] = np.array([m.digest() for m in mhs], dtype=np.uint32)
+    rows = []
+    for t in thresholds:
+        nb = rensa_bands(t)
+        lsh = rensa.RMinHashLSH(t, NUM_PERM, nb)
+        lsh.insert_many(mhs)
+        cand = candidates_to_pairs(lsh.query_all(mhs), ids)
+        pairs, labels = verify_and_cluster(len(texts), cand, sk, t)
+        kept = first_per_component(labels)
+        rows.append(
+            removal_row(f"rensa b={nb},r={NUM_PERM // nb} + components", t, kept, pairs, truth)
+        )
+    return rows
 
 
 def peer_datasketch(
@@ -476,14 +626,22 @@ def speed(
     """End-to-end speed, accuracy and memory of neardup and the peers at one threshold."""
     t = args.peer_threshold
     sp = ShingleParams()
-    truth = Truth(texts, sp, t).at(t)
-    groups = exact_groups(texts, sp)
+    truth_pairs = Truth(texts, sp, t)
+    truth = truth_pairs.at(t)
     mb = common.utf8_mb(texts)
     n = len(texts)
     rows: list[dict[str, Any]] = []
 
-    def add(method: str, seconds: float, pairs: Pairs, mem_mb: float | None, **extra: Any) -> None:
+    def add(
+        method: str,
+        seconds: float,
+        pairs: Pairs,
+        kept: npt.NDArray[np.bool_],
+        mem_mb: float | None,
+        **extra: Any,
+    ) -> None:
         p, r = score(pairs, truth)
+        lost = removal_row(method, t, kept, pairs, truth_pairs)
         rows.append(
             {
                 "method": method,
@@ -494,11 +652,13 @@ def speed(
                 "recall": r,
                 "mem_mb": mem_mb,
                 "mem_per_doc": mem_mb * 1e6 / n if mem_mb is not None else None,
+                "unjustified": lost["unjustified"],
+                "residual": lost["residual"],
                 **extra,
             }
         )
 
-    for verify in ("sketch", "hybrid", "exact"):
+    for verify in ("hybrid", "sketch", "exact"):
         params = DedupParams(threshold=t, verify=verify)
         best: tuple[Deduplicator, float, float] | None = None
         for _ in range(args.repeat):
@@ -507,14 +667,14 @@ def speed(
                 best = run
         assert best is not None  # repeat >= 1 (checked in main)
         d, sec, mem = best
-        found = expand_pairs(d.pairs_[0], d.pairs_[1], groups)
-        kept = d.stats_.bytes_per_doc_in_memory
-        add(f"neardup verify={verify}", sec, found, mem, kept_bytes=kept)
+        label = f"neardup verify={verify}" + (" (default)" if verify == "hybrid" else "")
+        kept_bytes = d.stats_.bytes_per_doc_in_memory
+        add(label, sec, found_pairs(d), d.kept_, mem, kept_bytes=kept_bytes)
     if not args.no_cli:
         cli = run_cli(texts, t, workdir)
         rows.append(
             {
-                "method": "neardup CLI (verify=sketch)",
+                "method": "neardup CLI (defaults: hybrid, keep-aware)",
                 "seconds": cli["seconds"],
                 "docs_per_s": n / cli["seconds"],
                 "mbps": mb / cli["seconds"],
@@ -534,6 +694,7 @@ def speed(
                 peer["method"],
                 peer["seconds"],
                 peer["pairs"],
+                first_per_component(peer["labels"]),
                 peer["mem_mb"],
                 kept_bytes=peer["kept_bytes"],
                 note=note,
@@ -543,11 +704,12 @@ def speed(
         row["speedup"] = row["seconds"] / ref
     cols = [("method", "method", ""), ("seconds", "s", ".2f"), ("docs_per_s", "docs/s", ",.0f")]
     cols += [("mbps", "MB/s", ".2f"), ("precision", "precision", ".4f")]
-    cols += [("recall", "recall", ".4f"), ("mem_mb", "peak MB", ".0f")]
+    cols += [("recall", "recall", ".4f"), ("unjustified", "unjustified", ",")]
+    cols += [("residual", "residual", ","), ("mem_mb", "peak MB", ".0f")]
     cols += [("mem_per_doc", "peak B/doc", ",.0f"), ("kept_bytes", "kept B/doc", ",.0f")]
     cols += [("speedup", "neardup x", ".1f"), ("note", "note", "")]
     title = f"[{name}] speed at t={t}, single thread, {CLOCK[0]} seconds: {n:,} docs, {mb:.1f} MB, "
-    title += f"{len(truth[0]):,} true pairs ('neardup x' = its time / neardup verify=sketch)"
+    title += f"{len(truth[0]):,} true pairs ('neardup x' = its time / neardup's default)"
     common.print_table(rows, cols, title)
     for row in rows:
         row["corpus"] = name
@@ -572,6 +734,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=("shingle", "char"),
         help="SimHash feature kinds to score: shingle (the same w-shingles as MinHash), char "
         "(q-grams, the engine's default), word [shingle,char]",
+    )
+    p.add_argument(
+        "--removal-thresholds",
+        type=lambda s: tuple(float(x) for x in s.split(",")),
+        default=REMOVAL_THRESHOLDS,
+        help="thresholds of the removal table (hybrid and exact, both policies, rensa) "
+        "[0.5,0.8,0.9]",
     )
     p.add_argument("--peer-threshold", type=float, default=0.8, help="threshold of speed runs")
     p.add_argument("--no-peers", action="store_true", help="skip datasketch and rensa")
@@ -601,9 +770,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         DedupParams(verify="sketch"),
         DedupParams(verify="exact"),
         DedupParams(verify="hybrid"),
+        DedupParams(removal="components"),
+        DedupParams(method=SimhashMethodParams()),
     ):
         Deduplicator(params).fit(warm)
-    Deduplicator(DedupParams(method="simhash")).fit(warm)
     results: dict[str, Any] = {"machine": common.machine(), "accuracy": [], "speed": []}
     corpora = load_corpora(args)
     with tempfile.TemporaryDirectory(prefix="neardup_bench_") as tmp:

@@ -19,9 +19,12 @@ MB/s, the child's peak resident memory (``wait4`` rusage) and that memory per do
 what the engine itself keeps per document (``bytes_per_doc_in_memory``).
 
 ``--profile`` repeats the run in this process with the engine's stage functions wrapped by
-timers (no source change): shingling, sketching, features, exact-verification sets, candidate
-pairs, verification, union-find, representatives, each with its time and the peak resident
-memory while it ran, so a slow or memory-hungry stage is named precisely.
+timers (no source change): shingling, exact-verification sets, sketching, features (the pass);
+exact groups, candidate pairs, verification (sketch / exact decisions, the hybrid re-read and
+re-check), removal (keep-aware, components, big-bucket resolution) in ``finish()``; each with
+its time and the peak resident memory while it ran, so a slow or memory-hungry stage is named
+precisely. ``--verify`` and ``--removal`` default to the library's defaults (hybrid,
+keep-aware).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ def run_cli(path: Path, args: argparse.Namespace) -> dict[str, Any]:
     summary = Path(args.workdir) / "neardup_scale_summary.json"
     cmd = [sys.executable, "-m", "neardup.cli", "dedup", str(path), "-o", str(out)]
     cmd += ["--threshold", str(args.threshold), "--verify", args.verify]
+    cmd += ["--removal", args.removal]
     cmd += ["--summary-json", str(summary), "--no-progress"]
     env = {**os.environ, "PYTHONPATH": str(common.REPO / "src")}
     print("running: " + " ".join(cmd[1:]), flush=True)
@@ -100,20 +104,31 @@ def run_cli(path: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 class StageTimer:
-    """Wraps functions to add up their time and record the peak RSS while each ran."""
+    """Wraps functions to add up their time and record the peak RSS while each ran.
+
+    Only the outermost wrapped call is timed: a stage that calls another wrapped stage (e.g.
+    big-bucket resolution re-running keep-aware removal) owns that time.
+    """
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
         self.calls: dict[str, int] = {}
         self.peak_mb: dict[str, float] = {}
+        self._depth = 0
 
     def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def timed(*a: Any, **k: Any) -> Any:
-            with common.PeakRSS() as mem:
-                t0 = CLOCK()
-                result = fn(*a, **k)
-                dt = CLOCK() - t0
+            if self._depth:
+                return fn(*a, **k)
+            self._depth += 1
+            try:
+                with common.PeakRSS() as mem:
+                    t0 = CLOCK()
+                    result = fn(*a, **k)
+                    dt = CLOCK() - t0
+            finally:
+                self._depth -= 1
             self.seconds[name] = self.seconds.get(name, 0.0) + dt
             self.calls[name] = self.calls.get(name, 0) + 1
             self.peak_mb[name] = max(self.peak_mb.get(name, 0.0), mem.peak_mb)
@@ -122,44 +137,84 @@ class StageTimer:
         return timed
 
 
+def _fetch_lines(path: Path) -> Callable[[Any], list[str]]:
+    """Hybrid verification's re-read: the texts of the given sorted line numbers of the JSONL."""
+
+    def fetch(docs: Any) -> list[str]:
+        wanted = iter(docs.tolist())
+        out: list[str] = []
+        nxt = next(wanted, None)
+        for i, text in enumerate(common.iter_texts(path)):
+            if nxt is None:
+                break
+            if i == nxt:
+                out.append(text)
+                nxt = next(wanted, None)
+        return out
+
+    return fetch
+
+
 def profile(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Run the engine in-process on the corpus with every stage function timed."""
-    from neardup import engine
-    from neardup.engine import Deduplicator, DedupParams
+    import importlib
 
+    from neardup.engine import Deduplicator
+    from neardup.params import DedupParams
+
+    # modules by full name: the package namespace re-exports functions of the same names
+    mod = {
+        m: importlib.import_module(f"neardup.{m}")
+        for m in ("candidates", "engine", "features", "minhash", "removal", "textbatch", "verify")
+    }
+    candidates, engine, features = mod["candidates"], mod["engine"], mod["features"]
+    minhash, removal, textbatch, verify = (
+        mod["minhash"],
+        mod["removal"],
+        mod["textbatch"],
+        mod["verify"],
+    )
     st = StageTimer()
-    engine.shingle_texts = st.wrap("pass: shingling", engine.shingle_texts)
-    engine.unique_per_doc = st.wrap("pass: unique shingles (exact)", engine.unique_per_doc)  # type: ignore[assignment]
-    for mod, attr, name in (
-        (engine.minhash, "sketch", "pass: sketching"),
-        (engine.features, "features", "pass: features"),
-        (engine.candidates, "candidate_pairs", "finish: candidate pairs"),
-        (engine.clusters, "cluster_labels", "finish: union-find"),
-        (engine.clusters, "choose_representatives", "finish: representatives"),
-    ):
-        setattr(mod, attr, st.wrap(name, getattr(mod, attr)))
-    verify = Deduplicator._verify
-    Deduplicator._verify = st.wrap("finish: verification", verify)  # type: ignore[method-assign]
+    targets: list[tuple[Any, str, str]] = [
+        (textbatch, "shingle_texts", "pass: shingling"),
+        (textbatch, "unique_per_doc", "pass: unique shingles (exact)"),
+        (minhash, "sketch", "pass: sketching"),
+        (features, "features", "pass: features"),
+        (engine, "exact_groups", "finish: exact groups"),
+        (candidates, "candidate_pairs", "finish: candidate pairs"),
+        (verify.SketchVerification, "decide", "finish: verification (sketch)"),
+        (verify.ExactVerification, "decide", "finish: verification (exact)"),
+        (verify.HybridVerification, "recheck", "finish: hybrid re-check (re-read + exact)"),
+        (removal, "keep_aware", "finish: removal (keep-aware)"),
+        (removal, "components", "finish: removal (components)"),
+        (removal, "resolve_big_buckets", "finish: removal (big buckets + keep-aware)"),
+    ]
+    originals = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in targets]
+    for owner, attr, name in targets:
+        setattr(owner, attr, st.wrap(name, getattr(owner, attr)))
 
-    params = DedupParams(threshold=args.threshold, verify=args.verify)
+    params = DedupParams(threshold=args.threshold, verify=args.verify, removal=args.removal)
     d = Deduplicator(params)
     read_s = 0.0
     t_start = CLOCK()
-    with common.PeakRSS() as pass_mem:
-        texts_iter = common.iter_texts(path)
-        while True:
+    try:
+        with common.PeakRSS() as pass_mem:
+            texts_iter = common.iter_texts(path)
+            while True:
+                t0 = CLOCK()
+                batch = [t for _, t in zip(range(5000), texts_iter, strict=False)]
+                read_s += CLOCK() - t0
+                if not batch:
+                    break
+                d.partial_fit(batch)
+        pass_s = CLOCK() - t_start
+        with common.PeakRSS() as finish_mem:
             t0 = CLOCK()
-            batch = [t for _, t in zip(range(5000), texts_iter, strict=False)]
-            read_s += CLOCK() - t0
-            if not batch:
-                break
-            d.partial_fit(batch)
-    pass_s = CLOCK() - t_start
-    with common.PeakRSS() as finish_mem:
-        t0 = CLOCK()
-        d.finish()
-        finish_s = CLOCK() - t0
-    Deduplicator._verify = verify  # type: ignore[method-assign]
+            d.finish(fetch_texts=_fetch_lines(path))
+            finish_s = CLOCK() - t0
+    finally:
+        for owner, attr, fn in originals:
+            setattr(owner, attr, fn)
 
     rows: list[dict[str, Any]] = [{"stage": "pass: read JSONL", "seconds": read_s, "calls": None}]
     staged_pass = staged_finish = 0.0
@@ -172,10 +227,13 @@ def profile(path: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
         else:
             staged_finish += sec
     rows.append(
-        {"stage": "pass: other (lengths, copies)", "seconds": pass_s - read_s - staged_pass}
+        {
+            "stage": "pass: other (lengths, evidence, copies)",
+            "seconds": pass_s - read_s - staged_pass,
+        }
     )
     rows.append(
-        {"stage": "finish: other (exact groups, concat)", "seconds": finish_s - staged_finish}
+        {"stage": "finish: other (gather rows, pairs, stats)", "seconds": finish_s - staged_finish}
     )
     # stage wrappers reset the kernel's high-water mark, so a phase's peak is the max over both
     peaks = {
@@ -228,7 +286,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--fresh", action="store_true", help="regenerate the corpus even if present")
     p.add_argument("--delete-corpus", action="store_true", help="delete the corpus at the end")
     p.add_argument("--threshold", type=float, default=0.8)
-    p.add_argument("--verify", choices=["sketch", "exact", "none"], default="sketch")
+    p.add_argument(
+        "--verify", choices=["hybrid", "sketch", "exact", "none"], default="hybrid", help="[hybrid]"
+    )
+    p.add_argument(
+        "--removal", choices=["keep-aware", "components"], default="keep-aware", help="[keep-aware]"
+    )
     p.add_argument("--profile", action="store_true", help="also profile stages in-process")
     p.add_argument(
         "--clock", choices=sorted(common.CLOCKS), default="cpu", help="profile clock [cpu]"
@@ -281,7 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("peak_per_doc", "peak B/doc", ",.0f"),
                 ("kept_per_doc", "kept B/doc", ",.0f"),
             ],
-            f"neardup dedup (CLI: one compute thread + input read-ahead, t={args.threshold}, verify={args.verify}) on "
+            f"neardup dedup (CLI: one compute thread + input read-ahead, t={args.threshold}, "
+            f"verify={args.verify}, removal={args.removal}) on "
             f"{path.name}, {size_mb:,.0f} MB JSONL",
         )
         keys = ("exact_duplicates", "candidate_pairs", "accepted_pairs", "clusters", "removed")

@@ -7,6 +7,7 @@ import neardup
 EXPECTED = {
     "EMPTY", "FORMAT_VERSION", "CandidateResult", "DedupParams", "DedupStats", "Deduplicator",
     "FeatureParams", "HammingIndex", "IndexMismatchError", "InputError", "NeardupError",
+    "OutputError",
     "ParamError", "Plan", "ShingleBatch", "ShingleParams", "SketchParams", "__version__",
     "acceptance", "candidate_pairs", "canonical_tokens", "choose_representatives",
     "cluster_labels", "containment", "content_hashes", "dice", "estimate", "estimate_pairs",
@@ -25,7 +26,12 @@ def test_all_lists_exactly_the_public_api() -> None:
 
 
 def test_every_error_is_a_neardup_error() -> None:
-    for cls in (neardup.ParamError, neardup.InputError, neardup.IndexMismatchError):
+    for cls in (
+        neardup.ParamError,
+        neardup.InputError,
+        neardup.IndexMismatchError,
+        neardup.OutputError,
+    ):
         assert issubclass(cls, neardup.NeardupError)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .candidates import CandidateResult, candidate_pairs
 from .clusters import choose_representatives, cluster_labels
 from .engine import Deduplicator, DedupStats
-from .errors import IndexMismatchError, InputError, NeardupError, ParamError
+from .errors import IndexMismatchError, InputError, NeardupError, OutputError, ParamError
 from .features import acceptance, features
 from .hamming import HammingIndex, hamming_pairs, plan_tables
 from .methods import Method, MinHashMethod, Signatures, SimHashMethod
@@ -44,6 +44,7 @@ __all__ = [
     "MinHashMethod",
     "MinhashParams",
     "NeardupError",
+    "OutputError",
     "ParamError",
     "Plan",
     "ShingleBatch",

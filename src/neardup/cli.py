@@ -1,12 +1,14 @@
 """The ``neardup`` command: parse arguments, call one library function, report; nothing more.
 
-Exit status: 0 success, 1 bad input or parameters (a NeardupError, message on stderr),
-2 bad command line, 130 interrupted.
+Exit status: 0 success, 1 bad input or parameters, or an input or output that cannot be read
+or written (one line on stderr, never a traceback), 2 bad command line, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -14,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import __version__
-from .errors import NeardupError, ParamError
+from .errors import NeardupError, OutputError, ParamError
 from .params import (
     DedupParams,
     FeatureParams,
@@ -500,10 +502,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.max_distance is not None:
         from .hamming import plan_tables
 
-        sys.stdout.write(plan_tables(args.max_distance, args.docs).describe() + "\n")
+        _print(plan_tables(args.max_distance, args.docs).describe() + "\n")
         return 0
     if args.threshold is None:
         raise ParamError("neardup plan needs --threshold (MinHash) or --max-distance (SimHash)")
+    if args.plot:  # checked before the work: a missing folder, a folder, an input...
+        from .io import plan_outputs
+
+        plan_outputs([], {"--plot": args.plot})
     costs = {"cost_fp": args.fp_cost, "cost_fn": args.fn_cost}
     if args.features is not None:
         chosen = evaluate(FeatureParams(*args.features), args.threshold, **costs)
@@ -514,11 +520,57 @@ def cmd_plan(args: argparse.Namespace) -> int:
             max_t=256 if args.num_perm is None else args.num_perm,
             **costs,
         )
-    sys.stdout.write(chosen.describe() + "\n")
+    _print(chosen.describe() + "\n")
     if args.plot:
         plot_curve(chosen, args.plot)
-        sys.stdout.write(f"curve written to {args.plot}\n")
+        _print(f"curve written to {args.plot}\n")
     return 0
+
+
+def _print(text: str) -> None:
+    """Write a result to standard output; OutputError when it is closed or the pipe broke."""
+    if sys.stdout is None:
+        raise OutputError(
+            "cannot write to standard output: it is closed; redirect it to a file instead"
+        )
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        from .io._targets import output_error
+
+        raise output_error("standard output", exc) from None
+
+
+def _fail(message: str) -> int:
+    """Report an error in one line (newlines in file names escaped): exit status 1."""
+    line = message.replace("\r", "\\r").replace("\n", "\\n")
+    line = line.encode("utf-8", "backslashreplace").decode("utf-8")  # undecodable file names
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"neardup: error: {line}\n")
+        sys.stderr.flush()
+    return 1
+
+
+def _os_error_message(exc: OSError) -> str:
+    """An OSError no layer below named: which file, what went wrong, what to do."""
+    from .io._targets import describe_os_error
+
+    name = exc.filename if exc.filename is not None else ""
+    return f"{name}: {describe_os_error(exc)}" if name else describe_os_error(exc)
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point standard output at /dev/null so the interpreter's final flush
+    cannot print a second error."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
 
 
 def _caused_by_interrupt(exc: BaseException | None) -> bool:
@@ -538,6 +590,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stderr is None:  # closed: errors have nowhere to go, the exit status still tells
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
     parser = _build_parser()
@@ -551,8 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_report(args)
         return cmd_plan(args)
     except NeardupError as exc:
-        sys.stderr.write(f"neardup: error: {exc}\n")
-        return 1
+        return _fail(str(exc))
     except KeyboardInterrupt:
         sys.stderr.write("neardup: interrupted\n")
         return 130
@@ -561,8 +614,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stderr.write("neardup: interrupted\n")
         return 130
-    except BrokenPipeError:
-        return 1
+    except OSError as exc:  # one the I/O layer did not name itself
+        return _fail(_os_error_message(exc))
+    except UnicodeError as exc:
+        return _fail(f"text that cannot be encoded or decoded ({exc}); check the input's encoding")
+    except RecursionError:
+        return _fail("input nested too deeply to process; flatten the records")
+    finally:
+        _quiet_stdout()
 
 
 if __name__ == "__main__":

@@ -17,3 +17,7 @@ class InputError(NeardupError, ValueError):
 
 class IndexMismatchError(NeardupError):
     """Stored data (an index, a sketch file) was built with other parameters or a schema version."""
+
+
+class OutputError(NeardupError):
+    """An output cannot be written (disk full, closed pipe, no permission); the message names it."""

@@ -293,6 +293,9 @@ DEFAULT_VERIFY: dict[type, Verify] = {MinhashParams: "hybrid", SimhashMethodPara
 #: The resemblance threshold when none is given.
 DEFAULT_THRESHOLD = 0.8
 
+#: Thresholds above this (up to 1) are planned as this: the planner needs a curve below 1.
+MAX_PLANNED_THRESHOLD = 0.99
+
 
 @dataclass(frozen=True)
 class DedupParams:
@@ -380,7 +383,8 @@ class DedupParams:
         from .planner import planned
 
         cost_fn = 1.0 if self.resolved_verify == "none" else 1000.0
-        fp = planned(self.resolved_threshold, m.max_t, cost_fn)
+        # Pairs at resemblance 1 share every feature whatever the plan: plan just below it.
+        fp = planned(min(self.resolved_threshold, MAX_PLANNED_THRESHOLD), m.max_t, cost_fn)
         if m.super_features and math.comb(fp.k, fp.r) > MAX_SUPER_FEATURES:
             raise ParamError(
                 f"super features need C(k={fp.k}, r={fp.r}) = {math.comb(fp.k, fp.r):,} keys a "

@@ -306,5 +306,13 @@ def plot_curve(
     fig.suptitle(title)
     fig.tight_layout()
     out = Path(path)
-    fig.savefig(out, dpi=110)
+    kind = out.suffix.lstrip(".").lower() or "png"
+    if kind not in fig.canvas.get_supported_filetypes():
+        raise ParamError(
+            f"cannot draw {out}: unknown picture type '.{kind}'; name a .png, .svg or .pdf file"
+        )
+    from .io import atomic_write  # complete or absent, never a half-drawn file
+
+    with atomic_write(out, "wb") as handle:
+        fig.savefig(handle, dpi=110, format=kind)
     return out

@@ -3,6 +3,9 @@
 ``dedup_source`` reads the inputs once (a reader thread parses ahead while the kernels run),
 feeds the ``Deduplicator``, reads again only what a stage needs (the IDF fit, the borderline
 texts of hybrid verification) and writes the kept records, clusters, pairs and summary.
+Every output is checked before the first input byte is read (``plan_outputs``: never an input,
+never twice, its folder writable), and all of them are renamed into place together at the end,
+or none is: a failed job leaves no new output.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ import numpy as np
 
 from .engine import Deduplicator
 from .errors import ParamError
-from .io import Source, key_ranks, open_source, write_clusters, write_pairs
+from .io import (
+    Source,
+    atomic_write,
+    key_ranks,
+    open_source,
+    plan_outputs,
+    write_clusters,
+    write_pairs,
+)
 from .io._prefetch import prefetch
 from .params import DedupParams, check_int
 from .progress import Progress
@@ -101,6 +112,17 @@ def dedup_source(
         on_error=read.on_error,
         key_field=read.key_field,
     ) as source:
+        # Every output is checked against the inputs and each other before anything is read.
+        plan = plan_outputs(
+            [inputs] if isinstance(inputs, str) else inputs,
+            {
+                "-o": outputs.kept,
+                "--clusters": outputs.clusters,
+                "--pairs": outputs.pairs,
+                "--summary-json": outputs.summary_json,
+            },
+            folders={"-o"} if source.fmt == "text" else (),
+        )
         dedup = Deduplicator(params)
         from .methods import needs_fit
 
@@ -133,30 +155,43 @@ def dedup_source(
                 )
             ranks = key_ranks(keys, params.keep_prefer)
         dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size))
-        written = None
-        if outputs.kept:
-            written = source.write_kept(dedup.kept_, outputs.kept)
-        if outputs.clusters:
-            sizes = np.bincount(dedup.clusters_, minlength=len(ids))
-            rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
-            write_clusters(
-                outputs.clusters,
-                ids,
-                dedup.clusters_,
-                dedup.kept_,
-                rows,
-                duplicate_of=dedup.duplicate_of_,
-                score=dedup.duplicate_score_,
-            )
-        if outputs.pairs:
-            a, b, score = dedup.all_pairs() if outputs.all_pairs else dedup.pairs_
-            write_pairs(outputs.pairs, ids, a, b, score)
+        with plan.commit():  # every output appears at the end, together, or none does
+            written = None
+            if outputs.kept:
+                written = source.write_kept(dedup.kept_, plan["-o"])
+            if outputs.clusters:
+                sizes = np.bincount(dedup.clusters_, minlength=len(ids))
+                rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+                write_clusters(
+                    plan["--clusters"],
+                    ids,
+                    dedup.clusters_,
+                    dedup.kept_,
+                    rows,
+                    duplicate_of=dedup.duplicate_of_,
+                    score=dedup.duplicate_score_,
+                )
+            if outputs.pairs:
+                a, b, score = dedup.all_pairs() if outputs.all_pairs else dedup.pairs_
+                write_pairs(plan["--pairs"], ids, a, b, score)
+            summary = _summary(dedup, source, written, started, params)
+            if outputs.summary_json:
+                with atomic_write(plan["--summary-json"], "w") as fh:
+                    json.dump(summary, fh, indent=1)
+                    fh.write("\n")
         errors = source.errors
+    return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")
+
+
+def _summary(
+    dedup: Deduplicator, source: Source, written: int | None, started: float, params: DedupParams
+) -> dict[str, Any]:
+    """The job's figures, for the printed summary and the summary JSON."""
     seconds = time.perf_counter() - started
     stats = dedup.stats_
-    summary: dict[str, Any] = {
+    return {
         **stats.as_dict(),
-        "skipped_records": errors.total,
+        "skipped_records": source.errors.total,
         "kept": int(dedup.kept_.sum()),
         "written": written,
         "seconds": round(seconds, 3),
@@ -166,10 +201,3 @@ def dedup_source(
         "params": params.fingerprint(),
         "hamming_plan": dedup.hamming_plan_,
     }
-    if outputs.summary_json:
-        from .io import atomic_write
-
-        with atomic_write(outputs.summary_json, "w") as fh:
-            json.dump(summary, fh, indent=1)
-            fh.write("\n")
-    return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")

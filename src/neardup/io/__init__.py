@@ -1,5 +1,7 @@
 """Edge I/O: JSONL / gzip JSONL / Parquet / text files / stdin -> document batches (pass 1);
 kept mask -> the kept records in the input's own format (pass 2); result writers; atomic output.
+``plan_outputs`` checks every output against the inputs and each other before anything is read;
+``OutputPlan.commit()`` (``output_group()``) renames all outputs into place together, or none.
 
 Nothing here knows the algorithm: the dedup command streams ``Source.batches()`` into the engine,
 then calls ``Source.write_kept(kept, out)``. With ``open_source(..., key_field=NAME)`` each
@@ -10,8 +12,9 @@ file, line and fix, or with ``on_error="skip"`` is skipped and counted in ``Sour
 
 from __future__ import annotations
 
-from ._atomic import atomic_dir, atomic_write
+from ._atomic import atomic_dir, atomic_write, output_group
 from ._keys import key_ranks
+from ._outputs import OutputPlan, plan_outputs
 from ._report import ErrorReport
 from ._source import FORMATS, DocBatch, Fmt, Source, detect_format, open_source
 from ._writers import write_clusters, write_pairs
@@ -21,12 +24,15 @@ __all__ = [
     "DocBatch",
     "ErrorReport",
     "Fmt",
+    "OutputPlan",
     "Source",
     "atomic_dir",
     "atomic_write",
     "detect_format",
     "key_ranks",
     "open_source",
+    "output_group",
+    "plan_outputs",
     "write_clusters",
     "write_pairs",
 ]

@@ -2,12 +2,16 @@
 
 Writes go to a hidden temporary name in the destination's own folder (same file system, so the
 final ``os.replace`` is an atomic rename); on any exception the temporary is removed and whatever
-was at the destination before is left untouched.
+was at the destination before is left untouched. Inside ``output_group()`` the renames wait for
+the end of the block and happen together: a failed run leaves no new output at all.
+Devices, pipes and standard output cannot be replaced: they are written directly.
 """
 
 from __future__ import annotations
 
+import contextvars
 import gzip
+import io
 import os
 import secrets
 import shutil
@@ -16,7 +20,112 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
-from ..errors import ParamError
+from ..errors import OutputError, ParamError
+from ._targets import (
+    STDOUT,
+    ForwardRaw,
+    guarded,
+    open_guarded,
+    output_error,
+    quick_kind,
+    stdout_buffer,
+)
+
+
+class _Group:
+    """Renames held back until every output of a run is complete: (temporary, final, folder?)."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[Path, Path, bool]] = []
+
+    def discard(self) -> None:
+        for tmp, _, is_dir in self.pending:
+            _remove(tmp, is_dir)
+        self.pending.clear()
+
+    def commit(self) -> None:
+        """Rename every temporary into place; if one rename fails, undo the earlier ones."""
+        done: list[tuple[Path, Path | None, bool, bool]] = []  # final, backup, folder?, existed
+        try:
+            for tmp, final, is_dir in self.pending:
+                existed = os.path.lexists(final)
+                backup = None
+                if existed and not is_dir:
+                    backup = _temp_sibling(final, ".old")
+                    try:
+                        os.link(final, backup)  # the old file survives a rollback
+                    except OSError:
+                        backup = None
+                done.append((final, backup, is_dir, existed))
+                try:
+                    os.replace(tmp, final)
+                except OSError as exc:
+                    done.pop()
+                    if backup is not None:
+                        os.unlink(backup)
+                    raise output_error(str(final), exc, "rename the finished output to") from None
+        except BaseException:
+            for final, backup, is_dir, existed in reversed(done):
+                with suppress(OSError):
+                    if backup is not None:
+                        os.replace(backup, final)
+                    elif not existed or is_dir:  # new, or an empty folder before
+                        _remove(final, is_dir)
+                        if existed:
+                            final.mkdir()
+                    # else: a file replaced where no hard link could keep the old one; it stays
+            self.discard()
+            raise
+        for _, backup, _, _ in done:
+            if backup is not None:
+                with suppress(OSError):
+                    os.unlink(backup)
+        self.pending.clear()
+
+
+_GROUP: contextvars.ContextVar[_Group | None] = contextvars.ContextVar(
+    "neardup_output_group", default=None
+)
+
+
+def _remove(path: Path, is_dir: bool) -> None:
+    if is_dir:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def _finish(tmp: Path, final: Path, is_dir: bool) -> None:
+    """Rename ``tmp`` to ``final`` now, or at the end of the enclosing output_group()."""
+    group = _GROUP.get()
+    if group is not None:
+        group.pending.append((tmp, final, is_dir))
+        return
+    try:
+        os.replace(tmp, final)
+    except OSError as exc:
+        raise output_error(str(final), exc, "rename the finished output to") from None
+
+
+@contextmanager
+def output_group() -> Iterator[None]:
+    """Every atomic output written inside the block appears when the block ends without an
+    exception, all together; on an exception none does (previous files stay untouched).
+    A nested group joins the enclosing one."""
+    if _GROUP.get() is not None:
+        yield
+        return
+    group = _Group()
+    token = _GROUP.set(group)
+    try:
+        yield
+    except BaseException:
+        group.discard()
+        raise
+    finally:
+        _GROUP.reset(token)
+    group.commit()
 
 
 def _temp_sibling(path: Path, suffix: str) -> Path:
@@ -34,31 +143,73 @@ def _check_parent(path: Path) -> None:
 
 
 @contextmanager
+def _direct(path: Path | None, mode: str, encoding: str) -> Iterator[IO[Any]]:
+    """Write a device, a pipe or standard output (``path`` None) in place: they cannot be
+    replaced, and a failure there cannot be undone; write errors still name the output."""
+    label = STDOUT if path is None else str(path)
+    if path is None:
+        raw = ForwardRaw(stdout_buffer(), label)
+        binary: io.BufferedWriter = io.BufferedWriter(raw, buffer_size=1 << 16)
+    else:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise output_error(label, exc, "open") from None
+        binary = open_guarded(fd, label)
+    handle: IO[Any] = binary if mode == "wb" else io.TextIOWrapper(binary, encoding=encoding)
+    try:
+        yield handle
+        handle.flush()
+        if path is None:
+            raw.flush()
+    finally:
+        with suppress(OutputError, OSError, ValueError):  # after success: nothing left to write
+            handle.close()
+
+
+@contextmanager
 def _atomic_file(path: Path, mode: str, encoding: str) -> Iterator[IO[Any]]:
+    kind = "stdout" if str(path) == "-" else quick_kind(path)
+    if kind in ("stream", "stdout"):
+        with _direct(path if kind == "stream" else None, mode, encoding) as direct:
+            yield direct
+        return
     _check_parent(path)
+    path = Path(os.path.realpath(path))  # through symlinks: the link stays, the file is new
     while True:
         tmp = _temp_sibling(path, ".tmp")
         try:
             # 0o666 filtered by the umask: the permissions an ordinary open() would give.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
             break
         except FileExistsError:  # pragma: no cover - 48 random bits collided
             continue
+        except OSError as exc:
+            raise output_error(str(path), exc, "create a temporary file beside") from None
+    label = str(path)
     try:
         if path.exists():  # keep the permissions of the file being replaced
             os.chmod(fd, path.stat().st_mode & 0o7777)
-        handle = os.fdopen(fd, "wb") if mode == "wb" else os.fdopen(fd, "w", encoding=encoding)
+        binary = open_guarded(fd, label)
     except BaseException:
         os.close(fd)
         with suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    handle: IO[Any] = binary if mode == "wb" else io.TextIOWrapper(binary, encoding=encoding)
     try:
-        with handle:
+        try:
             yield handle
             handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+            guarded(label, lambda: os.fsync(binary.fileno()))
+            guarded(label, handle.close)  # a network file system may report errors only here
+        except BaseException:
+            # Closing after a failure must not raise a second error (a full disk again) that
+            # would hide the first one (an interrupt, say).
+            with suppress(OutputError, OSError, ValueError):
+                handle.close()
+            raise
+        _finish(tmp, path, is_dir=False)
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -81,7 +232,8 @@ def atomic_write(
     path: str | Path, mode: Literal["wb", "w"] = "wb", *, encoding: str = "utf-8"
 ) -> AbstractContextManager[IO[Any]]:
     """Context manager yielding a file (binary ``"wb"`` or text ``"w"``) that replaces ``path``
-    only when the ``with`` block ends without an exception.
+    only when the ``with`` block ends without an exception (or, inside ``output_group()``,
+    when the group ends). ``"-"``, devices and pipes are written directly.
 
     The data is flushed and fsynced before the rename, so a crash leaves either the old file or
     the complete new one, plus at worst a hidden ``.NAME.XXXX.tmp`` that is never mistaken for it.
@@ -109,10 +261,20 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
             "folder; remove it or name another output"
         )
     tmp = _temp_sibling(target, ".tmpdir")
-    tmp.mkdir()
+    try:
+        tmp.mkdir()
+    except OSError as exc:
+        raise output_error(str(target), exc, "create a temporary folder beside") from None
     try:
         yield tmp
-        os.replace(tmp, target)  # rename(2) may replace an empty folder
+        _finish(tmp, target, is_dir=True)  # rename(2) may replace an empty folder
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        # A copy that failed on its destination (shutil puts it in filename2): the output's fault.
+        names = (str(exc.filename2 or ""), str(exc.filename or ""))
+        if any(name.startswith(str(tmp)) for name in names):
+            raise output_error(str(target), exc) from None
+        raise
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -124,13 +286,12 @@ Output = str | Path | BinaryIO
 @contextmanager
 def open_output(out: Output) -> Iterator[BinaryIO]:
     """A binary sink for ``out``: ``"-"`` is standard output, a binary stream is used as it is
-    (neither is closed), a path is written atomically and gzip-compressed if it ends in ``.gz``.
+    (neither is closed), a device or pipe is written in place, a path is written atomically;
+    paths ending in ``.gz`` are gzip-compressed.
     """
     if isinstance(out, str | Path) and str(out) == "-":
-        import sys
-
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
+        with _direct(None, "wb", "utf-8") as direct:
+            yield direct  # type: ignore[misc]
         return
     if not isinstance(out, str | Path):
         yield out

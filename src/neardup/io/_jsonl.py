@@ -74,6 +74,18 @@ def parse_record(
                 f"not valid JSON ({exc.msg} at column {exc.colno})",
                 "fix the line so it holds exactly one JSON object",
             ) from None
+        except RecursionError:  # hostile records are bad records, never a crash
+            raise RecordProblem(
+                BAD_JSON,
+                "JSON nested too deeply to read",
+                "flatten the record's arrays and objects",
+            ) from None
+        except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+            raise RecordProblem(
+                BAD_JSON,
+                f"a value cannot be read ({_first_line(exc)})",
+                "store huge numbers as strings",
+            ) from None
     if not isinstance(obj, dict):
         raise RecordProblem(
             NOT_OBJECT,
@@ -98,6 +110,11 @@ def parse_record(
     return (None if rid is _MISSING else id_string(rid, id_field)), text, key
 
 
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(":;.") if text else type(exc).__name__
+
+
 def open_jsonl(entry: Entry) -> BinaryIO:
     """Open a JSONL file for reading bytes, decompressing gzip if its first bytes say so."""
     if entry.path is None:  # pragma: no cover - streams are read through entry.stream
@@ -109,9 +126,17 @@ def open_jsonl(entry: Entry) -> BinaryIO:
     except BaseException:
         raw.close()
         raise
-    if magic == _GZIP_MAGIC:
+    if magic == _GZIP_MAGIC and not entry.plain:
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw
+
+
+def _gunzip_stream(stream: BinaryIO) -> BinaryIO:
+    """A stream (stdin, a pipe), decompressed if its first bytes are the gzip magic."""
+    peek = getattr(stream, "peek", None)
+    if peek is not None and peek(2)[:2] == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
+    return stream
 
 
 def scan_jsonl(
@@ -128,7 +153,7 @@ def scan_jsonl(
     Bad records go to ``problems``; ``tee`` receives every line read (the stdin spool).
     """
     try:
-        handle = entry.stream if entry.stream is not None else open_jsonl(entry)
+        handle = open_jsonl(entry) if entry.stream is None else _gunzip_stream(entry.stream)
     except FileNotFoundError:
         problems.file(entry, MISSING_FILE, "file not found", "check the path")
         return

@@ -77,6 +77,7 @@ class Entry:
     rel: Path | None = None  # text files: where a kept copy goes under the output folder
     stream: BinaryIO | None = None  # stdin (or another binary stream) read in pass 1
     stamp: tuple[int, int] | None = None  # (size, mtime_ns) seen in pass 1
+    plain: bool = False  # a spool of lines already decompressed: never sniffed for gzip
     skipped: set[int] = field(default_factory=set)
     start: int = 0
     n_docs: int = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 import tempfile
 import weakref
@@ -38,6 +39,7 @@ from ._report import (
     Problems,
     RecordProblem,
 )
+from ._targets import open_guarded
 from ._text import copy_kept_text, scan_text
 from ._web import WEB_FORMATS, web_format, web_scan, web_write_kept
 
@@ -134,12 +136,17 @@ class Source:
         self._spool: str | None = None
         self._spool_complete = False
         self._finalizer: weakref.finalize | None = None
+        #: Streams this source opened (a named pipe given as a path): closed by close().
+        self.owned: list[BinaryIO] = []
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:
         """Remove the stdin spool file, if any. Pass 2 is impossible afterwards for stdin."""
         if self._finalizer is not None:
             self._finalizer()
+        for stream in self.owned:
+            stream.close()
+        self.owned.clear()
         self._spool = None
         self._spool_complete = False
 
@@ -266,12 +273,15 @@ class Source:
         fd, spool = tempfile.mkstemp(prefix="neardup-stdin-", suffix=".jsonl")
         self._spool = spool
         self._finalizer = weakref.finalize(self, _unlink_quietly, spool)
-        with os.fdopen(fd, "wb") as tee:
+        with open_guarded(
+            fd, f"the copy of {entry.name} kept for the second pass ({spool})"
+        ) as tee:
             yield from scan_jsonl(
                 entry, self.text_field, self.id_field, problems, tee=tee, key_field=self.key_field
             )
         entry.stream = None
         entry.path = Path(spool)
+        entry.plain = True  # decompressed lines, whatever their first bytes
         entry.stamp = _stamp(entry.path)
         self._spool_complete = True
 
@@ -348,6 +358,43 @@ def _expand_folder(folder: Path, problems: list[tuple[str, str]], on_error: OnEr
     return [f for f in files if f.is_file()]
 
 
+def is_pipe(path: str | Path) -> bool:
+    """True for a named pipe or device given as an input path (``<(zcat f.gz)``, a FIFO)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def _open_pipe(
+    paths: list[str | Path],
+    fmt: Fmt | None,
+    text_field: str,
+    id_field: str,
+    on_error: OnError,
+    key_field: str | None,
+) -> Source:
+    """A pipe is read once, as JSONL (gzip recognised by its first bytes), and spooled like
+    standard input; it cannot be read twice, so it must be the only input."""
+    name = str(paths[0])
+    if len(paths) > 1:
+        raise ParamError(
+            f"{name} is a pipe, read once like standard input; give it as the only input, or "
+            "save it to a file first"
+        )
+    if fmt not in (None, "jsonl"):
+        raise ParamError(f"{name} is a pipe, read as JSONL, not {fmt}; save it to a file first")
+    try:
+        raw = open(name, "rb")  # noqa: SIM115 - closed by Source.close()
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read it ({exc.strerror or exc}); check it") from None
+    entry = Entry(name=name, fmt="jsonl", path=None, stream=raw)
+    source = Source([entry], "jsonl", text_field, id_field, on_error, [], key_field)
+    source.owned = [raw]
+    return source
+
+
 def open_source(
     inputs: Inputs,
     fmt: Fmt | None = None,
@@ -404,6 +451,8 @@ def open_source(
         raise ParamError("no inputs given; name at least one file or folder")
     if any(str(p) == "-" for p in paths):
         raise ParamError("'-' (standard input) cannot be combined with other inputs")
+    if any(is_pipe(p) for p in paths):
+        return _open_pipe(paths, fmt, text_field, id_field, on_error, key_field)
 
     open_problems: list[tuple[str, str]] = []
     found: list[tuple[Path, Path]] = []  # (file, folder it was listed under or its parent)

@@ -7,6 +7,7 @@ each), so the per-row cost is one f-string.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -19,8 +20,21 @@ from ._atomic import Output, open_output
 CHUNK_ROWS = 65_536
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def _encode(text: str) -> bytes:
+    """UTF-8 of formatted rows; lone surrogates (ids from JSON ``"\\ud800"`` escapes or from
+    undecodable file names) can only occur inside JSON strings, where ``\\uXXXX`` escapes
+    them exactly, so ``json.loads`` gives back the original id."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
 
 
 def _index_array(name: str, values: npt.ArrayLike, n_ids: int) -> npt.NDArray[np.int64]:
@@ -83,7 +97,7 @@ def write_clusters(
                     value = repr(sc) if sc == sc else "null"  # NaN: no direct pair
                     line += f', "duplicate_of": {other}, "score": {value}'
                 lines.append(line + "}\n")
-            handle.write("".join(lines).encode("utf-8"))
+            handle.write(_encode("".join(lines)))
     return int(select.size)
 
 
@@ -122,5 +136,5 @@ def write_pairs(
                 f'{{"id_a": {quoted[i]}, "id_b": {quoted[j]}, "score": {s!r}}}\n'
                 for i, j, s in zip(chunk_a, chunk_b, scores[lo:hi].tolist(), strict=True)
             ]
-            handle.write("".join(lines).encode("utf-8"))
+            handle.write(_encode("".join(lines)))
     return int(left.size)

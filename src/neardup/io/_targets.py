@@ -1,0 +1,244 @@
+"""Output path -> what writing it means: a regular file (replaced by rename), a folder, a stream
+(device, FIFO: written directly) or standard output; write errors -> one line naming the output.
+
+A path is classified by what it names after following symlinks: ``/dev/null`` stays a device,
+a symlink to ``/dev/stdout`` is standard output, a symlink to a regular file is that file. Only
+regular files and folders may be replaced; everything else is written in place, never replaced.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import stat
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, Literal
+
+from ..errors import OutputError, ParamError
+
+if TYPE_CHECKING:  # collections.abc.Buffer from Python 3.12
+    from typing_extensions import Buffer
+
+Kind = Literal["file", "folder", "stream", "stdout"]
+#: (st_dev, st_ino) of something that exists; (dev, ino, name) of a name in a folder otherwise.
+Identity = tuple[int | str, ...]
+
+STDOUT = "standard output"
+
+_HINTS = {
+    errno.ENOSPC: "the disk is full; free some space or write elsewhere",
+    errno.EDQUOT: "the disk quota is used up; free some space or write elsewhere",
+    errno.EPIPE: "the program reading the output stopped early (broken pipe)",
+    errno.EBADF: "it is closed; redirect it to a file or name a file instead",
+    errno.EACCES: "permission denied; check the permissions or write elsewhere",
+    errno.EPERM: "operation not permitted; check the permissions or write elsewhere",
+    errno.EROFS: "the file system is read-only; write elsewhere",
+    errno.EFBIG: "the file is too large for this file system; write elsewhere",
+    errno.EIO: "an I/O error on the device; check the disk",
+}
+
+
+def describe_os_error(exc: OSError) -> str:
+    """What went wrong and what to do, in a few words: "the disk is full; free some space..."."""
+    hint = _HINTS.get(exc.errno or 0)
+    if hint is not None:
+        return hint
+    return (exc.strerror or str(exc)).rstrip(".").lower() or "an operating-system error"
+
+
+def output_error(label: str, exc: OSError, doing: str = "write") -> OutputError:
+    """An OSError met while writing output ``label`` -> OutputError naming it."""
+    return OutputError(f"cannot {doing} {label}: {describe_os_error(exc)}")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A resolved output: ``path`` is where to write (symlinks resolved for files and folders;
+    None for standard output); ``identity`` tells two names of one file apart from two files."""
+
+    name: str  # as the user wrote it, for messages
+    kind: Kind
+    path: Path | None
+    identity: Identity | None
+    is_char_device: bool = False
+
+
+def stdout_identity() -> Identity | None:
+    """(st_dev, st_ino) of the process's standard output; None if unknown (replaced in tests)."""
+    try:
+        fd = sys.stdout.fileno() if sys.stdout is not None else 1
+        st = os.fstat(fd)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def stdout_buffer() -> BinaryIO:
+    """The binary standard output; OutputError when it is closed (``>&-``)."""
+    out = sys.stdout
+    buffer = getattr(out, "buffer", None) if out is not None else None
+    if buffer is None or getattr(buffer, "closed", False):
+        raise OutputError(f"cannot write to {STDOUT}: {_HINTS[errno.EBADF]}")
+    return buffer
+
+
+def _folder_problem(folder: Path) -> str | None:
+    """Why no new file can be created in ``folder`` (None if one can)."""
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return _HINTS[errno.EROFS]
+    except OSError:  # pragma: no cover - the folder was just seen
+        pass
+    return _HINTS[errno.EACCES]
+
+
+def classify(out: str | Path, *, folder: bool = False) -> Target:
+    """Resolve one output before anything is read: ParamError or OutputError if it cannot be
+    written (missing or unwritable folder, a folder where a file is wanted, a socket...).
+
+    ``folder=True`` asks for an output folder (text-file input), which must be new or empty.
+    Nothing is created.
+    """
+    name = str(out)
+    if name == "-":
+        if folder:
+            raise ParamError(
+                "text-file input writes kept files to a folder, not to standard output; "
+                "name a new or empty folder"
+            )
+        stdout_buffer()
+        return Target(name, "stdout", None, stdout_identity())
+    path = Path(out)
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise ParamError(f"cannot write {name}: a part of the path is not a folder") from None
+    except OSError as exc:
+        raise output_error(name, exc, "reach") from None
+    if st is None:
+        final = Path(os.path.realpath(path))
+        parent = final.parent
+        if not parent.is_dir():
+            raise ParamError(
+                f"cannot write {name}: folder {parent} does not exist; create it first"
+            )
+        problem = _folder_problem(parent)
+        if problem is not None:
+            raise OutputError(f"cannot create {name} in folder {parent}: {problem}")
+        pst = os.stat(parent)
+        return Target(
+            name, "folder" if folder else "file", final, (pst.st_dev, pst.st_ino, final.name)
+        )
+    identity = (st.st_dev, st.st_ino)
+    mode = st.st_mode
+    if identity == stdout_identity() and not stat.S_ISCHR(mode):  # a terminal, /dev/null: streams
+        if folder:
+            raise ParamError(f"text-file input writes kept files to a folder, not {name}")
+        stdout_buffer()
+        return Target(name, "stdout", None, identity)
+    if stat.S_ISDIR(mode):
+        if not folder:
+            raise ParamError(f"cannot write {name}: it is a folder; name a file instead")
+        final = Path(os.path.realpath(path))
+        if any(final.iterdir()):
+            raise ParamError(
+                f"cannot write the output folder {name}: it already exists and is not empty; "
+                "remove it or name another output"
+            )
+    elif folder:
+        raise ParamError(
+            f"text-file input writes kept files to a folder, but {name} is a file; name a new "
+            "or empty folder"
+        )
+    elif stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        if not os.access(path, os.W_OK):
+            raise OutputError(f"cannot write {name}: {_HINTS[errno.EACCES]}")
+        return Target(name, "stream", path, identity, is_char_device=stat.S_ISCHR(mode))
+    elif not stat.S_ISREG(mode):
+        raise ParamError(f"cannot write {name}: it is not a file, a pipe or a device")
+    final = Path(os.path.realpath(path))
+    problem = _folder_problem(final.parent)
+    if problem is not None:
+        raise OutputError(
+            f"cannot replace {name}: {problem} (the folder {final.parent} must take a "
+            "temporary file that is then renamed into place)"
+        )
+    return Target(name, "folder" if folder else "file", final, identity)
+
+
+def quick_kind(path: Path) -> Kind:
+    """The kind of an output path at the moment it is opened (no permission checks)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "file"
+    if stat.S_ISCHR(st.st_mode):
+        return "stream"
+    if (st.st_dev, st.st_ino) == stdout_identity():
+        return "stdout"
+    if stat.S_ISFIFO(st.st_mode):
+        return "stream"
+    return "folder" if stat.S_ISDIR(st.st_mode) else "file"
+
+
+class GuardedFileIO(io.FileIO):
+    """A FileIO whose write errors become an OutputError naming the output.
+
+    Wrapped in a BufferedWriter, its ``write`` runs once per buffer, not once per record.
+    """
+
+    label: str = "the output"
+
+    def write(self, data: Buffer) -> int:
+        try:
+            return super().write(data)
+        except OSError as exc:
+            raise output_error(self.label, exc) from None
+
+
+class ForwardRaw(io.RawIOBase):
+    """A raw writer forwarding to another binary stream (standard output), errors named."""
+
+    def __init__(self, sink: BinaryIO, label: str) -> None:
+        super().__init__()
+        self._sink = sink
+        self.label = label
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Buffer) -> int:
+        view = memoryview(data)
+        try:
+            self._sink.write(view)
+        except OSError as exc:
+            raise output_error(self.label, exc) from None
+        except ValueError:  # the stream was closed under us
+            raise OutputError(f"cannot write to {self.label}: {_HINTS[errno.EBADF]}") from None
+        return len(view)
+
+    def flush(self) -> None:
+        guarded(self.label, self._sink.flush)
+
+
+def guarded(label: str, action: Callable[[], object], doing: str = "write") -> None:
+    """Run ``action``; an OSError becomes an OutputError naming ``label``."""
+    try:
+        action()
+    except OSError as exc:
+        raise output_error(label, exc, doing) from None
+
+
+def open_guarded(fd: int, label: str, buffer_size: int = 1 << 16) -> io.BufferedWriter:
+    """A buffered binary writer over file descriptor ``fd`` (closed with it), errors named."""
+    raw = GuardedFileIO(fd, "wb", closefd=True)
+    raw.label = label
+    return io.BufferedWriter(raw, buffer_size=buffer_size)
