@@ -73,7 +73,7 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "inputs",
         nargs="+",
-        help="JSONL (.jsonl/.jsonl.gz), Parquet, text files or folders, or - for stdin",
+        help="JSONL (.jsonl/.jsonl.gz), Parquet, WARC (.warc/.warc.gz), HTML or text files or folders, or - for stdin",
     )
     d.add_argument("-o", "--output", help="write the kept documents here, in the input's format")
     d.add_argument(
@@ -87,7 +87,11 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--summary-json", help="also write the summary as JSON to this file")
     io = d.add_argument_group("input")
-    io.add_argument("--format", choices=["jsonl", "parquet", "text"], help="force the input format")
+    io.add_argument(
+        "--format",
+        choices=["jsonl", "parquet", "text", "warc", "html"],
+        help="force the input format (warc/html write kept pages as JSONL)",
+    )
     io.add_argument("--text-field", default="text", help="field holding the text [text]")
     io.add_argument(
         "--id-field", default="id", help="field holding the id [id; line number when absent]"
@@ -208,7 +212,153 @@ def _build_parser() -> argparse.ArgumentParser:
         help="describe these parameters instead of planning",
     )
     pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
+    _add_plan_sample_options(pl)
+    _add_compare_parser(sub)
+    _add_report_parser(sub)
     return parser
+
+
+def _add_report_parser(sub: argparse._SubParsersAction) -> None:
+    r = sub.add_parser(
+        "report",
+        help="one self-contained HTML page showing a run's clusters side by side",
+        description="Write an HTML report of a dedup run: summary, histograms, and every "
+        "cluster (largest first) with removed documents beside what they duplicate.",
+    )
+    r.add_argument("inputs", nargs="+", help="the input the dedup run read (same options)")
+    r.add_argument("--clusters", required=True, help="the run's --clusters file (JSONL)")
+    r.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    r.add_argument("--pairs", help="the run's --pairs file (scores when the clusters have none)")
+    r.add_argument("--summary-json", help="the run's --summary-json file (parameters, timing)")
+    r.add_argument("--format", choices=["jsonl", "parquet", "text", "warc", "html"])
+    r.add_argument("--text-field", default="text", help="field holding the text [text]")
+    r.add_argument("--id-field", default="id", help="field holding the id [id]")
+    r.add_argument("--on-error", choices=["stop", "skip"], default="stop")
+    r.add_argument(
+        "--text-clusters",
+        type=int,
+        default=2000,
+        help="embed texts for this many of the largest clusters [2000]",
+    )
+    r.add_argument("--max-chars", type=int, default=3000, help="characters shown per text [3000]")
+    r.add_argument("--shingle-size", "-w", type=int, default=5, help="words per shared passage [5]")
+    r.add_argument("--title", default="neardup report", help="page title")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    stats = write_report(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.clusters,
+        args.output,
+        pairs=args.pairs,
+        run_summary=args.summary_json,
+        fmt=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+        shingle=ShingleParams(w=args.shingle_size),
+        max_chars=args.max_chars,
+        text_clusters=args.text_clusters,
+        title=args.title,
+    )
+    sys.stderr.write(
+        f"report: {stats.clusters:,} clusters, {stats.removed:,} removed documents, "
+        f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
+    )
+    return 0
+
+
+def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
+    g = pl.add_argument_group("learning from the corpus (--sample)")
+    g.add_argument(
+        "--sample",
+        nargs="+",
+        metavar="INPUT",
+        help="measure resemblance among pairs of this corpus and forecast false candidates and misses",
+    )
+    g.add_argument("--sample-size", type=int, default=1000, help="random query documents [1000]")
+    g.add_argument("--seed", type=int, default=1, help="random seed of the sample [1]")
+    g.add_argument(
+        "--floor", type=float, help="measure pairs down to this resemblance [max(0.3, T/2)]"
+    )
+    g.add_argument("--format", choices=["jsonl", "parquet", "text", "warc", "html"])
+    g.add_argument("--text-field", default="text", help="field holding the text [text]")
+    g.add_argument("--id-field", default="id", help="field holding the id [id]")
+    g.add_argument("--on-error", choices=["stop", "skip"], default="stop")
+    g.add_argument("--shingle-size", "-w", type=int, default=5, help="tokens per shingle [5]")
+    g.add_argument("--tokens", choices=["word", "char"], default="word", help="[word]")
+
+
+def cmd_plan_sample(args: argparse.Namespace) -> int:
+    from .features import FeatureParams
+    from .io import open_source
+    from .sample_plan import plan_with_sample, plot_sample
+
+    if args.threshold is None:
+        raise ParamError("neardup plan --sample needs --threshold")
+    with open_source(
+        args.sample[0] if args.sample == ["-"] else args.sample,
+        args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+    ) as source:
+        est, forecasts = plan_with_sample(
+            lambda: ((b.texts, b.positions) for b in source.batches(5000)),
+            args.threshold,
+            n=args.sample_size,
+            params=FeatureParams(*args.features) if args.features is not None else None,
+            shingle=ShingleParams(w=args.shingle_size, tokens=args.tokens),
+            max_t=256 if args.num_perm is None else args.num_perm,
+            seed=args.seed,
+            floor=args.floor,
+        )
+    sys.stdout.write(est.describe(forecasts) + "\n")
+    if args.plot:
+        plot_sample(est, forecasts, args.plot)
+        sys.stdout.write(f"plot written to {args.plot}\n")
+    return 0
+
+
+def _add_compare_parser(sub: argparse._SubParsersAction) -> None:
+    c = sub.add_parser(
+        "compare",
+        help="every similarity measure of two documents side by side, and a word diff",
+        description="Compare two documents (text or .html files, or - for stdin) by every measure.",
+    )
+    c.add_argument("a", help="first document (a file, or - for standard input)")
+    c.add_argument("b", help="second document (a file, or - for standard input)")
+    c.add_argument("--json", action="store_true", help="print the measures and diff as JSON")
+    c.add_argument("--num-perm", type=int, default=128, help="MinHash sketch length [128]")
+    c.add_argument("--sketch", choices=["oph", "classic", "bottomk"], default="oph")
+    c.add_argument("--seed", type=int, default=1, help="random seed [1]")
+    c.add_argument("--no-diff", action="store_true", help="measures only")
+    c.add_argument("--color", action=argparse.BooleanOptionalAction, default=None)
+    _add_shingle_options(c)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from .compare import compare, format_comparison
+    from .io._html import read_document
+    from .params import SketchParams
+
+    if args.a == "-" and args.b == "-":
+        raise ParamError("only one of the two documents can be read from standard input")
+    shingle = ShingleParams(w=args.shingle_size, tokens=args.tokens, nfkc=args.nfkc, hash=args.hash)
+    sketch = SketchParams(kind=args.sketch, t=args.num_perm, seed=args.seed)
+    result = compare(
+        read_document(args.a), read_document(args.b), shingle, sketch, diff=not args.no_diff
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False, indent=1) + "\n")
+    else:
+        color = sys.stdout.isatty() if args.color is None else args.color
+        sys.stdout.write(format_comparison(result, color=color))
+    return 0
 
 
 #: Options that belong to one method: name on the command line -> attribute of ``args``.
@@ -354,6 +504,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from .features import FeatureParams
     from .planner import evaluate, plan, plot_curve
 
+    if args.sample:
+        return cmd_plan_sample(args)
     if args.max_distance is not None:
         from .hamming import plan_tables
 
@@ -454,6 +606,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "dedup":
             return cmd_dedup(args)
+        if args.command == "compare":
+            return cmd_compare(args)
+        if args.command == "report":
+            return cmd_report(args)
         return cmd_plan(args)
     except NeardupError as exc:
         return _fail(str(exc))

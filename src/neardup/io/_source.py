@@ -41,9 +41,10 @@ from ._report import (
 )
 from ._targets import open_guarded
 from ._text import copy_kept_text, scan_text
+from ._web import WEB_FORMATS, web_format, web_scan, web_write_kept
 
-Fmt = Literal["jsonl", "parquet", "text"]
-FORMATS: tuple[Fmt, ...] = ("jsonl", "parquet", "text")
+Fmt = Literal["jsonl", "parquet", "text", "warc", "html"]
+FORMATS: tuple[Fmt, ...] = ("jsonl", "parquet", "text", "warc", "html")
 Inputs = str | Path | BinaryIO | Sequence[str | Path]
 
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz")
@@ -75,8 +76,10 @@ class DocBatch:
 
 def detect_format(path: str | Path) -> Fmt:
     """Format from the name: .jsonl/.json/.ndjson (optionally .gz) -> "jsonl", .parquet/.pq ->
-    "parquet", a folder or anything else -> "text"."""
+    "parquet", .warc/.warc.gz -> "warc", .html/.htm -> "html", anything else -> "text"."""
     name = Path(path).name.lower()
+    if web_format(name):
+        return web_format(name)  # type: ignore[return-value]
     if name.endswith(_JSONL_SUFFIXES):
         return "jsonl"
     if name.endswith(_PARQUET_SUFFIXES):
@@ -249,6 +252,8 @@ class Source:
             yield from scan_jsonl(
                 entry, self.text_field, self.id_field, problems, key_field=self.key_field
             )
+        elif self.fmt in WEB_FORMATS:
+            yield from web_scan(self.fmt, entry, self.id_field, problems, self.key_field)
         elif self.fmt == "parquet":
             yield from scan_parquet(
                 entry, self.text_field, self.id_field, problems, first, self.key_field
@@ -311,7 +316,11 @@ class Source:
         def part(entry: Entry) -> npt.NDArray[np.bool_]:
             return mask[entry.start : entry.start + entry.n_docs]
 
-        if self.fmt == "text":
+        if self.fmt in WEB_FORMATS:
+            with open_output(out) as handle:
+                for entry in self._entries:
+                    web_write_kept(self.fmt, entry, part(entry), handle, self.id_field)
+        elif self.fmt == "text":
             if not isinstance(out, str | Path) or str(out) == "-":
                 raise ParamError("text-file input writes kept files to a folder: name one")
             with atomic_dir(out) as folder:

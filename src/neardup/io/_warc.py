@@ -1,0 +1,269 @@
+"""WARC files (.warc, .warc.gz) -> documents: each HTML response's main text, URL and crawl date.
+
+Reader: fastwarc (resiliparse's WARC parser, C++; plain and gzip files told apart by content).
+Only ``response`` and ``resource`` records can be documents; the others (warcinfo, request,
+metadata, revisit, conversion) are passed over without a word, as every crawl has them.
+
+A response becomes a document when its HTTP status is 2xx and its Content-Type is HTML
+(``text/html``, ``application/xhtml+xml``; a ``resource`` record's own Content-Type is used).
+Its text is the page's main content (``_html.extract_text``); id = the WARC-Record-ID (without
+``<urn:uuid:...>`` brackets), or the URL with ``--id-field url``; the URL (WARC-Target-URI) and
+crawl date (WARC-Date) are kept as fields.
+
+Records that are not pages are counted and skipped with their reason whatever ``--on-error``
+says, since a crawl is full of them: ``not_html`` (images, scripts, JSON...) and ``http_status``
+(redirects, errors). Broken records follow ``--on-error``: ``bad_record`` (the HTTP block is not
+HTTP, the record is cut short, its content encoding cannot be undone). Record numbers count
+every record of the file from 1, so messages name the record a WARC tool would show.
+
+Pass 2 writes the kept documents as JSON Lines: ``{"id", "url", "date", "text"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InputError
+from ._html import decode_html, extract_text, require_web
+from ._report import MISSING_FILE, UNREADABLE, Entry, Problems, raise_changed
+
+#: File name endings read as WARC.
+WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
+
+NOT_HTML = "not_html"  # a response that is not an HTML page (always skipped and counted)
+HTTP_STATUS = "http_status"  # a response with a status other than 2xx (always skipped)
+BAD_RECORD = "bad_record"  # a broken record (follows --on-error)
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+@dataclass(frozen=True)
+class WarcDoc:
+    """One page of a WARC file: record number, record id, URL, crawl date, text, block bytes."""
+
+    recno: int
+    record_id: str
+    url: str | None
+    date: str | None
+    text: str
+    nbytes: int
+
+    def doc_id(self, id_field: str) -> str:
+        """The document id: the URL when ``id_field`` is "url" (and the record has one)."""
+        if id_field == "url" and self.url:
+            return self.url
+        return self.record_id
+
+    def field(self, name: str | None) -> object:
+        """A field for ``--keep-field``: "date" or "url" (strings), else None."""
+        return {"date": self.date, "url": self.url}.get(name or "")
+
+
+@dataclass(frozen=True)
+class WarcSkip:
+    """A record that gives no document, and why."""
+
+    recno: int
+    kind: str
+    problem: str
+    fix: str
+
+
+def _dechunk(data: bytes) -> bytes:
+    """Undo HTTP chunked transfer coding; ValueError when the chunks are malformed."""
+    out = bytearray()
+    pos = 0
+    while True:
+        end = data.index(b"\r\n", pos)
+        size = int(data[pos:end].split(b";")[0].strip() or b"x", 16)
+        if size == 0:
+            return bytes(out)
+        out += data[end + 2 : end + 2 + size]
+        if end + 2 + size > len(data):
+            raise ValueError("chunk runs past the end of the record")
+        pos = end + 2 + size + 2
+
+
+def _decode_body(body: bytes, headers: object) -> bytes:
+    """Undo the HTTP transfer and content encodings (chunked; gzip, deflate, br)."""
+    get = getattr(headers, "get", None)
+    transfer = (get("Transfer-Encoding") or "").lower() if get else ""
+    encoding = (get("Content-Encoding") or "").lower().strip() if get else ""
+    if "chunked" in transfer:
+        body = _dechunk(body)
+    if encoding in ("gzip", "x-gzip"):
+        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+    elif encoding == "deflate":
+        try:
+            body = zlib.decompress(body)
+        except zlib.error:
+            body = zlib.decompress(body, -zlib.MAX_WBITS)
+    elif encoding == "br":
+        try:
+            import brotli
+
+            body = brotli.decompress(body)
+        except Exception as exc:  # brotli.error, or brotli not installed
+            raise ValueError(f"brotli: {exc}") from None
+    elif encoding not in ("", "identity"):
+        raise ValueError(f"unknown content encoding {encoding!r}")
+    return body
+
+
+def _strip_urn(record_id: str) -> str:
+    rid = record_id.strip()
+    if rid.startswith("<") and rid.endswith(">"):
+        rid = rid[1:-1]
+    return rid
+
+
+def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
+    """Every response/resource record of a WARC stream as a WarcDoc or a WarcSkip, in order.
+
+    Raises OSError (from the parser) when the file itself cannot be read on; the records
+    before that point have been yielded.
+    """
+    require_web()
+    from fastwarc.warc import ArchiveIterator, WarcRecordType
+
+    recno = 0
+    for rec in ArchiveIterator(stream, parse_http=False):
+        recno += 1
+        rtype = rec.record_type
+        if rtype not in (WarcRecordType.response, WarcRecordType.resource):
+            continue
+        head = rec.headers
+        url = head.get("WARC-Target-URI")
+        date = head.get("WARC-Date")
+        record_id = _strip_urn(head.get("WARC-Record-ID") or f"record-{recno}")
+        where = f" ({url})" if url else ""
+        declared = rec.content_length
+        try:
+            if rtype == WarcRecordType.response:
+                rec.parse_http(auto_decode="none")
+                status = (
+                    (rec.http_headers.status_line or "") if rec.http_headers is not None else ""
+                )
+                parts = status.split()
+                if not status.startswith("HTTP/") or len(parts) < 2 or not parts[1].isdigit():
+                    yield WarcSkip(
+                        recno,
+                        BAD_RECORD,
+                        f"the HTTP block does not start with a status line{where}",
+                        "repair the record or skip it",
+                    )
+                    rec.reader.consume()
+                    continue
+                ctype = (rec.http_headers.get("Content-Type") or "").lower()
+                charset = rec.http_charset
+                code = int(parts[1])
+            else:
+                ctype = (head.get("Content-Type") or "").lower()
+                charset = None
+                code = 200
+            expected = rec.content_length
+            body = rec.reader.read()
+        except OSError as exc:
+            yield WarcSkip(recno, BAD_RECORD, f"cannot parse it ({exc}){where}", "repair it")
+            continue
+        if len(body) < expected:
+            yield WarcSkip(
+                recno,
+                BAD_RECORD,
+                f"the record is cut short ({len(body)} of {expected} bytes){where}",
+                "re-download or repair the WARC file",
+            )
+            continue
+        if not 200 <= code < 300:
+            yield WarcSkip(recno, HTTP_STATUS, f"HTTP status {code}{where}", "not a page")
+            continue
+        if ctype.split(";")[0].strip() not in _HTML_TYPES:
+            kind = ctype.split(";")[0].strip() or "no Content-Type"
+            yield WarcSkip(recno, NOT_HTML, f"not HTML ({kind}){where}", "not a page")
+            continue
+        try:
+            if rtype == WarcRecordType.response:
+                body = _decode_body(body, rec.http_headers)
+        except (ValueError, zlib.error) as exc:
+            yield WarcSkip(
+                recno, BAD_RECORD, f"cannot decode the HTTP body ({exc}){where}", "repair it"
+            )
+            continue
+        text = extract_text(decode_html(body, charset)).text
+        yield WarcDoc(recno, record_id, url, date, text, max(declared, len(body)))
+
+
+def _open(entry: Entry) -> BinaryIO:
+    if entry.path is None:  # pragma: no cover - WARC entries always have a path
+        raise RuntimeError(f"{entry.name} has no file to open")
+    return open(entry.path, "rb")
+
+
+def scan_warc(
+    entry: Entry, id_field: str, problems: Problems, key_field: str | None = None
+) -> Iterator[tuple[int, str | None, str, int, object]]:
+    """Pass 1: yield (record number, id, text, record bytes, key) for each HTML page."""
+    try:
+        handle = _open(entry)
+    except FileNotFoundError:
+        problems.file(entry, MISSING_FILE, "file not found", "check the path")
+        return
+    except OSError as exc:
+        problems.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
+        return
+    with handle:
+        try:
+            for item in iter_warc(handle):
+                if isinstance(item, WarcSkip):
+                    _skip(problems, entry, item)
+                    continue
+                yield (
+                    item.recno,
+                    item.doc_id(id_field),
+                    item.text,
+                    item.nbytes,
+                    item.field(key_field),
+                )
+        except OSError as exc:
+            problems.file(entry, UNREADABLE, f"reading failed ({exc})", "repair the file")
+
+
+def _skip(problems: Problems, entry: Entry, item: WarcSkip) -> None:
+    """Count a record that gives no document; broken ones stop the run in "stop" mode."""
+    message = f"{entry.name} record {item.recno}: {item.problem}; {item.fix}"
+    if item.kind == BAD_RECORD and problems.on_error == "stop":
+        raise InputError(f"{message}, or use --on-error skip to skip and count such records")
+    problems.report.add(item.kind, message)
+    entry.skipped.add(item.recno)
+
+
+def copy_kept_warc(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, id_field: str) -> None:
+    """Pass 2: write ``{"id", "url", "date", "text"}`` for each kept page of the file."""
+    remaining = entry.n_docs
+    if remaining == 0:
+        return
+    flags: list[bool] = keep.tolist()
+    i = 0
+    with _open(entry) as handle:
+        for item in iter_warc(handle):
+            if isinstance(item, WarcSkip) or item.recno in entry.skipped:
+                continue
+            if flags[i]:
+                row = {
+                    "id": item.doc_id(id_field),
+                    "url": item.url,
+                    "date": item.date,
+                    "text": item.text,
+                }
+                out.write(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+            i += 1
+            if i == remaining:
+                return
+    raise_changed(entry)

@@ -1,0 +1,328 @@
+"""A sample of the corpus -> the distribution of resemblance among its pairs -> the expected false
+candidates and misses of a feature plan (k, s, r): Broder's "graph the filter and do experimental
+determinations", done for the user.
+
+Which pairs are measured: ``n`` documents drawn at random (the *queries*, seeded) are compared
+with every document of the corpus. A pair {x, y} of the corpus is observed when x or y is a
+query, so the observed pairs are a uniform sample of all N(N-1)/2 pairs and each stands for
+``scale = N(N-1)/2 / observed`` of them (a Horvitz-Thompson weight); near-duplicate pairs, rare
+among random pairs, are found ~2n/N of the time instead of (n/N)^2 as within a sample alone.
+
+How: three reads of the input (count; the queries' texts; every document against the queries).
+Pairs with resemblance at least ``floor`` are found by a permissive feature plan (P(floor) >=
+0.999) matched against the queries' features, and their *exact* resemblance (Jaccard of the
+shingle sets) is computed. Pairs below the floor are only counted; their share of false
+candidates is bounded by P(floor) each.
+
+For a plan with acceptance curve P(ρ) and a threshold T, with ρ_i the measured resemblances:
+    near-duplicate pairs  ≈ scale · #{ρ_i >= T}
+    false candidates      ≈ scale · Σ_{ρ_i < T} P(ρ_i)   (+ at most scale · below · P(floor))
+    misses                ≈ scale · Σ_{ρ_i >= T} (1 - P(ρ_i));   recall = 1 - misses / pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import NeardupError, ParamError
+from .features import FeatureParams, acceptance, features
+from .minhash import sketch
+from .params import ShingleParams, SketchParams
+from .planner import plan
+from .resemblance import pair_scores
+from .shingles import ShingleBatch, shingle_batch
+
+#: A fresh pass over the corpus: batches of (texts, global positions).
+Batches = Callable[[], Iterator[tuple[list[str], npt.NDArray[np.int64]]]]
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What a plan (k, s, r) is expected to do on the whole corpus at a threshold."""
+
+    params: FeatureParams
+    threshold: float
+    label: str
+    near_duplicate_pairs: float
+    candidates: float
+    false_candidates: float
+    false_candidates_bound: float
+    misses: float
+    recall: float
+
+    def describe(self) -> str:
+        p = self.params
+        bound = (
+            f" (+ at most {self.false_candidates_bound:,.1f} from pairs below the floor)"
+            if self.false_candidates_bound >= 0.05
+            else ""
+        )
+        t = f"{self.threshold:g}"
+        rows = [
+            (f"near-duplicate pairs (rho >= {t})", self.near_duplicate_pairs, ""),
+            ("candidate pairs", self.candidates, ""),
+            (f"false candidates (rho < {t})", self.false_candidates, bound),
+            (f"misses (rho >= {t}, not candidates)", self.misses, f"   recall {self.recall:.4f}"),
+        ]
+        head = f"{self.label}: k = {p.k}, s = {p.s}, r = {p.r} (t = {p.t}) at threshold {t}"
+        return "\n".join(
+            [head, *(f"  {name:<36}{value:14,.1f}{tail}" for name, value, tail in rows)]
+        )
+
+
+@dataclass(frozen=True)
+class SampleEstimate:
+    """Exact resemblance of the observed pairs at or above ``floor`` (see the module docstring).
+
+    corpus_docs N, sample_docs n, observed_pairs (pairs with a query in them), scale (corpus
+    pairs each observed pair stands for), rho (float64[m]) and below_floor (observed pairs not
+    measured because their resemblance is below the floor, or that the search missed).
+    """
+
+    corpus_docs: int
+    sample_docs: int
+    observed_pairs: int
+    scale: float
+    floor: float
+    rho: npt.NDArray[np.float64]
+    below_floor: int
+    search: FeatureParams
+    shingle: ShingleParams
+
+    def forecast(self, params: FeatureParams, threshold: float, label: str = "plan") -> Forecast:
+        """Expected near-duplicate pairs, candidates, false candidates and misses of ``params``."""
+        p = acceptance(self.rho, params.k, params.s, params.r)
+        high = self.rho >= threshold
+        pairs = self.scale * float(high.sum())
+        misses = self.scale * float((1.0 - p[high]).sum())
+        false = self.scale * float(p[~high].sum())
+        bound = (
+            self.scale
+            * self.below_floor
+            * float(acceptance(self.floor, params.k, params.s, params.r))
+        )
+        return Forecast(
+            params=params,
+            threshold=threshold,
+            label=label,
+            near_duplicate_pairs=pairs,
+            candidates=self.scale * float(p.sum()),
+            false_candidates=false,
+            false_candidates_bound=bound,
+            misses=misses,
+            recall=1.0 - misses / pairs if pairs else 1.0,
+        )
+
+    def histogram(self, width: float = 0.05) -> list[tuple[float, float, int]]:
+        """(low, high, measured pairs) for bins [low, high) of ``width`` from the floor up to 1,
+        then (1, 1, pairs with identical shingle sets)."""
+        steps = max(1, round((1.0 - self.floor) / width))
+        edges = np.linspace(self.floor, 1.0, steps + 1)
+        counts = np.bincount(
+            np.searchsorted(edges, self.rho[self.rho < 1.0], side="right") - 1, minlength=steps
+        )[:steps]
+        rows = [
+            (float(lo), float(hi), int(c))
+            for lo, hi, c in zip(edges[:-1], edges[1:], counts, strict=True)
+        ]
+        return [*rows, (1.0, 1.0, int((self.rho >= 1.0).sum()))]
+
+    def describe(self, forecasts: list[Forecast]) -> str:
+        """The report ``neardup plan --sample`` prints."""
+        lines = [
+            f"sample: {self.sample_docs:,} random documents compared with all {self.corpus_docs:,} "
+            f"({self.observed_pairs:,} pairs observed; each stands for {self.scale:,.2f} pairs "
+            "of the corpus)",
+            f"shingles: {self.shingle.fingerprint()}",
+            f"pairs found with resemblance >= {self.floor:g}: {len(self.rho):,} "
+            f"(search plan k={self.search.k}, s={self.search.s}, r={self.search.r}); "
+            f"{self.below_floor:,} observed pairs lie below",
+            "",
+            "  resemblance      pairs in sample   est. pairs in corpus",
+        ]
+        for lo, hi, c in self.histogram():
+            label = f"{lo:.2f} - {hi:.2f}" if hi > lo else "1 (identical)"
+            lines.append(f"  {label:<13}   {c:15,}   {c * self.scale:20,.1f}")
+        for f in forecasts:
+            lines += ["", f.describe()]
+        return "\n".join(lines)
+
+
+def _check(n: int, floor: float) -> None:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ParamError(f"the sample size must be a positive integer, got {n!r}")
+    if not isinstance(floor, int | float) or not 0.1 <= floor < 1.0:
+        raise ParamError(
+            f"the resemblance floor must lie in [0.1, 1), got {floor!r}; below 0.1 almost every "
+            "pair would be a candidate of the search"
+        )
+
+
+def _merged(a: ShingleBatch, b: ShingleBatch) -> ShingleBatch:
+    """The documents of a, then those of b, as one batch."""
+    return ShingleBatch(
+        np.concatenate([a.fps, b.fps]), np.concatenate([a.offsets, b.offsets[1:] + len(a.fps)])
+    )
+
+
+def _matches(
+    q_keys: npt.NDArray[np.uint64],
+    q_owner: npt.NDArray[np.int64],
+    feats: npt.NDArray[np.uint64],
+    r: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(document row, query) pairs sharing at least r features; q_keys sorted, with owners."""
+    n, k = feats.shape
+    flat = feats.ravel()
+    lo = np.searchsorted(q_keys, flat, side="left")
+    hi = np.searchsorted(q_keys, flat, side="right")
+    counts = hi - lo
+    total = int(counts.sum())
+    if not total:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    rows = np.repeat(np.arange(n * k, dtype=np.int64) // k, counts)
+    starts = np.repeat(lo - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+    owners = q_owner[np.arange(total, dtype=np.int64) + starts]
+    codes = rows * (len(q_owner) + 1) + owners
+    uniq, shared = np.unique(codes, return_counts=True)
+    keep = uniq[shared >= r]
+    return keep // (len(q_owner) + 1), keep % (len(q_owner) + 1)
+
+
+def estimate_from_sample(
+    batches: Batches,
+    n: int = 1000,
+    *,
+    threshold: float = 0.8,
+    shingle: ShingleParams = ShingleParams(),
+    floor: float | None = None,
+    seed: int = 1,
+) -> SampleEstimate:
+    """Measure the resemblance distribution of the corpus from ``n`` random query documents.
+
+    ``batches()`` must start a new pass over the corpus each call, yielding (texts, global
+    positions) in order. ``floor`` defaults to max(0.3, threshold / 2).
+    """
+    floor = max(0.3, threshold / 2) if floor is None else floor
+    _check(n, floor)
+    total = 0
+    for texts, _ in batches():
+        total += len(texts)
+    if total < 2:
+        raise NeardupError(f"the corpus has {total} document(s); a sample needs at least 2")
+    m = min(n, total)
+    rng = np.random.default_rng([seed, 91])
+    queries = np.sort(rng.choice(total, size=m, replace=False)).astype(np.int64)
+    q_texts: list[str] = []
+    for texts, pos in batches():
+        for i in np.flatnonzero(np.isin(pos, queries)).tolist():
+            q_texts.append(texts[i])
+    search = plan(floor, cost_fn=1000.0).params
+    sp = SketchParams(t=search.t, seed=seed)
+    q_sets = shingle_batch(q_texts, shingle)
+    q_feats = features(sketch(q_sets.fps, q_sets.offsets, sp), search)
+    q_owner_all = np.repeat(np.arange(m, dtype=np.int64), search.k)
+    flat = q_feats.ravel()
+    valid = flat != np.uint64(0xFFFFFFFFFFFFFFFF)  # empty documents have no features
+    order = np.argsort(flat[valid], kind="stable")
+    q_keys, q_owner = flat[valid][order], q_owner_all[valid][order]
+    rho: list[npt.NDArray[np.float64]] = []
+    for texts, pos in batches():
+        sets = shingle_batch(texts, shingle)
+        feats = features(sketch(sets.fps, sets.offsets, sp), search)
+        rows, qs = _matches(q_keys, q_owner, feats, search.r)
+        d_pos = pos[rows]
+        q_pos = queries[qs]
+        # a pair of two queries is seen from both sides: count it from its later member only
+        keep = (d_pos != q_pos) & ~(np.isin(d_pos, queries) & (d_pos < q_pos))
+        rows, qs = rows[keep], qs[keep]
+        if rows.size:
+            both = _merged(q_sets, sets)
+            score = pair_scores(both, qs, rows + m, "jaccard")
+            rho.append(score[score >= floor])
+    measured = np.concatenate(rho) if rho else np.zeros(0, np.float64)
+    all_pairs = total * (total - 1) / 2
+    observed = m * (total - m) + m * (m - 1) // 2
+    return SampleEstimate(
+        corpus_docs=total,
+        sample_docs=m,
+        observed_pairs=observed,
+        scale=all_pairs / observed,
+        floor=float(floor),
+        rho=np.sort(measured),
+        below_floor=observed - len(measured),
+        search=search,
+        shingle=shingle,
+    )
+
+
+def plan_with_sample(
+    batches: Batches,
+    threshold: float,
+    *,
+    n: int = 1000,
+    params: FeatureParams | None = None,
+    shingle: ShingleParams = ShingleParams(),
+    max_t: int = 256,
+    seed: int = 1,
+    floor: float | None = None,
+) -> tuple[SampleEstimate, list[Forecast]]:
+    """The sample's estimate and forecasts for: ``params`` if given, else the planner's choice
+    for the threshold (P = 1/2 there), and the plan ``neardup dedup`` uses (misses 1000 times
+    costlier, since it verifies every candidate)."""
+    est = estimate_from_sample(
+        batches, n, threshold=threshold, shingle=shingle, floor=floor, seed=seed
+    )
+    out = []
+    if params is not None:
+        out.append(est.forecast(params, threshold, "given features"))
+    else:
+        out.append(
+            est.forecast(plan(threshold, max_t=max_t).params, threshold, "planned (equal costs)")
+        )
+    from .params import DedupParams, MinhashParams
+
+    # the features ``neardup dedup`` plans for this threshold (verified, so misses weigh more)
+    dedup = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t)).feature_params()
+    out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))
+    return est, out
+
+
+def plot_sample(est: SampleEstimate, forecasts: list[Forecast], path: str | Path) -> Path:
+    """Estimated corpus pairs per resemblance bin (bars, log scale) under the plans' P(ρ)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise NeardupError("plotting needs matplotlib: pip install 'neardup[plot]'") from exc
+    fig = Figure(figsize=(8, 4.2))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    *hist, (_, _, identical) = est.histogram()
+    lows = [lo for lo, _, _ in hist]
+    widths = [hi - lo for lo, hi, _ in hist]
+    values = [c * est.scale for _, _, c in hist]
+    ax.bar(lows, values, width=widths, align="edge", color="#9db4d0", label="pairs (estimated)")
+    ax.bar([1.0], [identical * est.scale], width=0.012, color="#4d6f99", label="identical sets")
+    if any(values) or identical:
+        ax.set_yscale("log")
+    ax.legend(loc="upper center", fontsize=8)
+    ax.set(xlabel="resemblance ρ", ylabel="pairs in the corpus (estimated)", xlim=(0, 1.02))
+    curve = ax.twinx()
+    rho = np.linspace(0, 1, 501)
+    for i, f in enumerate(forecasts):
+        p = f.params
+        curve.plot(rho, acceptance(rho, p.k, p.s, p.r), color=f"C{i + 1}", label=f"P(ρ), {f.label}")
+    curve.axvline(forecasts[0].threshold, color="k", ls="--", lw=0.8)
+    curve.set(ylabel="P(candidate)", ylim=(0, 1.02))
+    curve.legend(loc="upper left", fontsize=8)
+    fig.suptitle(f"resemblance among sampled pairs (≥ {est.floor:g}) and the filter")
+    fig.tight_layout()
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    return out
