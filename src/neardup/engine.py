@@ -186,10 +186,12 @@ class Deduplicator:
         if self._finished:
             raise NeardupError("this Deduplicator has finished; create a new one to fit again")
         batch = TextBatch(texts, self.params.shingle)
-        self._canonical.append(batch.canonical)
-        self._lengths.append(batch.lengths)
-        self._signatures.append(self.method.signatures(batch))
-        self._evidence.append(self.verifier.evidence(batch))
+        self._append_block(
+            batch.canonical,
+            batch.lengths,
+            self.method.signatures(batch),
+            self.verifier.evidence(batch),
+        )
         self._n += len(batch)
         self._bytes += nbytes if nbytes is not None else int(batch.lengths.sum())
         return self
@@ -224,6 +226,20 @@ class Deduplicator:
             if progress is not None:
                 progress(self._n, self._bytes)
         return self.finish(key, fetch)
+
+    def _append_block(
+        self,
+        canonical: npt.NDArray[np.uint64],
+        lengths: IntArray,
+        signatures: Signatures,
+        evidence: Evidence,
+    ) -> None:
+        """Keep one batch's arrays until ``finish``; the Dask backend appends blocks whose
+        signatures and evidence stay on the workers (fetched by ``take``)."""
+        self._canonical.append(canonical)
+        self._lengths.append(lengths)
+        self._signatures.append(signatures)
+        self._evidence.append(evidence)
 
     # -- pairs and removal -----------------------------------------------------------------
     def finish(
@@ -382,7 +398,9 @@ def _split(lengths: list[int], rows: IntArray) -> list[tuple[int, IntArray]]:
 def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
     """Rows ``rows`` (sorted global indices) of the concatenated signatures, without it."""
     picked = [parts[i].take(local) for i, local in _split([len(p) for p in parts], rows)]
-    return Signatures.concat(picked, parts[0] if parts else None)
+    if not picked and parts:
+        return parts[0].take(rows[:0])
+    return Signatures.concat(picked)
 
 
 def _take_evidence(parts: list[Evidence], rows: IntArray) -> Evidence:

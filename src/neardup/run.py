@@ -82,12 +82,14 @@ def dedup_source(
     read: ReadOptions | None = None,
     progress: bool = False,
     warn: Callable[[str], None] | None = None,
+    make: Callable[[DedupParams], Deduplicator] = Deduplicator,
 ) -> DedupResult:
     """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
 
     The kept records are written in the input's own format with every field preserved; the
     clusters file lists every document of a cluster of two or more with the kept document it
     duplicates and the score; the pairs file lists accepted pairs. Returns the summary.
+    ``make`` builds the deduplicator (``dedup_source_dask`` gives one that runs on Dask).
     """
     read = read or ReadOptions()
     if params.keep == "field" and not read.key_field:
@@ -101,7 +103,7 @@ def dedup_source(
         on_error=read.on_error,
         key_field=read.key_field,
     ) as source:
-        dedup = Deduplicator(params)
+        dedup = make(params)
         from .methods import needs_fit
 
         if needs_fit(params):
@@ -173,3 +175,34 @@ def dedup_source(
             json.dump(summary, fh, indent=1)
             fh.write("\n")
     return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")
+
+
+def dedup_source_dask(
+    inputs: str | Sequence[str],
+    params: DedupParams,
+    outputs: DedupOutputs,
+    read: ReadOptions | None = None,
+    cluster: str | Any = "local",
+    progress: bool = False,
+    warn: Callable[[str], None] | None = None,
+    info: Callable[[str], None] | None = None,
+) -> DedupResult:
+    """``dedup_source`` on a Dask cluster: the same outputs, byte for byte.
+
+    The client reads the inputs (ids, errors and pass 2 exactly as ``dedup_source``) and ships
+    each batch to a worker as a partition; see ``neardup.dask`` for what runs where.
+    ``cluster``: ``"local:N"``, a scheduler address, or a Client. ``info`` receives the
+    dashboard link. Outputs are written only after every stage has finished.
+    """
+    from .dask import DaskDeduplicator, cluster_errors, connect
+
+    with connect(cluster, info) as client, cluster_errors():
+        return dedup_source(
+            inputs,
+            params,
+            outputs,
+            read,
+            progress,
+            warn,
+            make=lambda p: DaskDeduplicator(p, client),
+        )
