@@ -34,7 +34,6 @@ import contextlib
 import itertools
 import json
 import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -597,4 +596,3 @@ def write_partitions(
             json.dump(manifest, fh, indent=1)
             fh.write("\n")
     return manifest
-
