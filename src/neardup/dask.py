@@ -96,6 +96,11 @@ class BlockMeta:
     keys: list[object] | None
 
 
+def _materialize(part: Any) -> Any:
+    """A partition as a DataFrame or a list (bag partitions may arrive as one-shot iterators)."""
+    return part if hasattr(part, "columns") or isinstance(part, list) else list(part)
+
+
 def _texts_of(part: Any, text_field: str) -> list[str]:
     """The texts of one partition: a list of strings or of records, or a pandas DataFrame."""
     if hasattr(part, "columns"):  # pandas DataFrame
@@ -142,6 +147,7 @@ def map_block(
 ) -> Block:
     """Partition -> its Block: the engine's batch arrays from the engine's own method and
     verifier objects (the only per-document work, and the bulk of the time)."""
+    part = _materialize(part)
     texts = _texts_of(part, text_field)
     batch = TextBatch(texts, params.shingle)
     ids = None
@@ -180,6 +186,7 @@ def _take_evidence(block: Block, rows: IntArray) -> Evidence:
 
 
 def _take_texts(part: Any, rows: IntArray, text_field: str) -> list[str]:
+    part = _materialize(part)
     texts = _texts_of(part, text_field)
     return [texts[i] for i in rows.tolist()]
 
@@ -192,6 +199,7 @@ class RemoteSignatures(Signatures):
     ref: Any = None
     rows: int = 0
     size: int = 0
+    moved: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return self.rows
@@ -204,7 +212,9 @@ class RemoteSignatures(Signatures):
         idx = np.asarray(rows, dtype=np.int64)
         if len(idx) == 0:
             return Signatures(self.data[:0])
-        return _call(self.ref, _take_signatures, idx)
+        got: Signatures = _call(self.ref, _take_signatures, idx)
+        _tally(self.moved, "signatures", got.nbytes)
+        return got
 
 
 @dataclass(frozen=True)
@@ -214,6 +224,7 @@ class RemoteEvidence:
     ref: Any
     rows: int
     size: int
+    moved: dict[str, int] | None = None
 
     def __len__(self) -> int:
         return self.rows
@@ -223,7 +234,14 @@ class RemoteEvidence:
         return self.size
 
     def take(self, rows: IntArray) -> Evidence:
-        return _call(self.ref, _take_evidence, np.asarray(rows, dtype=np.int64))
+        got: Evidence = _call(self.ref, _take_evidence, np.asarray(rows, dtype=np.int64))
+        _tally(self.moved, "evidence", got.nbytes)
+        return got
+
+
+def _tally(moved: dict[str, int] | None, what: str, nbytes: int) -> None:
+    if moved is not None:
+        moved[what] = moved.get(what, 0) + int(nbytes)
 
 
 def _call(ref: Any, fn: Callable[..., Any], *args: Any) -> Any:
@@ -280,6 +298,8 @@ class DaskDeduplicator(Deduplicator):
         self._parts: list[Any] = []  # the partitions (delayed) when fed by feed_partitions
         self._text_field = "text"
         self.meta_: list[BlockMeta] = []
+        #: Bytes fetched from the workers into this process, by kind (see the module docstring).
+        self.moved_: dict[str, int] = {}
 
     @property
     def partition_lengths(self) -> list[int]:
@@ -352,6 +372,8 @@ class DaskDeduplicator(Deduplicator):
                 if progress is not None:
                     progress(done, len(metas))
             self.meta_ = self.client.gather(metas)
+        for m in self.meta_:
+            _tally(self.moved_, "hashes_lengths", m.canonical.nbytes + m.lengths.nbytes)
         total = sum(len(m.canonical) for m in self.meta_)
         if self._parts:
             self._n = total
@@ -361,8 +383,8 @@ class DaskDeduplicator(Deduplicator):
             self._append_block(
                 m.canonical,
                 m.lengths,
-                RemoteSignatures(m.sig_template, block, n, m.sig_nbytes),
-                RemoteEvidence(block, n, m.ev_nbytes),
+                RemoteSignatures(m.sig_template, block, n, m.sig_nbytes, self.moved_),
+                RemoteEvidence(block, n, m.ev_nbytes, self.moved_),
             )
 
     def fetch_texts(self, docs: IntArray) -> list[str]:
@@ -381,7 +403,9 @@ class DaskDeduplicator(Deduplicator):
                 tasks.append(dask.delayed(_take_texts)(self._parts[p], rows, self._text_field))
         with cluster_errors():
             parts = self.client.gather(self.client.compute(tasks))
-        return [t for part in parts for t in part]
+        texts = [t for part in parts for t in part]
+        _tally(self.moved_, "texts", sum(len(t.encode("utf-8")) for t in texts))
+        return texts
 
     def finish(
         self, key: npt.ArrayLike | None = None, fetch_texts: FetchTexts | None = None
@@ -548,6 +572,7 @@ def _write_clusters(path: str, ids: list[str], dd: Deduplicator) -> None:
 
 def _write_part(part: Any, kept: npt.NDArray[np.bool_], path: str) -> int:
     """The kept records of one partition, in its own shape (Parquet or JSON lines)."""
+    part = _materialize(part)
     if hasattr(part, "columns"):
         import pyarrow as pa
         import pyarrow.parquet as pq
