@@ -521,8 +521,6 @@ def dedup(
         distributed = _import_distributed()
         client = distributed.get_client()
     parts = list(collection.to_delayed())
-    if hasattr(collection, "optimize") and not parts:
-        raise InputError("the collection has no partitions")
     dd = DaskDeduplicator(params, client)
     dd.feed_partitions(parts, text_field, id_field, key_field)
     dd.collect()
