@@ -71,12 +71,13 @@ def _cpu_seconds() -> float:
 
 
 def _spilled(dask_worker: Any) -> dict[str, float]:
-    """Bytes the worker wrote to and read from disk while spilling (cumulative)."""
-    out: dict[str, float] = {}
+    """Bytes the worker wrote to and read back from disk while spilling (cumulative)."""
+    out = {"disk_write_bytes": 0.0, "disk_read_bytes": 0.0}
     for key, value in dict(getattr(dask_worker, "digests_total", {})).items():
         name = key if isinstance(key, str) else "-".join(map(str, key))
-        if "disk" in name and "bytes" in name:
-            out[name] = out.get(name, 0.0) + float(value)
+        for kind in ("write", "read"):
+            if f"disk-{kind}-bytes" in name:
+                out[f"disk_{kind}_bytes"] += float(value)
     return out
 
 
@@ -146,7 +147,9 @@ def run_dask(
         "moved_b_per_doc": sum(moved.values()) / max(n, 1),
         "worker_peak_rss_mb": sorted(rss.values()),
         "client_peak_rss_mb": _peak_rss_mb(),
-        "spilled": {k: v for w in spilled.values() for k, v in w.items()},
+        "spilled": {
+            k: sum(w[k] for w in spilled.values()) for k in ("disk_write_bytes", "disk_read_bytes")
+        },
         "cluster_b_per_doc": dd.stats_.bytes_per_doc_in_memory,
     }
 
