@@ -182,6 +182,11 @@ def _build_parser() -> argparse.ArgumentParser:
         help="progress bar on stderr [on when stderr is a terminal]",
     )
     out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    d.add_argument(
+        "--dask",
+        metavar="CLUSTER",
+        help="run on Dask: local:N (N worker processes here) or a scheduler address such as tcp://host:8786; the same outputs, byte for byte (pip install 'neardup[dask]')",
+    )
 
     pl = sub.add_parser(
         "plan",
@@ -430,6 +435,10 @@ def _warn(message: str) -> None:
     sys.stderr.write(f"neardup: warning: {message}\n")
 
 
+def _info(message: str) -> None:
+    sys.stderr.write(f"neardup: {message}\n")
+
+
 def cmd_dedup(args: argparse.Namespace) -> int:
     from .run import DedupOutputs, ReadOptions, dedup_source
 
@@ -449,15 +458,17 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         summary_json=args.summary_json,
         all_pairs=args.all_pairs,
     )
-    result = dedup_source(
-        args.inputs[0] if args.inputs == ["-"] else args.inputs,
-        params,
-        outputs,
-        read,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
-        warn=_warn,
-        jobs=args.jobs,
-    )
+    inputs = args.inputs[0] if args.inputs == ["-"] else args.inputs
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    if args.dask:
+        from .run import dedup_source_dask
+
+        info = None if args.quiet else _info
+        result = dedup_source_dask(inputs, params, outputs, read, args.dask, show, _warn, info)
+    else:
+        result = dedup_source(
+            inputs, params, outputs, read, progress=show, warn=_warn, jobs=args.jobs
+        )
     if not args.quiet:
         sys.stderr.write(_format_summary(result.summary, result.problems))
     return 0

@@ -14,8 +14,9 @@ ending in _).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +40,7 @@ from .verify import (
 DEFAULT_BATCH = 2000
 
 IntArray = npt.NDArray[np.int64]
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True)
@@ -209,13 +211,26 @@ class Deduplicator:
         """Add a signed batch; its documents' indices continue from the previous batch."""
         if self._finished:
             raise NeardupError("this Deduplicator has finished; create a new one to fit again")
-        self._canonical.append(signed.canonical)
-        self._lengths.append(signed.lengths)
-        self._signatures.append(signed.signatures)
-        self._evidence.append(signed.evidence)
+        self._append_block(signed.canonical, signed.lengths, signed.signatures, signed.evidence)
         self._n += len(signed.canonical)
         self._bytes += nbytes if nbytes is not None else int(signed.lengths.sum())
         return self
+
+    def feed(
+        self,
+        items: Iterable[_Item],
+        texts: Callable[[_Item], Sequence[str]],
+        nbytes: Callable[[_Item], int | None],
+        jobs: int = 1,
+    ) -> Iterator[_Item]:
+        """Fit a stream of batches in order, signing up to ``jobs`` at once in threads; yields
+        each item once its batch is added (the result never depends on ``jobs``)."""
+        from .io._prefetch import ordered_map
+
+        self.method  # built once, before threads share it  # noqa: B018
+        for item, signed in ordered_map(lambda it: self.sign(texts(it)), items, jobs):
+            self.append(signed, nbytes(item))
+            yield item
 
     def partial_fit(self, texts: Sequence[str], nbytes: int | None = None) -> Deduplicator:
         """Signatures and verification evidence of one batch (indices continue from the last)."""
@@ -261,6 +276,20 @@ class Deduplicator:
             if progress is not None:
                 progress(self._n, self._bytes)
         return self.finish(key, fetch)
+
+    def _append_block(
+        self,
+        canonical: npt.NDArray[np.uint64],
+        lengths: IntArray,
+        signatures: Signatures,
+        evidence: Evidence,
+    ) -> None:
+        """Keep one batch's arrays until ``finish``; the Dask backend appends blocks whose
+        signatures and evidence stay on the workers (fetched by ``take``)."""
+        self._canonical.append(canonical)
+        self._lengths.append(lengths)
+        self._signatures.append(signatures)
+        self._evidence.append(evidence)
 
     # -- pairs and removal -----------------------------------------------------------------
     def finish(
@@ -419,7 +448,9 @@ def _split(lengths: list[int], rows: IntArray) -> list[tuple[int, IntArray]]:
 def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
     """Rows ``rows`` (sorted global indices) of the concatenated signatures, without it."""
     picked = [parts[i].take(local) for i, local in _split([len(p) for p in parts], rows)]
-    return Signatures.concat(picked, parts[0] if parts else None)
+    if not picked and parts:
+        return parts[0].take(rows[:0])
+    return Signatures.concat(picked)
 
 
 def _take_evidence(parts: list[Evidence], rows: IntArray) -> Evidence:

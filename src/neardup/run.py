@@ -31,7 +31,7 @@ from .io import (
     write_clusters,
     write_pairs,
 )
-from .io._prefetch import ordered_map, prefetch
+from .io._prefetch import prefetch
 from .params import DedupParams, check_int
 from .progress import Progress
 
@@ -103,12 +103,14 @@ def dedup_source(
     progress: bool = False,
     warn: Callable[[str], None] | None = None,
     jobs: int | None = None,
+    make: Callable[[DedupParams], Deduplicator] = Deduplicator,
 ) -> DedupResult:
     """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
 
     The kept records are written in the input's own format with every field preserved; the
     clusters file lists every document of a cluster of two or more with the kept document it
     duplicates and the score; the pairs file lists accepted pairs. Returns the summary.
+    ``make`` builds the deduplicator (``dedup_source_dask`` gives one that runs on Dask).
     """
     read = read or ReadOptions()
     jobs = default_jobs() if jobs is None else check_int("jobs (--jobs)", jobs, 1, 1024)
@@ -134,7 +136,7 @@ def dedup_source(
             },
             folders={"-o"} if source.fmt == "text" else (),
         )
-        dedup = Deduplicator(params)
+        dedup = make(params)
         from .methods import needs_fit
 
         if needs_fit(params):
@@ -149,12 +151,8 @@ def dedup_source(
         ids: list[str] = []
         keys: list[object] = []
         try:
-            dedup.method  # built once, before the threads share it  # noqa: B018
-            signed = ordered_map(
-                lambda b: dedup.sign(b.texts), prefetch(source.batches(read.batch_size)), jobs
-            )
-            for batch, block in signed:
-                dedup.append(block, batch.nbytes)
+            batches = prefetch(source.batches(read.batch_size))
+            for batch in dedup.feed(batches, lambda b: b.texts, lambda b: b.nbytes, jobs):
                 ids.extend(batch.ids)
                 if batch.keys is not None:
                     keys.extend(batch.keys)
@@ -216,3 +214,34 @@ def _summary(
         "params": params.fingerprint(),
         "hamming_plan": dedup.hamming_plan_,
     }
+
+
+def dedup_source_dask(
+    inputs: str | Sequence[str],
+    params: DedupParams,
+    outputs: DedupOutputs,
+    read: ReadOptions | None = None,
+    cluster: str | Any = "local",
+    progress: bool = False,
+    warn: Callable[[str], None] | None = None,
+    info: Callable[[str], None] | None = None,
+) -> DedupResult:
+    """``dedup_source`` on a Dask cluster: the same outputs, byte for byte.
+
+    The client reads the inputs (ids, errors and pass 2 exactly as ``dedup_source``) and ships
+    each batch to a worker as a partition; see ``neardup.dask`` for what runs where.
+    ``cluster``: ``"local:N"``, a scheduler address, or a Client. ``info`` receives the
+    dashboard link. Outputs are written only after every stage has finished.
+    """
+    from .dask import DaskDeduplicator, cluster_errors, connect
+
+    with connect(cluster, info) as client, cluster_errors():
+        return dedup_source(
+            inputs,
+            params,
+            outputs,
+            read,
+            progress,
+            warn,
+            make=lambda p: DaskDeduplicator(p, client),
+        )

@@ -1,0 +1,206 @@
+"""The Dask backend: the same kept set, clusters and pairs as one machine, on real clusters."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+db = pytest.importorskip("dask.bag")
+
+from neardup import dask as nd  # noqa: E402
+from neardup.cli import main  # noqa: E402
+from neardup.engine import Deduplicator  # noqa: E402
+from neardup.errors import NeardupError  # noqa: E402
+from neardup.params import DedupParams, MinhashParams, SimhashMethodParams  # noqa: E402
+from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
+
+PARTITIONS = (1, 7, 64)
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    base = random_documents(150, seed=21, words=(30, 200))
+    corpus = list(near_duplicate_corpus(base, 300, 0.5, seed=22, n_empty=4).texts)
+    # Boilerplate: one shared template with a short distinct tail, so buckets grow big.
+    template = " ".join(random_documents(1, seed=23, words=(150, 150))[0].split())
+    corpus += [f"{template} tail {i} {i * 7}" for i in range(24)]
+    return corpus
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3], ids=lambda n: f"workers{n}")
+def client(request: pytest.FixtureRequest) -> Iterator[object]:
+    with (
+        distributed.LocalCluster(
+            n_workers=request.param,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+def _bag(texts: list[str], parts: int) -> object:
+    """Exactly ``parts`` partitions of nearly equal size, in order."""
+    import dask
+
+    cuts = np.linspace(0, len(texts), parts + 1).astype(int)
+    chunks = [texts[lo:hi] for lo, hi in itertools.pairwise(cuts.tolist())]
+    return db.from_delayed([dask.delayed(c) for c in chunks])
+
+
+def _same(x: np.ndarray, y: np.ndarray) -> bool:
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+def assert_identical(got: Deduplicator, want: Deduplicator) -> None:
+    """Every fitted array equal byte for byte (NaN scores included), and the counts."""
+    for name in ("kept_", "duplicate_of_", "duplicate_score_", "clusters_", "groups_", "empty_"):
+        assert _same(getattr(got, name), getattr(want, name)), name
+    for x, y in zip(got.pairs_, want.pairs_, strict=True):
+        assert _same(x, y)
+    g, w = got.stats_.as_dict(), want.stats_.as_dict()
+    for skip in ("seconds", "bytes_per_doc_in_memory"):
+        g.pop(skip), w.pop(skip)
+    assert g == w
+
+
+@pytest.mark.parametrize("parts", PARTITIONS)
+def test_bag_dedup_equals_the_local_run_byte_for_byte(
+    client: object, texts: list[str], parts: int
+) -> None:
+    params = DedupParams(threshold=0.8, method=MinhashParams(max_bucket=8))
+    want = Deduplicator(params).fit(texts)
+    assert want.stats_.big_buckets > 0 and want.stats_.rechecked_pairs > 0  # both paths run
+    got = nd.dedup(_bag(texts, parts), params, client=client).dedup
+    assert len(got.partition_lengths) == parts
+    assert_identical(got, want)
+
+
+def _write_jsonl(path: Path, texts: list[str]) -> None:
+    rows = [{"id": f"d{i}", "text": t, "n": i} for i, t in enumerate(texts)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.mark.parametrize("parts", PARTITIONS)
+def test_cli_dask_outputs_equal_the_local_run_byte_for_byte(
+    client: object, texts: list[str], parts: int, tmp_path: Path
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src, texts)
+    batch = -(-len(texts) // parts)  # one partition per batch read
+    outs = {}
+    for run, extra in (("local", []), ("dask", ["--dask", client.scheduler.address])):  # type: ignore[attr-defined]
+        files = [tmp_path / f"{run}.{x}.jsonl" for x in ("kept", "clusters", "pairs")]
+        args = ["dedup", str(src), "-o", str(files[0]), "--clusters", str(files[1])]
+        args += ["--pairs", str(files[2]), "--batch-size", str(batch), "--max-bucket", "8", "-q"]
+        assert main(args + extra) == 0
+        outs[run] = [f.read_bytes() for f in files]
+    assert outs["dask"] == outs["local"]
+    assert outs["local"][1] and outs["local"][2]  # clusters and pairs were found
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        DedupParams(threshold=0.7, verify="exact", keep="longest"),
+        DedupParams(threshold=0.8, verify="sketch", removal="components"),
+        DedupParams(threshold=0.8, verify="none"),
+        DedupParams(method=SimhashMethodParams(max_distance=4)),
+    ],
+    ids=["exact-longest", "sketch-components", "none", "simhash"],
+)
+def test_every_method_and_verification_gives_the_local_result(
+    client: object, texts: list[str], params: DedupParams
+) -> None:
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough for the parameter sweep")
+    want = Deduplicator(params).fit(texts)
+    got = nd.dedup(_bag(texts, 7), params, client=client).dedup
+    assert_identical(got, want)
+
+
+def test_dataframe_with_ids_and_key_writes_partitions_and_a_manifest(
+    client: object, texts: list[str], tmp_path: Path
+) -> None:
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    if len(client.scheduler_info()["workers"]) != 3:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    rng = np.random.default_rng(5)
+    quality = rng.integers(0, 50, len(texts))
+    frame = pd.DataFrame({"id": [f"x{i}" for i in range(len(texts))], "text": texts, "q": quality})
+    params = DedupParams(threshold=0.8, keep="field")
+    want = Deduplicator(params).fit(texts, key=quality)
+    out = tmp_path / "kept"
+    result = nd.dedup(
+        dd.from_pandas(frame, npartitions=5),
+        params,
+        client=client,
+        key_field="q",
+        output_dir=out,
+        clusters=str(tmp_path / "clusters.jsonl"),
+    )
+    assert_identical(result.dedup, want)
+    manifest = json.loads((out / nd.MANIFEST).read_text())
+    assert manifest["complete"] and manifest["documents"] == len(texts)
+    assert [p["documents"] for p in manifest["partitions"]] == result.dedup.partition_lengths
+    kept = pd.concat([pd.read_parquet(out / p["file"]) for p in manifest["partitions"]])
+    assert kept["id"].tolist() == [f"x{i}" for i in np.flatnonzero(want.kept_)]
+    assert manifest["kept"] == len(kept) == int(want.kept_.sum())
+    assert result.ids[0] == "x0"
+
+
+def test_cli_local_cluster_prints_the_dashboard_and_matches(
+    tmp_path: Path, texts: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src, texts[:120])
+    assert main(["dedup", str(src), "-o", str(tmp_path / "a.jsonl"), "-q"]) == 0
+    assert main(["dedup", str(src), "-o", str(tmp_path / "b.jsonl"), "--dask", "local:1"]) == 0
+    assert "dashboard http" in capsys.readouterr().err
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+
+
+def test_unreachable_scheduler_is_one_error_line_and_no_output(
+    tmp_path: Path,
+    texts: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(nd, "CONNECT_TIMEOUT", 2.0)
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src, texts[:20])
+    out = tmp_path / "kept.jsonl"
+    assert main(["dedup", str(src), "-o", str(out), "--dask", "tcp://127.0.0.1:9"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("neardup: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9")
+    assert "Traceback" not in err and not out.exists()
+
+
+def test_a_worker_that_dies_fails_the_run_cleanly_without_output(
+    tmp_path: Path, texts: list[str]
+) -> None:
+    import dask
+
+    out = tmp_path / "kept"
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        # A lambda travels by value: the workers need not import this test module.
+        bag = db.from_sequence(texts[:50], npartitions=2).map(lambda t: os._exit(3))
+        with pytest.raises(NeardupError, match="worker died"):
+            nd.dedup(bag, DedupParams(), client=c, output_dir=out)
+    assert not out.exists() and not list(tmp_path.iterdir())
