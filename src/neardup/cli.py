@@ -610,10 +610,16 @@ def _terminate(signum: int, frame: object) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     if sys.stderr is None:  # closed: errors have nowhere to go, the exit status still tells
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)
     parser = _build_parser()
     args = parser.parse_args(argv)
+    if args.command in ("dedup", "report"):
+        # The kernels' modules load before SIGTERM is ours: an interrupt then always lands in
+        # the job, where it unwinds cleanly, never inside an import.
+        import importlib
+
+        importlib.import_module(".run", __package__)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         if args.command == "dedup":
             return cmd_dedup(args)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .. import candidates, features
+from .. import candidates
+from ..features import EMPTY, feature_combinations
+from ..features import features as band_features
 from ..params import FeatureParams, MinhashParams, SketchParams
 from ..textbatch import TextBatch
 from .base import Candidates, FloatArray, Signatures
@@ -28,9 +30,9 @@ class MinHashMethod:
         self.min_shared = 1 if params.super_features else feature_params.r
 
     def signatures(self, batch: TextBatch) -> Signatures:
-        keys = features.features(batch.sketch(self.sketch_params), self.features)
+        keys = band_features(batch.sketch(self.sketch_params), self.features)
         if self.params.super_features:  # share >= r features <=> share one r-subset key
-            keys = features.feature_combinations(keys, self.features.r)
+            keys = feature_combinations(keys, self.features.r)
         return Signatures(keys)
 
     def candidates(self, sigs: Signatures) -> Candidates:
@@ -54,7 +56,7 @@ class MinHashMethod:
 
     def score(self, x: Signatures, y: Signatures) -> FloatArray:
         """Share of features in common (the features' own view of resemblance)."""
-        same = (x.data == y.data) & (x.data != features.EMPTY)
+        same = (x.data == y.data) & (x.data != EMPTY)
         return same.mean(axis=1) if same.shape[1] else np.ones(len(x), dtype=np.float64)
 
     def accept(self, score: FloatArray) -> npt.NDArray[np.bool_]:
