@@ -114,7 +114,9 @@ class Index:
         """
         params = params or DedupParams()
         keep = make_verifier(params).needs_texts if store_text is None else bool(store_text)
-        store: Store = MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
+        store: Store = (
+            MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
+        )
         try:
             index = cls(store, params, keep)
         except NeardupError:
@@ -203,7 +205,7 @@ class Index:
         sigs = self.method.signatures(batch)
         row, key = self._postings(sigs, batch.canonical)
         n = len(texts)
-        date_list = list(dates) if dates is not None else [None] * n
+        date_list: list[str | None] = list(dates) if dates is not None else [None] * n
         new = NewDocs(
             ids=ids,
             hashes=batch.canonical,
@@ -467,17 +469,18 @@ class Index:
 def _check_ids(ids: object, n: int | None) -> list[str]:
     if isinstance(ids, str | bytes):
         raise TypeError("ids must be a list of strings, not one string; wrap it: [id]")
-    out = [i if isinstance(i, str) else None for i in ids]  # type: ignore[attr-defined]
-    if any(i is None for i in out):
-        bad = next(i for i in ids if not isinstance(i, str))  # type: ignore[attr-defined]
-        raise InputError(f"ids must be strings, got {type(bad).__name__} {bad!r}")
-    if n is not None and len(out) != n:
-        raise InputError(f"{len(out)} ids for {n} texts; give one id per text")
-    if len(set(out)) != len(out):
-        seen: set[str] = set()
-        dup = next(i for i in out if i in seen or seen.add(i))  # type: ignore[func-returns-value]
-        raise InputError(f"id {dup!r} appears twice in one batch; ids must be unique")
-    return out  # type: ignore[return-value]
+    items = list(ids)  # type: ignore[call-overload]
+    bad = [i for i in items if not isinstance(i, str)]
+    if bad:
+        raise InputError(f"ids must be strings, got {type(bad[0]).__name__} {bad[0]!r}")
+    if n is not None and len(items) != n:
+        raise InputError(f"{len(items)} ids for {n} texts; give one id per text")
+    if len(set(items)) != len(items):
+        uniq, counts = np.unique(np.array(items, dtype=object), return_counts=True)
+        raise InputError(
+            f"id {uniq[counts > 1][0]!r} appears twice in one batch; ids must be unique"
+        )
+    return items
 
 
 def _take(s: StoredDocs, rows: IntArray) -> StoredDocs:

@@ -150,9 +150,9 @@ class MemoryStore:
         cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[]] * 10
         return StoredDocs(
             np.asarray(docs, dtype=np.int64),
-            cols[0],  # type: ignore[arg-type]
+            cols[0],
             np.array(cols[1], dtype=np.uint64),
-            *(cols[i] for i in (3, 4, 5, 6, 7, 8, 9)),  # type: ignore[arg-type]
+            *(cols[i] for i in (3, 4, 5, 6, 7, 8, 9)),
         )
 
     def count(self) -> int:

@@ -43,12 +43,13 @@ CREATE TABLE postings(key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY(ke
 _CHUNK = 900
 
 _COLUMNS = ", ".join(
-    f"d.{c}" for c in "doc id hash sig ev text meta first_seen last_seen gone".split()
+    f"d.{c}"
+    for c in ["doc", "id", "hash", "sig", "ev", "text", "meta", "first_seen", "last_seen", "gone"]
 )
 
 
 def _signed(x: KeyArray) -> list[int]:
-    return np.ascontiguousarray(x, dtype=np.uint64).view(np.int64).tolist()  # type: ignore[no-any-return]
+    return np.ascontiguousarray(x, dtype=np.uint64).view(np.int64).tolist()
 
 
 def _chunks(seq: Sequence[object], size: int = _CHUNK) -> Iterator[Sequence[object]]:

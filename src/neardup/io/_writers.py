@@ -75,7 +75,9 @@ def write_clusters(
                 scores[chunk].tolist(),
                 strict=True,
             ):
-                line = f'{{"id": {_quote(ids[i])}, "cluster": {c}, "kept": {"true" if k else "false"}'
+                line = (
+                    f'{{"id": {_quote(ids[i])}, "cluster": {c}, "kept": {"true" if k else "false"}'
+                )
                 if explain:
                     other = _quote(ids[d]) if d >= 0 else "null"
                     value = repr(sc) if sc == sc else "null"  # NaN: no direct pair

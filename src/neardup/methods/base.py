@@ -139,9 +139,7 @@ class Method(Protocol):
     def describe(self) -> str: ...
 
 
-def postings(
-    method: Method, sigs: Signatures
-) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:
+def postings(method: Method, sigs: Signatures) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:
     """(row, column, key) of every lookup key of ``sigs`` (EMPTY keys left out), by row."""
     own = getattr(method, "lookup_postings", None)
     if own is not None:
@@ -178,7 +176,9 @@ def query_candidates(
     return q[ok], s[ok], score[ok]
 
 
-def _posting_pairs(method: Method, stored: Signatures, queries: Signatures) -> tuple[IntArray, IntArray]:
+def _posting_pairs(
+    method: Method, stored: Signatures, queries: Signatures
+) -> tuple[IntArray, IntArray]:
     """(query row, stored row) sharing at least ``min_shared`` (column, key) postings."""
     from .._kernels.candidates import count_runs
 

@@ -43,7 +43,9 @@ class SampledMethod:
         np.cumsum(sizes, out=offsets[1:])
         return Signatures(sets.fps[keep], offsets)
 
-    def lookup_postings(self, sigs: Signatures) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:
+    def lookup_postings(
+        self, sigs: Signatures
+    ) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:
         off = _offsets(sigs)
         row = np.repeat(np.arange(len(sigs), dtype=np.int64), np.diff(off))
         return row, np.zeros(len(row), dtype=np.int64), sigs.data.astype(np.uint64, copy=False)
