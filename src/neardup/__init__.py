@@ -8,13 +8,15 @@ from .engine import Deduplicator, DedupStats
 from .errors import IndexMismatchError, InputError, NeardupError, ParamError
 from .features import acceptance, features
 from .hamming import HammingIndex, hamming_pairs, plan_tables
-from .methods import Method, MinHashMethod, Signatures, SimHashMethod
+from .index import Index, Match
+from .methods import Method, MinHashMethod, SampledMethod, Signatures, SimHashMethod
 from .minhash import EMPTY, estimate, estimate_pairs, expected_error, sketch, sketch_texts
 from .params import (
     FORMAT_VERSION,
     DedupParams,
     FeatureParams,
     MinhashParams,
+    SampledParams,
     ShingleParams,
     SimhashMethodParams,
     SimhashParams,
@@ -38,14 +40,18 @@ __all__ = [
     "FeatureParams",
     "HammingIndex",
     "IdfTable",
+    "Index",
     "IndexMismatchError",
     "InputError",
+    "Match",
     "Method",
     "MinHashMethod",
     "MinhashParams",
     "NeardupError",
     "ParamError",
     "Plan",
+    "SampledMethod",
+    "SampledParams",
     "ShingleBatch",
     "ShingleParams",
     "Signatures",

@@ -161,9 +161,11 @@ class SqliteStore:
                 strict=True,
             ),
         )
+        signed = np.ascontiguousarray(new.posting_key, dtype=np.uint64).view(np.int64)
+        order = np.argsort(signed, kind="stable")  # inserts in key order: each page once
         self.db.executemany(
             "INSERT INTO postings (key, doc) VALUES (?, ?)",
-            zip(_signed(new.posting_key), docs[new.posting_row].tolist(), strict=True),
+            zip(signed[order].tolist(), docs[new.posting_row[order]].tolist(), strict=True),
         )
         return docs
 
