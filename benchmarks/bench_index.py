@@ -171,7 +171,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--threshold", type=float, default=0.8)
-    parser.add_argument("--verify", default="sketch", help="sketch (default) or hybrid (keeps text)")
+    parser.add_argument(
+        "--verify", default="sketch", help="sketch (default) or hybrid (keeps text)"
+    )
     parser.add_argument("--path", help="index file to build (default: a temporary one)")
     parser.add_argument("--query-only", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)

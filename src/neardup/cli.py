@@ -416,7 +416,7 @@ def _add_index_parser(sub: Any) -> None:
         type=float,
         help="resemblance threshold (containment with --method sampled) [0.8]",
     )
-    m.add_argument("--sample-mod", type=int, help="sampled: keep shingles with fp %% M == 0 [4]")
+    m.add_argument("--sample-mod", type=int, help="sampled: keep shingles with fp %% M == 0 [2]")
     m.add_argument("--num-perm", type=int, help="largest sketch length the planner may use [256]")
     m.add_argument("--features", type=_features, metavar="K,S,R", help="explicit Broder features")
     m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")

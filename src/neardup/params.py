@@ -284,7 +284,7 @@ class SimhashMethodParams:
 
 
 #: Default sampling modulus of the sampled-shingle containment method (see ``SampledParams``).
-DEFAULT_SAMPLE_MOD = 4
+DEFAULT_SAMPLE_MOD = 2
 
 
 @dataclass(frozen=True)
@@ -301,7 +301,7 @@ class SampledParams:
     m: int = DEFAULT_SAMPLE_MOD
 
     def __post_init__(self) -> None:
-        check_int("sampling modulus m (--sample-mod)", self.m, 1, 2**32, "try m=4")
+        check_int("sampling modulus m (--sample-mod)", self.m, 1, 2**32, "try m=2")
 
     def fingerprint(self) -> str:
         return _fingerprint(self)
