@@ -16,6 +16,7 @@ EXPECTED = {
     "IdfTable", "SimhashParams", "fit_idf_texts", "simhash",
     "Method", "MinHashMethod", "SimHashMethod", "Signatures", "MinhashParams",
     "SimhashMethodParams",
+    "Index", "Match", "SampledMethod", "SampledParams",
 }  # fmt: skip
 
 

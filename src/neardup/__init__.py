@@ -17,6 +17,7 @@ from .params import (
     DedupParams,
     FeatureParams,
     MinhashParams,
+    SampledParams,
     ShingleParams,
     SimhashMethodParams,
     SimhashParams,
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
     from .engine import Deduplicator, DedupStats
     from .features import acceptance, features
     from .hamming import HammingIndex, hamming_pairs, plan_tables
-    from .methods import Method, MinHashMethod, Signatures, SimHashMethod
+    from .index import Index, Match
+    from .methods import Method, MinHashMethod, SampledMethod, Signatures, SimHashMethod
     from .minhash import EMPTY, estimate, estimate_pairs, expected_error, sketch, sketch_texts
     from .planner import Plan, plan
     from .resemblance import containment, dice, jaccard, pair_scores
@@ -44,8 +46,11 @@ _LAZY: dict[str, str] = {
     "EMPTY": "minhash",
     "HammingIndex": "hamming",
     "IdfTable": "simhash",
+    "Index": "index",
+    "Match": "index",
     "Method": "methods",
     "MinHashMethod": "methods",
+    "SampledMethod": "methods",
     "Plan": "planner",
     "ShingleBatch": "shingles",
     "Signatures": "methods",
@@ -123,8 +128,10 @@ __all__ = [
     "FeatureParams",
     "HammingIndex",
     "IdfTable",
+    "Index",
     "IndexMismatchError",
     "InputError",
+    "Match",
     "Method",
     "MinHashMethod",
     "MinhashParams",
@@ -132,6 +139,8 @@ __all__ = [
     "OutputError",
     "ParamError",
     "Plan",
+    "SampledMethod",
+    "SampledParams",
     "ShingleBatch",
     "ShingleParams",
     "Signatures",

@@ -86,6 +86,12 @@ def _build_parser() -> argparse.ArgumentParser:
         help="--pairs lists every document pair, exact-duplicate groups expanded (default: each exact copy once, with its first copy; near pairs between first copies)",
     )
     d.add_argument("--summary-json", help="also write the summary as JSON to this file")
+    d.add_argument(
+        "--index",
+        metavar="PATH",
+        help="also drop documents that duplicate one in this index (made by neardup index create; its parameters decide)",
+    )
+    d.add_argument("--add", action="store_true", help="with --index: add the kept documents to it")
     io = d.add_argument_group("input")
     io.add_argument(
         "--format",
@@ -220,6 +226,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_plan_sample_options(pl)
     _add_compare_parser(sub)
     _add_report_parser(sub)
+    _add_index_parser(sub)
     return parser
 
 
@@ -442,6 +449,8 @@ def _info(message: str) -> None:
 def cmd_dedup(args: argparse.Namespace) -> int:
     from .run import DedupOutputs, ReadOptions, dedup_source
 
+    if args.index or args.add:
+        return cmd_dedup_index(args)
     params = _dedup_params(args)
     read = ReadOptions(
         format=args.format,
@@ -591,6 +600,299 @@ def _quiet_stdout() -> None:
             os.close(devnull)
 
 
+# -- neardup index ... and dedup --index ---------------------------------------------------------
+
+
+def _add_index_input_options(p: argparse.ArgumentParser) -> None:
+    io = p.add_argument_group("input")
+    io.add_argument("--format", choices=["jsonl", "parquet", "text"], help="force the input format")
+    io.add_argument("--text-field", default="text", help="field holding the text [text]")
+    io.add_argument(
+        "--id-field", default="id", help="field holding the id [id; line number when absent]"
+    )
+    io.add_argument(
+        "--on-error",
+        choices=["stop", "skip"],
+        default="stop",
+        help="stop at the first bad record, or skip and count [stop]",
+    )
+    io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
+
+
+def _add_index_parser(sub: Any) -> None:
+    """``neardup index create|add|query|remove|retire|moved|stats|check``."""
+    ix = sub.add_parser(
+        "index",
+        help="a standing index: add documents, ask which stored ones a new one duplicates",
+        description="A standing near-duplicate index in one SQLite file.",
+    )
+    isub = ix.add_subparsers(dest="index_command", required=True)
+    c = isub.add_parser("create", help="create an empty index with its parameters")
+    c.add_argument("path", help="the index file to create (SQLite)")
+    m = c.add_argument_group("method")
+    m.add_argument(
+        "--method",
+        choices=["minhash", "simhash", "sampled"],
+        default="minhash",
+        help="minhash: resemblance; simhash: Hamming distance; sampled: containment of sampled shingles (prefixes, suffixes, quotations) [minhash]",
+    )
+    m.add_argument(
+        "--threshold",
+        type=float,
+        help="resemblance threshold (containment with --method sampled) [0.8]",
+    )
+    m.add_argument("--sample-mod", type=int, help="sampled: keep shingles with fp %% M == 0 [2]")
+    m.add_argument("--num-perm", type=int, help="largest sketch length the planner may use [256]")
+    m.add_argument("--features", type=_features, metavar="K,S,R", help="explicit Broder features")
+    m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
+    m.add_argument("--super-features", action="store_true", help="look up by megashingles")
+    m.add_argument("--max-bucket", type=int, help=argparse.SUPPRESS)
+    m.add_argument("--seed", type=int, default=1, help="random seed [1]")
+    m.add_argument(
+        "--verify",
+        choices=["sketch", "hybrid", "exact", "none"],
+        help="how candidates are confirmed, as for dedup [minhash: hybrid, others: none]",
+    )
+    m.add_argument("--max-distance", type=int, help="simhash: largest Hamming distance [3]")
+    m.add_argument("--simhash-features", choices=["char", "word", "shingle"], help="[char]")
+    m.add_argument("--q", type=int, help="simhash character window [4]")
+    m.add_argument(
+        "--simhash-weighting", choices=["binary", "count"], help="simhash weights [binary]"
+    )
+    m.add_argument(
+        "--store-text",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="keep each document's text (needed by hybrid verification) [only for hybrid]",
+    )
+    _add_shingle_options(c)
+
+    a = isub.add_parser("add", help="add documents (an id already present is replaced)")
+    a.add_argument("path", help="the index")
+    a.add_argument("inputs", nargs="+", help="JSONL, Parquet, text files or folders, or -")
+    _add_index_input_options(a)
+    a.add_argument("--url-field", help="field holding each document's URL (used as its id)")
+    a.add_argument("--date-field", help="field holding the crawl date (last seen)")
+    a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+
+    q = isub.add_parser("query", help="one JSON line of matches per query document")
+    q.add_argument("path", help="the index")
+    q.add_argument("inputs", nargs="+", help="JSONL, Parquet, text files or folders, or -")
+    q.add_argument("-o", "--output", help="write the JSON lines here [stdout]")
+    q.add_argument("--threshold", type=float, help="ask for more than the index's threshold")
+    q.add_argument("--limit", type=int, help="at most this many matches per query")
+    _add_index_input_options(q)
+
+    r = isub.add_parser("remove", help="remove documents by id")
+    r.add_argument("path", help="the index")
+    r.add_argument("ids", nargs="+", help="ids to remove (all must be present)")
+
+    rt = isub.add_parser("retire", help="mark URLs gone (found again by moved)")
+    rt.add_argument("path", help="the index")
+    rt.add_argument("urls", nargs="+", help="URLs (ids) that disappeared")
+    rt.add_argument("--date", help="when they disappeared")
+
+    mv = isub.add_parser("moved", help="live URLs holding near-copies of a URL's last content")
+    mv.add_argument("path", help="the index")
+    mv.add_argument("url", help="a URL (id) in the index")
+    mv.add_argument("--limit", type=int, help="at most this many")
+
+    for name, text in (("stats", "counts, size and parameters"), ("check", "integrity check")):
+        x = isub.add_parser(name, help=text)
+        x.add_argument("path", help="the index")
+
+
+def _index_params(args: argparse.Namespace) -> DedupParams:
+    """Parameters of ``index create``: those of dedup, and the sampled containment method."""
+    from .params import SampledParams
+
+    shingle = ShingleParams(w=args.shingle_size, tokens=args.tokens, nfkc=args.nfkc, hash=args.hash)
+    method: MinhashParams | SimhashMethodParams | SampledParams
+    if args.method == "sampled":
+        other = _given(args, {**_MINHASH_ONLY, **_SIMHASH_ONLY})
+        if other:
+            raise ParamError(f"{', '.join(other)} do(es) not apply to --method sampled; drop it")
+        method = SampledParams() if args.sample_mod is None else SampledParams(m=args.sample_mod)
+    else:
+        if args.sample_mod is not None:
+            raise ParamError("--sample-mod only applies to --method sampled")
+        method = _method_params(args)
+    return DedupParams(
+        threshold=args.threshold,
+        shingle=shingle,
+        method=method,
+        verify=args.verify,
+        seed=args.seed,
+    )
+
+
+def _index_read(args: argparse.Namespace) -> Any:
+    from .run import ReadOptions
+
+    return ReadOptions(
+        format=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+        batch_size=args.batch_size,
+    )
+
+
+def _print_json(value: object) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+
+
+def cmd_index_create(args: argparse.Namespace) -> int:
+    from .index import Index
+
+    Index.create(args.path, _index_params(args), store_text=args.store_text).close()
+    sys.stderr.write(f"neardup: created index {args.path}\n")
+    return 0
+
+
+def cmd_index_add(args: argparse.Namespace) -> int:
+    from .run import index_add_source
+
+    done = index_add_source(
+        args.path,
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        _index_read(args),
+        url_field=args.url_field,
+        date_field=args.date_field,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+    )
+    sys.stderr.write(
+        f"neardup: added {done['added']:,}, replaced {done['replaced']:,} "
+        f"({done['documents']:,} in the index; {done['docs_per_s']:,} docs/s)\n"
+    )
+    return 0
+
+
+def cmd_index_query(args: argparse.Namespace) -> int:
+    from .run import index_query_source
+
+    done = index_query_source(
+        args.path,
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.output,
+        _index_read(args),
+        threshold=args.threshold,
+        limit=args.limit,
+    )
+    sys.stderr.write(
+        f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches\n"
+    )
+    return 0
+
+
+def cmd_index_edit(args: argparse.Namespace) -> int:
+    """remove and retire: one transaction; an unknown id changes nothing."""
+    from .index import Index
+
+    index = Index.open(args.path)
+    try:
+        if args.index_command == "remove":
+            n = index.remove(args.ids)
+            sys.stderr.write(f"neardup: removed {n:,} documents\n")
+        else:
+            n = index.retire(args.urls, args.date)
+            sys.stderr.write(f"neardup: retired {n:,} URLs\n")
+    finally:
+        index.close()
+    return 0
+
+
+def cmd_index_show(args: argparse.Namespace) -> int:
+    """stats, check and moved: read-only."""
+    from .index import Index
+
+    index = Index.open(args.path)
+    try:
+        if args.index_command == "stats":
+            _print_json(index.stats())
+        elif args.index_command == "moved":
+            _print_json([m.as_dict() for m in index.moved(args.url, limit=args.limit)])
+        else:
+            problems = index.check()
+            if problems:
+                raise NeardupError(f"{args.path} failed the check: " + "; ".join(problems))
+            sys.stdout.write(f"{args.path}: ok ({len(index):,} documents)\n")
+    finally:
+        index.close()
+    return 0
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    commands = {
+        "create": cmd_index_create,
+        "add": cmd_index_add,
+        "query": cmd_index_query,
+        "remove": cmd_index_edit,
+        "retire": cmd_index_edit,
+    }
+    return commands.get(args.index_command, cmd_index_show)(args)
+
+
+def cmd_dedup_index(args: argparse.Namespace) -> int:
+    """dedup --index PATH [--add]: the index's parameters decide; method options are refused."""
+    from .run import ReadOptions, dedup_index_source
+
+    if not args.index:
+        raise ParamError("--add needs --index PATH: the index to add the kept documents to")
+    given = [
+        flag
+        for flag, attr in {
+            "--threshold": "threshold",
+            "--verify": "verify",
+            "--clusters": "clusters",
+            "--pairs": "pairs",
+            "--keep": "keep",
+            "--keep-field": "keep_field",
+            **_MINHASH_ONLY,
+            **_SIMHASH_ONLY,
+        }.items()
+        if getattr(args, attr) not in (None, False)
+    ]
+    if given or args.method != "minhash":
+        shown = ", ".join(given) or "--method"
+        raise ParamError(
+            f"with --index the index's own parameters decide and the first document wins; "
+            f"drop {shown}"
+        )
+    read = ReadOptions(
+        format=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+        batch_size=args.batch_size,
+    )
+    done = dedup_index_source(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.index,
+        args.output,
+        read,
+        add=args.add,
+    )
+    if args.summary_json:
+        import json
+
+        from .io import atomic_write
+
+        with atomic_write(args.summary_json, "w") as fh:
+            json.dump(done, fh, indent=1)
+            fh.write("\n")
+    if not args.quiet:
+        sys.stderr.write(
+            f"neardup dedup --index: {done['documents']:,} documents, "
+            f"{done['duplicates_of_index']:,} duplicate the index, "
+            f"{done['duplicates_in_input']:,} duplicate earlier input, {done['kept']:,} kept"
+            f"{', added to the index' if args.add else ''}\n"
+        )
+    return 0
+
+
 def _caused_by_interrupt(exc: BaseException | None) -> bool:
     """True when a KeyboardInterrupt is somewhere in the exception's cause chain."""
     seen = 0
@@ -627,6 +929,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_compare(args)
         if args.command == "report":
             return cmd_report(args)
+        if args.command == "index":
+            return cmd_index(args)
         return cmd_plan(args)
     except NeardupError as exc:
         return _fail(str(exc))

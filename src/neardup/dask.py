@@ -397,7 +397,9 @@ class DaskDeduplicator(Deduplicator):
             self._append_block(
                 m.canonical,
                 m.lengths,
-                RemoteSignatures(m.sig_template, block, n, m.sig_nbytes, self.moved_),
+                RemoteSignatures(
+                    m.sig_template, ref=block, rows=n, size=m.sig_nbytes, moved=self.moved_
+                ),
                 RemoteEvidence(block, n, m.ev_nbytes, self.moved_),
             )
 

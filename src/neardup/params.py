@@ -283,12 +283,41 @@ class SimhashMethodParams:
         return _fingerprint(self)
 
 
-MethodParams = MinhashParams | SimhashMethodParams
+#: Default sampling modulus of the sampled-shingle containment method (see ``SampledParams``).
+DEFAULT_SAMPLE_MOD = 2
+
+
+@dataclass(frozen=True)
+class SampledParams:
+    """The sampled-shingle containment method: shingles whose fingerprint is 0 mod ``m``.
+
+    m: keep one shingle in m on average (the same shingles in every document, so a passage
+      quoted in another document keeps the same sample). Larger m: smaller index, but a short
+      document may keep no shingle at all and then cannot be found.
+    The threshold of ``DedupParams`` is the containment threshold: a pair is accepted when the
+    share of the smaller sample held by the other document reaches it.
+    """
+
+    m: int = DEFAULT_SAMPLE_MOD
+
+    def __post_init__(self) -> None:
+        check_int("sampling modulus m (--sample-mod)", self.m, 1, 2**32, "try m=2")
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)
+
+
+MethodParams = MinhashParams | SimhashMethodParams | SampledParams
 
 #: Verification each method uses when none is asked for: MinHash candidates are checked against
 #: the resemblance threshold (hybrid: exact results at sketch memory); SimHash pairs are decided
-#: by their Hamming distance alone unless a verification is asked for.
-DEFAULT_VERIFY: dict[type, Verify] = {MinhashParams: "hybrid", SimhashMethodParams: "none"}
+#: by their Hamming distance alone unless a verification is asked for; sampled containment
+#: scores its pairs itself.
+DEFAULT_VERIFY: dict[type, Verify] = {
+    MinhashParams: "hybrid",
+    SimhashMethodParams: "none",
+    SampledParams: "none",
+}
 
 #: The resemblance threshold when none is given.
 DEFAULT_THRESHOLD = 0.8
@@ -304,7 +333,9 @@ class DedupParams:
     threshold: resemblance (Jaccard of shingle sets) at or above which two documents are
       near-duplicates; None means 0.8. Under SimHash it only matters with a verification.
     shingle: how texts become shingle sets (verification, MinHash sketches).
-    method: ``MinhashParams()`` (default) or ``SimhashMethodParams()``: how candidates are found.
+    method: ``MinhashParams()`` (default), ``SimhashMethodParams()`` or ``SampledParams()``
+      (containment of sampled shingles; the threshold is then a containment threshold): how
+      candidates are found.
     verify: how candidates are confirmed: "none" (the method's own decision), "sketch" (MinHash
       estimate of Jaccard), "hybrid" (sketch, and exact Jaccard of the texts for pairs near the
       threshold) or "exact" (Jaccard of stored shingle sets). None: the method's default
@@ -326,14 +357,20 @@ class DedupParams:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        if not isinstance(self.method, MinhashParams | SimhashMethodParams):
+        if not isinstance(self.method, MinhashParams | SimhashMethodParams | SampledParams):
             raise ParamError(
-                "method must be MinhashParams(...) or SimhashMethodParams(...), got "
-                f"{self.method!r}"
+                "method must be MinhashParams(...), SimhashMethodParams(...) or "
+                f"SampledParams(...), got {self.method!r}"
             )
         if self.verify is not None:
             _choice("verify", self.verify, ("none", "sketch", "hybrid", "exact"))
         verify = self.verify or DEFAULT_VERIFY[type(self.method)]
+        if isinstance(self.method, SampledParams) and verify != "none":
+            raise ParamError(
+                "the sampled containment method scores containment itself; a Jaccard "
+                f"verification ({verify!r}) would reject the prefixed, suffixed and quoted "
+                "copies it exists to find: drop verify (--verify) or use another method"
+            )
         if self.threshold is not None:
             t = self.threshold
             if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 < t <= 1.0:

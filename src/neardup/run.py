@@ -245,3 +245,181 @@ def dedup_source_dask(
             warn,
             make=lambda p: DaskDeduplicator(p, client),
         )
+
+
+# -- the standing index -------------------------------------------------------------------------
+
+
+def _open_index_source(
+    inputs: str | Sequence[str],
+    read: ReadOptions,
+    url_field: str | None = None,
+    date_field: str | None = None,
+) -> Source:
+    """Inputs for the index jobs: a URL field stands for the id, a date field is read as a key."""
+    if url_field and read.id_field != "id":
+        raise ParamError("--url-field names the id of each document; give it or --id-field")
+    return open_source(
+        inputs,
+        read.format,
+        text_field=read.text_field,
+        id_field=url_field or read.id_field,
+        on_error=read.on_error,
+        key_field=date_field,
+    )
+
+
+def _dates(keys: list[object] | None) -> list[str | None] | None:
+    """Key values of a date field as strings (ISO dates sort as dates)."""
+    if keys is None:
+        return None
+    return [None if k is None else str(k) for k in keys]
+
+
+def index_add_source(
+    path: str,
+    inputs: str | Sequence[str],
+    read: ReadOptions | None = None,
+    url_field: str | None = None,
+    date_field: str | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Add the documents of ``inputs`` to the index at ``path``, one transaction per batch."""
+    from .index import Index
+
+    read = read or ReadOptions()
+    started = time.perf_counter()
+    added = replaced = docs = nbytes = 0
+    index = Index.open(path)
+    try:
+        with _open_index_source(inputs, read, url_field, date_field) as source:
+            bar = Progress(progress, source.input_bytes)
+            try:
+                for batch in prefetch(source.batches(read.batch_size)):
+                    done = index.add(batch.ids, batch.texts, dates=_dates(batch.keys))
+                    added += done.added
+                    replaced += done.replaced
+                    docs += len(batch)
+                    nbytes += batch.nbytes
+                    bar.update(docs, nbytes)
+            finally:
+                bar.close()
+            skipped = source.errors.total
+        size = len(index)
+    finally:
+        index.close()
+    seconds = time.perf_counter() - started
+    return {
+        "read": docs,
+        "added": added,
+        "replaced": replaced,
+        "skipped_records": skipped,
+        "documents": size,
+        "seconds": round(seconds, 3),
+        "docs_per_s": round(docs / max(seconds, 1e-9)),
+    }
+
+
+def index_query_source(
+    path: str,
+    inputs: str | Sequence[str],
+    output: str | None,
+    read: ReadOptions | None = None,
+    threshold: float | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """Query the index at ``path`` with each document of ``inputs``; one JSON line per query
+    ``{"id": ..., "matches": [{"id", "score", "kind", ...}, ...]}`` to ``output`` ("-" or None:
+    standard output), written atomically."""
+    import contextlib
+    import sys
+
+    from .index import Index
+    from .io import atomic_write
+
+    read = read or ReadOptions()
+    started = time.perf_counter()
+    queries = matched = 0
+    index = Index.open(path)
+    try:
+        with contextlib.ExitStack() as stack:
+            source = stack.enter_context(_open_index_source(inputs, read))
+            if output and output != "-":
+                out = stack.enter_context(atomic_write(output, "w"))
+            else:
+                out = sys.stdout
+            for batch in prefetch(source.batches(read.batch_size)):
+                found = index.query(batch.texts, threshold=threshold, limit=limit)
+                for qid, matches in zip(batch.ids, found, strict=True):
+                    line = {"id": qid, "matches": [m.as_dict() for m in matches]}
+                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
+                    matched += bool(matches)
+                queries += len(batch)
+    finally:
+        index.close()
+    seconds = time.perf_counter() - started
+    return {
+        "queries": queries,
+        "with_matches": matched,
+        "seconds": round(seconds, 3),
+        "queries_per_s": round(queries / max(seconds, 1e-9)),
+    }
+
+
+def dedup_index_source(
+    inputs: str | Sequence[str],
+    index_path: str,
+    kept_output: str | None,
+    read: ReadOptions | None = None,
+    add: bool = False,
+) -> dict[str, Any]:
+    """Drop documents that duplicate one in the index or a kept one earlier in the input; write
+    the rest. With ``add``, the kept documents join the index (one transaction per batch).
+
+    The rule is keep-aware removal with the index's documents first: a document is kept unless
+    a stored or an already kept document resembles it, so the kept set is what "query; keep if
+    no match; add" gives, one document at a time. The index's parameters decide.
+    """
+    from .index import Index
+
+    read = read or ReadOptions()
+    started = time.perf_counter()
+    index = Index.open(index_path)
+    overlay = None if add else Index.create(None, index.params, store_text=index.store_text)
+    kept_parts: list[np.ndarray] = []
+    in_index = in_input = 0
+    try:
+        with _open_index_source(inputs, read) as source:
+            for batch in prefetch(source.batches(read.batch_size)):
+                hit = np.array([bool(m) for m in index.query(batch.texts)], dtype=bool)
+                if overlay is not None and len(overlay):
+                    hit |= np.array([bool(m) for m in overlay.query(batch.texts)], dtype=bool)
+                fresh = np.flatnonzero(~hit)
+                kept = np.zeros(len(batch), dtype=bool)
+                if len(fresh):
+                    within = Deduplicator(index.params).fit([batch.texts[i] for i in fresh])
+                    kept[fresh[within.kept_]] = True
+                in_index += int(hit.sum())
+                in_input += int(len(fresh) - kept.sum())
+                rows = np.flatnonzero(kept).tolist()
+                target = index if overlay is None else overlay
+                target.add([batch.ids[i] for i in rows], [batch.texts[i] for i in rows])
+                kept_parts.append(kept)
+            mask = np.concatenate(kept_parts) if kept_parts else np.zeros(0, dtype=bool)
+            written = source.write_kept(mask, kept_output) if kept_output else None
+            skipped = source.errors.total
+    finally:
+        index.close()
+        if overlay is not None:
+            overlay.close()
+    seconds = time.perf_counter() - started
+    return {
+        "documents": len(mask),
+        "duplicates_of_index": in_index,
+        "duplicates_in_input": in_input,
+        "kept": int(mask.sum()),
+        "added_to_index": int(mask.sum()) if add else 0,
+        "written": written,
+        "skipped_records": skipped,
+        "seconds": round(seconds, 3),
+    }

@@ -1,21 +1,24 @@
-"""Near-duplicate search methods behind one protocol (see ``base``): MinHash and SimHash."""
+"""Near-duplicate search methods behind one protocol (see ``base``): MinHash, SimHash, sampled."""
 
 from __future__ import annotations
 
-from ..params import DedupParams, MinhashParams, SimhashMethodParams
+from ..params import DedupParams, MinhashParams, SampledParams, SimhashMethodParams
 from ..simhash import IdfTable
-from .base import Candidates, Method, Signatures, query_candidates
+from .base import Candidates, Method, Signatures, postings, query_candidates
 from .minhash import MinHashMethod
+from .sampled import SampledMethod
 from .simhash import SimHashMethod
 
 __all__ = [
     "Candidates",
     "Method",
     "MinHashMethod",
+    "SampledMethod",
     "Signatures",
     "SimHashMethod",
     "make_method",
     "needs_fit",
+    "postings",
     "query_candidates",
 ]
 
@@ -27,6 +30,8 @@ def make_method(params: DedupParams, idf: IdfTable | None = None) -> Method:
         return MinHashMethod(m, params.feature_params(), params.seed)
     if isinstance(m, SimhashMethodParams):
         return SimHashMethod(m, params.simhash_params(), idf)
+    if isinstance(m, SampledParams):
+        return SampledMethod(m, params.resolved_threshold)
     raise TypeError(f"no method for {type(m).__name__}")
 
 

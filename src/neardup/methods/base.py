@@ -10,6 +10,15 @@ through these few calls, so none of them asks which method it runs:
   column. ``query_candidates`` does this in memory; the index does it with its own tables.
 - ``score(x, y)`` and ``accept(score)``: the method's own score of row-aligned pairs and its
   own decision (SimHash: Hamming distance within k; MinHash: the features already decided).
+
+Methods with a variable number of values per document (sampled containment) extend this
+compatibly: their ``Signatures`` carry ``offsets`` (CSR: document i owns
+``data[offsets[i]:offsets[i+1]]``) and they implement ``lookup_postings(sigs) -> (row, column,
+key)``, the flat list of their keys. ``postings(method, sigs)`` gives that flat list for every
+method (from ``lookup_keys`` when the method has no ``lookup_postings``, EMPTY keys left out);
+the standing index stores and looks up postings. A method may also say what its matches are
+(``match_kind``: "near" by default, "contained" for containment) and give more than one score
+per pair (``detail_scores(x, y) -> {name: float64[m]}``).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from .._kernels.hashing import EMPTY
 from ..textbatch import TextBatch
 
 IntArray = npt.NDArray[np.int64]
@@ -28,29 +38,68 @@ FloatArray = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class Signatures:
-    """What a method keeps per document: ``data`` has one row per document (any trailing shape)."""
+    """What a method keeps per document: ``data`` has one row per document (any trailing shape),
+    or, with ``offsets`` (int64[n+1]), document i owns ``data[offsets[i]:offsets[i+1]]``."""
 
     data: np.ndarray
+    offsets: IntArray | None = None
 
     def __len__(self) -> int:
+        if self.offsets is not None:
+            return int(self.offsets.shape[0]) - 1
         return int(self.data.shape[0])
 
     @property
     def nbytes(self) -> int:
-        return int(self.data.nbytes)
+        extra = 0 if self.offsets is None else int(self.offsets.nbytes)
+        return int(self.data.nbytes) + extra
+
+    def row(self, i: int) -> np.ndarray:
+        """Document i's values (a row, or its slice of a CSR block)."""
+        if self.offsets is None:
+            return np.asarray(self.data[i])
+        return np.asarray(self.data[self.offsets[i] : self.offsets[i + 1]])
 
     def take(self, rows: npt.ArrayLike) -> Signatures:
         """The signatures of documents ``rows``, in that order."""
-        return Signatures(self.data[np.asarray(rows, dtype=np.int64)])
+        idx = np.asarray(rows, dtype=np.int64)
+        if self.offsets is None:
+            return Signatures(self.data[idx])
+        off = self.offsets
+        sizes = (off[idx + 1] - off[idx]).astype(np.int64)
+        new_off = np.zeros(len(idx) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=new_off[1:])
+        pos = np.repeat(off[idx] - new_off[:-1], sizes) + np.arange(new_off[-1], dtype=np.int64)
+        return Signatures(self.data[pos], new_off)
 
     @staticmethod
     def concat(parts: list[Signatures], like: Signatures | None = None) -> Signatures:
         """One block from many (an empty list gives ``like`` with no rows)."""
         if parts:
-            return Signatures(np.concatenate([p.data for p in parts]))
+            if parts[0].offsets is None:
+                return Signatures(np.concatenate([p.data for p in parts]))
+            sizes = np.concatenate([np.diff(p.offsets) for p in parts if p.offsets is not None])
+            offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+            np.cumsum(sizes, out=offsets[1:])
+            return Signatures(np.concatenate([p.data for p in parts]), offsets)
         if like is None:
             return Signatures(np.zeros((0,), dtype=np.uint64))
+        if like.offsets is not None:
+            return Signatures(like.data[:0], np.zeros(1, dtype=np.int64))
         return Signatures(like.data[:0])
+
+    @staticmethod
+    def csr(rows: list[np.ndarray], like: Signatures) -> Signatures:
+        """Signatures from one array per document, shaped like ``like`` (rows or CSR)."""
+        if like.offsets is None:
+            if not rows:
+                return Signatures(like.data[:0])
+            return Signatures(np.stack(rows).astype(like.data.dtype, copy=False))
+        sizes = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        data = np.concatenate(rows) if rows else like.data[:0]
+        return Signatures(data.astype(like.data.dtype, copy=False), offsets)
 
 
 @dataclass(frozen=True)
@@ -90,6 +139,19 @@ class Method(Protocol):
     def describe(self) -> str: ...
 
 
+def postings(method: Method, sigs: Signatures) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:
+    """(row, column, key) of every lookup key of ``sigs`` (EMPTY keys left out), by row."""
+    own = getattr(method, "lookup_postings", None)
+    if own is not None:
+        row, col, key = own(sigs)
+        return row, col, key
+    keys = np.asarray(method.lookup_keys(sigs), dtype=np.uint64)
+    if keys.ndim == 1:
+        keys = keys[:, None]
+    row, col = np.nonzero(keys != EMPTY)
+    return row.astype(np.int64), col.astype(np.int64), keys[row, col]
+
+
 def query_candidates(
     method: Method, stored: Signatures, queries: Signatures
 ) -> tuple[IntArray, IntArray, FloatArray]:
@@ -101,9 +163,53 @@ def query_candidates(
     """
     from ..candidates import cross_pairs
 
-    q, s = cross_pairs(method.lookup_keys(queries), method.lookup_keys(stored), method.min_shared)
+    if hasattr(method, "lookup_postings"):
+        q, s = _posting_pairs(method, stored, queries)
+    else:
+        q, s = cross_pairs(
+            method.lookup_keys(queries), method.lookup_keys(stored), method.min_shared
+        )
     if len(q) == 0:
         return q, s, np.zeros(0, dtype=np.float64)
     score = method.score(queries.take(q), stored.take(s))
     ok = method.accept(score)
     return q[ok], s[ok], score[ok]
+
+
+def _posting_pairs(
+    method: Method, stored: Signatures, queries: Signatures
+) -> tuple[IntArray, IntArray]:
+    """(query row, stored row) sharing at least ``min_shared`` (column, key) postings."""
+    from .._kernels.candidates import count_runs
+
+    sr, sc, sk = postings(method, stored)
+    qr, qc, qk = postings(method, queries)
+    ns = max(len(stored), 1)
+    skey, qkey = column_keys(sc, sk), column_keys(qc, qk)
+    order = np.argsort(skey, kind="stable")
+    ordered = skey[order]
+    lo = np.searchsorted(ordered, qkey, side="left")
+    hi = np.searchsorted(ordered, qkey, side="right")
+    counts = (hi - lo).astype(np.int64)
+    total = int(counts.sum())
+    empty = np.zeros(0, dtype=np.int64)
+    if total == 0:
+        return empty, empty.copy()
+    first = np.cumsum(counts) - counts
+    pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
+    codes = np.sort(np.repeat(qr, counts) * np.int64(ns) + sr[order[pos]])
+    uniq, _ = count_runs(codes, int(method.min_shared))
+    return uniq // ns, uniq % ns
+
+
+def column_keys(col: IntArray, key: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """One 64-bit key per (column, key): equal keys in different columns never collide on purpose."""
+    x = key.astype(np.uint64) ^ ((col.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
+    x = (x ^ (x >> np.uint64(33))) * _M1
+    x = (x ^ (x >> np.uint64(33))) * _M2
+    return np.asarray(x ^ (x >> np.uint64(33)), dtype=np.uint64)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)

@@ -38,6 +38,7 @@ class SimHashMethod:
         self.fingerprint = fingerprint
         self.idf = idf
         self.plan_: HammingPlan | None = None
+        self._index_plan: HammingPlan | None = None
 
     def signatures(self, batch: TextBatch) -> Signatures:
         fps, offsets = batch.sequence(self.fingerprint.shingle_params())
@@ -55,8 +56,9 @@ class SimHashMethod:
         )
 
     def lookup_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]:
-        plan = plan_tables(self.params.max_distance, INDEX_PLAN_DOCS, mode="query")
-        return table_keys(sigs.data, plan)
+        if self._index_plan is None:  # planned once: the index's tables never change
+            self._index_plan = plan_tables(self.params.max_distance, INDEX_PLAN_DOCS, mode="query")
+        return table_keys(sigs.data, self._index_plan)
 
     def score(self, x: Signatures, y: Signatures) -> FloatArray:
         return 1.0 - _popcount(x.data ^ y.data).astype(np.float64) / 64.0

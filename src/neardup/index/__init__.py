@@ -1,0 +1,510 @@
+"""A standing index: add documents, ask which stored documents a new one duplicates, remove.
+
+    add:   texts -> content hash, method signatures, lookup postings, verification evidence
+           -> one store transaction per batch
+    query: texts -> exact matches (content hash) and stored documents sharing >= min_shared
+           postings -> method score / acceptance -> verifier decision (and hybrid re-check on
+           the stored texts) -> matches, best first
+
+Every array is computed by the method and verifier objects batch deduplication uses
+(``neardup.methods``, ``neardup.verify``); the store (``SqliteStore`` on disk, ``MemoryStore``)
+only keeps blobs and postings. So "query; keep if no match; add" over a stream keeps what
+``Deduplicator`` with keep="first" keeps.
+
+Lost and found: a document's id may be its URL, with the date it was last seen; adding an id
+again replaces its content and moves its last-seen date; ``retire`` marks URLs gone and
+``moved`` lists the live documents holding near-copies of a gone URL's last content.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._kernels.hashing import EMPTY
+from ..errors import InputError, NeardupError, ParamError
+from ..methods import Method, Signatures, make_method, needs_fit, postings
+from ..methods.base import column_keys
+from ..params import DedupParams
+from ..textbatch import TextBatch, check_texts
+from ..verify import Evidence, Verifier, concat_evidence, make_verifier
+from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
+from .memory_store import MemoryStore
+from .schema import SCHEMA_VERSION, check_meta, params_to_json
+from .sqlite_store import SqliteStore
+from .store import IntArray, NewDocs, Store, StoredDocs
+
+__all__ = ["SCHEMA_VERSION", "Index", "Match", "MemoryStore", "SqliteStore", "Store"]
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stored document a query duplicates: kind is "exact", "near" or "contained".
+
+    ``scores`` holds more than one score when the method gives them (containment both ways);
+    ``last_seen`` is the stored document's date, when it has one.
+    """
+
+    id: str
+    score: float
+    kind: str
+    scores: dict[str, float] = field(default_factory=dict)
+    last_seen: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "score": round(self.score, 6), "kind": self.kind}
+        out.update({k: round(v, 6) for k, v in self.scores.items()})
+        if self.last_seen is not None:
+            out["last_seen"] = self.last_seen
+        return out
+
+
+@dataclass(frozen=True)
+class AddResult:
+    """What an ``add`` did: documents new to the index and documents whose id was replaced."""
+
+    added: int
+    replaced: int
+
+
+class Index:
+    """A standing near-duplicate index over a ``Store`` (see the module docstring).
+
+    ``Index.create(path, params)`` / ``Index.open(path)``; ``path=None`` keeps it in memory.
+    Each ``add``, ``remove`` and ``retire`` is one transaction, unless called inside
+    ``with index:``, which commits everything on a clean exit and rolls back on an error.
+    """
+
+    def __init__(self, store: Store, params: DedupParams, store_text: bool) -> None:
+        if needs_fit(params):
+            raise ParamError(
+                "SimHash IDF weighting learns from the whole corpus before signing it, which a "
+                "growing index cannot do; use weighting 'binary' or 'count'"
+            )
+        self.store = store
+        self.params = params
+        self.store_text = store_text
+        self.method: Method = make_method(params)
+        self.verifier: Verifier = make_verifier(params)
+        nothing = TextBatch([], params.shingle)
+        self._like_sigs = self.method.signatures(nothing)
+        self._like_ev = self.verifier.evidence(nothing)
+        self._outer = False
+
+    # -- opening -----------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        path: str | None,
+        params: DedupParams | None = None,
+        *,
+        store_text: bool | None = None,
+        timeout: float = 10.0,
+    ) -> Index:
+        """A new, empty index at ``path`` (an SQLite file; None: in memory).
+
+        store_text: keep each document's text (needed by hybrid verification, which re-checks
+        borderline pairs on the texts; default: only then).
+        """
+        params = params or DedupParams()
+        keep = make_verifier(params).needs_texts if store_text is None else bool(store_text)
+        store: Store = (
+            MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
+        )
+        try:
+            index = cls(store, params, keep)
+        except NeardupError:
+            store.close()
+            if path is not None:
+                import os
+
+                for p in (path, path + "-wal", path + "-shm"):
+                    if os.path.exists(p):
+                        os.remove(p)
+            raise
+        store.begin()
+        store.write_meta(
+            {
+                "schema_version": str(SCHEMA_VERSION),
+                "params": params_to_json(params),
+                "fingerprint": params.fingerprint(),
+                "store_text": "1" if keep else "0",
+            }
+        )
+        store.commit()
+        return index
+
+    @classmethod
+    def open(cls, path: str, params: DedupParams | None = None, *, timeout: float = 10.0) -> Index:
+        """The index at ``path``; with ``params``, IndexMismatchError unless it was built with them."""
+        store = SqliteStore(path, timeout=timeout)
+        try:
+            meta = store.read_meta()
+            found = check_meta(str(path), meta, params)
+            return cls(store, found, meta.get("store_text") == "1")
+        except BaseException:
+            store.close()
+            raise
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Index:
+        self.store.begin()
+        self._outer = True
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._outer = False
+        if exc_type is None:
+            self.store.commit()
+        else:
+            self.store.rollback()
+
+    def _write(self, work: Callable[[], Any]) -> Any:
+        """Run ``work`` in the open transaction, or in one of its own."""
+        if self._outer:
+            return work()
+        self.store.begin()
+        try:
+            out = work()
+        except BaseException:
+            self.store.rollback()
+            raise
+        self.store.commit()
+        return out
+
+    # -- writes ------------------------------------------------------------------------------
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        meta: Sequence[dict[str, Any] | None] | None = None,
+        dates: Sequence[str | None] | None = None,
+    ) -> AddResult:
+        """Add documents (one transaction). An id already stored is replaced by the new text,
+        keeping its first-seen date and taking the new date as last seen (and live again)."""
+        texts = check_texts(texts)
+        ids = _check_ids(ids, len(texts))
+        if meta is not None and len(meta) != len(texts):
+            raise InputError(f"meta has {len(meta)} entries for {len(texts)} texts")
+        if dates is not None and len(dates) != len(texts):
+            raise InputError(f"dates has {len(dates)} entries for {len(texts)} texts")
+        batch = TextBatch(texts, self.params.shingle)
+        sigs = self.method.signatures(batch)
+        row, key = self._postings(sigs, batch.canonical)
+        n = len(texts)
+        date_list: list[str | None] = list(dates) if dates is not None else [None] * n
+        new = NewDocs(
+            ids=ids,
+            hashes=batch.canonical,
+            sigs=encode_signatures(sigs),
+            evidence=encode_evidence(self.verifier.evidence(batch)),
+            texts=list(texts) if self.store_text else [None] * n,
+            meta=[None if m is None else json.dumps(m) for m in meta] if meta else [None] * n,
+            first_seen=list(date_list),
+            last_seen=date_list,
+            posting_row=row,
+            posting_key=key,
+        )
+
+        def work() -> AddResult:
+            old = self.store.find_ids(ids)
+            present = np.flatnonzero(old >= 0)
+            if len(present):
+                stored = self.store.load(old[present])
+                for i, first in zip(present.tolist(), stored.first_seen, strict=True):
+                    if first is not None:
+                        new.first_seen[i] = first
+                self._delete(stored)
+            self.store.insert(new)
+            return AddResult(added=n - len(present), replaced=len(present))
+
+        result: AddResult = self._write(work)
+        return result
+
+    def remove(self, ids: Sequence[str]) -> int:
+        """Remove documents by id (one transaction); an unknown id is an InputError, nothing changes."""
+        ids = _check_ids(ids, None)
+
+        def work() -> int:
+            docs = self._known(ids)
+            self._delete(self.store.load(docs))
+            return len(docs)
+
+        removed: int = self._write(work)
+        return removed
+
+    def retire(self, urls: Sequence[str], date: str | None = None) -> int:
+        """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
+        urls = _check_ids(urls, None)
+
+        def work() -> int:
+            docs = self._known(urls)
+            self.store.set_gone(docs, date or "gone")
+            return len(docs)
+
+        retired: int = self._write(work)
+        return retired
+
+    def _known(self, ids: list[str]) -> IntArray:
+        docs = self.store.find_ids(ids)
+        missing = [i for i, d in zip(ids, docs.tolist(), strict=True) if d < 0]
+        if missing:
+            shown = ", ".join(repr(m) for m in missing[:5])
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise InputError(
+                f"{len(missing)} id(s) not in the index: {shown}{more}; nothing was changed"
+            )
+        return docs
+
+    def _delete(self, stored: StoredDocs) -> None:
+        sigs = decode_signatures(stored.sigs, self._like_sigs)
+        row, key = self._postings(sigs, stored.hashes)
+        self.store.delete(stored.docs, stored.docs[row], key)
+
+    def _postings(
+        self, sigs: Signatures, hashes: npt.NDArray[np.uint64]
+    ) -> tuple[IntArray, npt.NDArray[np.uint64]]:
+        """(row, key) of each distinct posting: (column, key) folded into one 64-bit key.
+
+        Documents without tokens get none: as in batch deduplication, they are never paired.
+        """
+        row, col, key = postings(self.method, sigs)
+        real = hashes[row] != EMPTY
+        row, col, key = row[real], col[real], key[real]
+        folded = column_keys(col, key)
+        if len(row):
+            order = np.lexsort((folded, row))
+            row, folded = row[order], folded[order]
+            first = np.r_[True, (row[1:] != row[:-1]) | (folded[1:] != folded[:-1])]
+            row, folded = row[first], folded[first]
+        return row, folded
+
+    # -- reads -------------------------------------------------------------------------------
+    def query(
+        self, texts: Sequence[str], threshold: float | None = None, limit: int | None = None
+    ) -> list[list[Match]]:
+        """For each text, the live stored documents it duplicates, best first (exact first)."""
+        texts = check_texts(texts)
+        batch = TextBatch(texts, self.params.shingle)
+        sigs = self.method.signatures(batch)
+        ev = self.verifier.evidence(batch)
+        return self._match(batch.canonical, sigs, ev, list(texts), threshold, limit)
+
+    def moved(self, url: str, limit: int | None = None) -> list[Match]:
+        """Live documents holding near-copies of ``url``'s last content, best first, with dates."""
+        docs = self._known([url])
+        stored = self.store.load(docs)
+        sigs = decode_signatures(stored.sigs, self._like_sigs)
+        ev = decode_evidence(stored.evidence, self._like_ev)
+        texts = stored.texts if all(t is not None for t in stored.texts) else None
+        found = self._match(stored.hashes, sigs, ev, texts, None, None, exclude=int(docs[0]))[0]
+        ordered = sorted(found, key=lambda m: (-m.score, _neg_date(m.last_seen), m.id))
+        return ordered[:limit] if limit is not None else ordered
+
+    def _match(
+        self,
+        hashes: npt.NDArray[np.uint64],
+        sigs: Signatures,
+        ev: Evidence,
+        texts: Sequence[str | None] | None,
+        threshold: float | None,
+        limit: int | None,
+        exclude: int = -1,
+    ) -> list[list[Match]]:
+        floor = self._threshold(threshold)
+        nq = len(sigs)
+        results: list[list[Match]] = [[] for _ in range(nq)]
+        real = np.flatnonzero(hashes != EMPTY)
+        eq, ed = self.store.exact(hashes[real])
+        eq = real[eq]
+        row, key = self._postings(sigs, hashes)
+        q, d = self.store.shared(row, key, self.method.min_shared)
+        docs = np.unique(np.concatenate([ed, d]))
+        if exclude >= 0:
+            docs = docs[docs != exclude]
+        if len(docs) == 0:
+            return results
+        stored = self.store.load(docs)
+        live = np.array([g is None for g in stored.gone], dtype=bool)
+        docs, stored = docs[live], _take(stored, np.flatnonzero(live))
+        keep_e = np.isin(ed, docs)
+        eq, ed = eq[keep_e], ed[keep_e]
+        keep_n = np.isin(d, docs)
+        q, d = q[keep_n], d[keep_n]
+        if len(eq):  # an exact pair is not scored again as a near pair
+            width = np.int64(max(int(docs.max()) + 1, 1))
+            keep_n = np.isin(q * width + d, eq * width + ed, invert=True)
+            q, d = q[keep_n], d[keep_n]
+        for i, j in zip(eq.tolist(), np.searchsorted(docs, ed).tolist(), strict=True):
+            results[i].append(Match(stored.ids[j], 1.0, "exact", {}, stored.last_seen[j]))
+        if len(q):
+            self._near(q, d, docs, stored, sigs, ev, texts, floor, results)
+        for found in results:
+            found.sort(key=lambda m: (m.kind != "exact", -m.score, m.id))
+        if limit is not None:
+            results = [r[:limit] for r in results]
+        return results
+
+    def _near(
+        self,
+        q: IntArray,
+        d: IntArray,
+        docs: IntArray,
+        stored: StoredDocs,
+        sigs: Signatures,
+        ev: Evidence,
+        texts: Sequence[str | None] | None,
+        floor: float,
+        results: list[list[Match]],
+    ) -> None:
+        """Score candidate (query, stored) pairs as the engine does, and append the accepted."""
+        nq = len(sigs)
+        s = np.searchsorted(docs, d)
+        stored_sigs = decode_signatures(stored.sigs, self._like_sigs)
+        x, y = sigs.take(q), stored_sigs.take(s)
+        method_score = self.method.score(x, y)
+        method_ok = self.method.accept(method_score)
+        both = concat_evidence([ev, decode_evidence(stored.evidence, self._like_ev)])
+        b = s + nq
+        verdict = self.verifier.decide(both, q, b, method_score, method_ok)
+
+        def fetch(rows: IntArray) -> list[str]:
+            out: list[str] = []
+            for r in rows.tolist():
+                t = texts[r] if r < nq and texts is not None else None
+                if r >= nq:
+                    t = stored.texts[r - nq]
+                if t is None:
+                    raise NeardupError(
+                        "hybrid verification needs stored texts, and this index keeps none; "
+                        "rebuild it with store_text=True (--store-text)"
+                    )
+                out.append(t)
+            return out
+
+        verdict = self.verifier.recheck(q, b, verdict, fetch)
+        ok = verdict.ok & (verdict.score >= floor - 1e-12)
+        detail = getattr(self.method, "detail_scores", None)
+        extra = detail(x, y) if detail is not None else {}
+        kind = getattr(self.method, "match_kind", "near")
+        for i in np.flatnonzero(ok).tolist():
+            j = int(s[i])
+            scores = {k: float(v[i]) for k, v in extra.items()}
+            results[int(q[i])].append(
+                Match(stored.ids[j], float(verdict.score[i]), kind, scores, stored.last_seen[j])
+            )
+
+    def _threshold(self, threshold: float | None) -> float:
+        if threshold is None:
+            return 0.0
+        base = self.params.resolved_threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+            raise ParamError(f"threshold must be a number in (0, 1], got {threshold!r}")
+        if not base - 1e-12 <= threshold <= 1.0:
+            raise ParamError(
+                f"this index finds matches at {base:g} and above; a query can ask for a "
+                f"threshold from {base:g} to 1, not {threshold!r}; build an index with "
+                f"--threshold {threshold:g} for lower ones"
+            )
+        return float(threshold)
+
+    def get(self, id: str) -> dict[str, Any] | None:
+        """A stored document's id, text (when kept), metadata and dates, or None."""
+        docs = self.store.find_ids([id])
+        if docs[0] < 0:
+            return None
+        s = self.store.load(docs)
+        return {
+            "id": s.ids[0],
+            "text": s.texts[0],
+            "meta": None if s.meta[0] is None else json.loads(s.meta[0]),
+            "first_seen": s.first_seen[0],
+            "last_seen": s.last_seen[0],
+            "gone": s.gone[0],
+        }
+
+    def __len__(self) -> int:
+        return self.store.count()
+
+    def __contains__(self, id: object) -> bool:
+        return isinstance(id, str) and bool(self.store.find_ids([id])[0] >= 0)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, size and parameters."""
+        out: dict[str, Any] = dict(self.store.stats())
+        n = max(int(out.get("documents", 0)), 1)
+        if "bytes_on_disk" in out:
+            out["bytes_per_document"] = round(int(out["bytes_on_disk"]) / n, 1)
+        out["method"] = self.method.describe()
+        out["verify"] = self.params.resolved_verify
+        out["threshold"] = self.params.resolved_threshold
+        out["store_text"] = self.store_text
+        out["schema_version"] = SCHEMA_VERSION
+        out["params"] = self.params.fingerprint()
+        return out
+
+    def check(self) -> list[str]:
+        """Integrity and consistency problems (empty when sound)."""
+        problems = self.store.check()
+        try:
+            check_meta(self.store.where, self.store.read_meta(), self.params)
+        except NeardupError as exc:
+            problems.append(str(exc))
+        return problems
+
+
+def _check_ids(ids: object, n: int | None) -> list[str]:
+    if isinstance(ids, str | bytes):
+        raise TypeError("ids must be a list of strings, not one string; wrap it: [id]")
+    items = list(ids)  # type: ignore[call-overload]
+    bad = [i for i in items if not isinstance(i, str)]
+    if bad:
+        raise InputError(f"ids must be strings, got {type(bad[0]).__name__} {bad[0]!r}")
+    if n is not None and len(items) != n:
+        raise InputError(f"{len(items)} ids for {n} texts; give one id per text")
+    if len(set(items)) != len(items):
+        uniq, counts = np.unique(np.array(items, dtype=object), return_counts=True)
+        raise InputError(
+            f"id {uniq[counts > 1][0]!r} appears twice in one batch; ids must be unique"
+        )
+    return items
+
+
+def _take(s: StoredDocs, rows: IntArray) -> StoredDocs:
+    r = rows.tolist()
+
+    def pick(xs: list[Any]) -> list[Any]:
+        return [xs[i] for i in r]
+
+    return StoredDocs(
+        s.docs[rows],
+        pick(s.ids),
+        s.hashes[rows],
+        pick(s.sigs),
+        pick(s.evidence),
+        pick(s.texts),
+        pick(s.meta),
+        pick(s.first_seen),
+        pick(s.last_seen),
+        pick(s.gone),
+    )
+
+
+def _neg_date(date: str | None) -> tuple[int, str]:
+    """Sort key putting later ISO dates first (missing dates last)."""
+    if date is None:
+        return (1, "")
+    return (0, "".join(chr(0x10FFFF - ord(c)) for c in date))

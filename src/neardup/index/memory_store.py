@@ -1,0 +1,180 @@
+"""In-memory store: the same protocol as SQLite, for tests, overlays and short-lived indexes.
+
+Documents are rows in a dict; postings are sorted (key, doc) array blocks, merged into one when
+more than a few accumulate, and looked up by binary search. A transaction keeps a snapshot to
+restore on rollback.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from ..errors import NeardupError
+from .store import IntArray, KeyArray, NewDocs, StoredDocs, pairs_from_hits
+
+#: Posting blocks kept before they are merged into one sorted block.
+_MAX_BLOCKS = 8
+
+# Row layout: id, hash, nkeys, sig, ev, text, meta, first_seen, last_seen, gone
+_Row = list[object]
+
+
+class MemoryStore:
+    """The in-memory store (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.where = "<memory>"
+        self._meta: dict[str, str] = {}
+        self._rows: dict[int, _Row] = {}
+        self._ids: dict[str, int] = {}
+        self._hashes: dict[int, tuple[int, ...]] = {}
+        self._blocks: list[tuple[KeyArray, IntArray]] = []
+        self._next = 0
+        self._saved: tuple[object, ...] | None = None
+
+    def read_meta(self) -> dict[str, str]:
+        return dict(self._meta)
+
+    def write_meta(self, values: dict[str, str]) -> None:
+        self._meta.update(values)
+
+    def begin(self) -> None:
+        if self._saved is not None:
+            raise NeardupError("a write transaction is already open on this in-memory index")
+        self._saved = (
+            dict(self._rows),
+            dict(self._ids),
+            dict(self._hashes),
+            list(self._blocks),
+            self._next,
+        )
+
+    def commit(self) -> None:
+        self._saved = None
+
+    def rollback(self) -> None:
+        if self._saved is not None:
+            rows, ids, hashes, blocks, nxt = self._saved
+            self._rows, self._ids, self._hashes = rows, ids, hashes  # type: ignore[assignment]
+            self._blocks, self._next = blocks, nxt  # type: ignore[assignment]
+        self._saved = None
+
+    def insert(self, new: NewDocs) -> IntArray:
+        n = len(new.ids)
+        docs = np.arange(self._next, self._next + n, dtype=np.int64)
+        self._next += n
+        nkeys = np.bincount(new.posting_row, minlength=n).tolist()
+        for i, d in enumerate(docs.tolist()):
+            self._rows[d] = [
+                new.ids[i],
+                int(new.hashes[i]),
+                nkeys[i],
+                new.sigs[i],
+                new.evidence[i],
+                new.texts[i],
+                new.meta[i],
+                new.first_seen[i],
+                new.last_seen[i],
+                None,
+            ]
+            self._ids[new.ids[i]] = d
+            h = int(new.hashes[i])
+            self._hashes[h] = (*self._hashes.get(h, ()), d)
+        key = new.posting_key.astype(np.uint64)
+        doc = docs[new.posting_row]
+        order = np.lexsort((doc, key))
+        self._blocks.append((key[order], doc[order]))
+        if len(self._blocks) > _MAX_BLOCKS:
+            self._merge()
+        return docs
+
+    def _merge(self) -> None:
+        if len(self._blocks) <= 1:
+            return
+        key = np.concatenate([b[0] for b in self._blocks])
+        doc = np.concatenate([b[1] for b in self._blocks])
+        order = np.lexsort((doc, key))
+        self._blocks = [(key[order], doc[order])]
+
+    def delete(self, docs: IntArray, posting_doc: IntArray, posting_key: KeyArray) -> None:
+        for d in docs.tolist():
+            row = self._rows.pop(d)
+            self._ids.pop(str(row[0]), None)
+            h = int(row[1])  # type: ignore[call-overload]
+            rest = tuple(x for x in self._hashes.get(h, ()) if x != d)
+            if rest:
+                self._hashes[h] = rest
+            else:
+                self._hashes.pop(h, None)
+        kept: list[tuple[KeyArray, IntArray]] = []
+        for k, dd in self._blocks:
+            keep = np.isin(dd, docs, invert=True)
+            kept.append((k[keep], dd[keep]))
+        self._blocks = kept
+
+    def set_gone(self, docs: IntArray, date: str | None) -> None:
+        for d in docs.tolist():
+            self._rows[d] = copy.copy(self._rows[d])
+            self._rows[d][9] = date
+
+    def find_ids(self, ids: list[str]) -> IntArray:
+        return np.array([self._ids.get(i, -1) for i in ids], dtype=np.int64)
+
+    def exact(self, hashes: KeyArray) -> tuple[IntArray, IntArray]:
+        q = [(i, d) for i, h in enumerate(hashes.tolist()) for d in self._hashes.get(h, ())]
+        arr = np.array(q, dtype=np.int64).reshape(-1, 2)
+        return arr[:, 0], arr[:, 1]
+
+    def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:
+        distinct = np.unique(key)
+        hit_key: list[KeyArray] = []
+        hit_doc: list[IntArray] = []
+        for k, d in self._blocks:
+            lo = np.searchsorted(k, distinct, side="left")
+            hi = np.searchsorted(k, distinct, side="right")
+            counts = hi - lo
+            pos = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
+            hit_key.append(k[pos])
+            hit_doc.append(d[pos])
+        if not hit_key:
+            e = np.zeros(0, dtype=np.int64)
+            return e, e.copy()
+        return pairs_from_hits(
+            row, key, np.concatenate(hit_key), np.concatenate(hit_doc), min_shared
+        )
+
+    def load(self, docs: IntArray) -> StoredDocs:
+        rows = [self._rows[d] for d in docs.tolist()]
+        cols = [list(c) for c in zip(*rows, strict=True)] if rows else [[]] * 10
+        return StoredDocs(
+            np.asarray(docs, dtype=np.int64),
+            cols[0],
+            np.array(cols[1], dtype=np.uint64),
+            *(cols[i] for i in (3, 4, 5, 6, 7, 8, 9)),
+        )
+
+    def count(self) -> int:
+        return len(self._rows)
+
+    def stats(self) -> dict[str, int | float | str]:
+        return {
+            "store": "memory",
+            "documents": len(self._rows),
+            "retired": sum(1 for r in self._rows.values() if r[9] is not None),
+            "postings": int(sum(len(k) for k, _ in self._blocks)),
+        }
+
+    def check(self) -> list[str]:
+        problems = []
+        have = int(sum(len(k) for k, _ in self._blocks))
+        expected = sum(int(r[2]) for r in self._rows.values())  # type: ignore[call-overload]
+        if have != expected:
+            problems.append(f"documents list {expected} postings but the blocks hold {have}")
+        if len(self._ids) != len(self._rows):
+            problems.append("the id table and the document table differ")
+        return problems
+
+    def close(self) -> None:
+        self.rollback()

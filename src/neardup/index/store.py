@@ -1,0 +1,129 @@
+"""The storage protocol of the standing index: document rows and postings in, lookups out.
+
+A store knows nothing of methods or verification: it keeps, per document, an opaque signature
+blob, an opaque evidence blob, the content hash, optional text and metadata and dates, and the
+postings (64-bit key -> document). The ``Index`` computes every blob and key with the method
+and verifier objects, so the algorithms never ask which store they run on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+KeyArray = npt.NDArray[np.uint64]
+
+
+@dataclass(frozen=True)
+class NewDocs:
+    """Rows to insert: one entry per document; postings as (row in this batch, key)."""
+
+    ids: list[str]
+    hashes: KeyArray
+    sigs: list[bytes]
+    evidence: list[bytes]
+    texts: list[str | None]
+    meta: list[str | None]
+    first_seen: list[str | None]
+    last_seen: list[str | None]
+    posting_row: IntArray
+    posting_key: KeyArray
+
+
+@dataclass(frozen=True)
+class StoredDocs:
+    """Stored rows of some documents, in the order asked for."""
+
+    docs: IntArray
+    ids: list[str]
+    hashes: KeyArray
+    sigs: list[bytes]
+    evidence: list[bytes]
+    texts: list[str | None]
+    meta: list[str | None]
+    first_seen: list[str | None]
+    last_seen: list[str | None]
+    gone: list[str | None]
+
+
+class Store(Protocol):
+    """Where an index keeps its documents and postings (SQLite on disk, or memory)."""
+
+    where: str
+
+    def read_meta(self) -> dict[str, str]: ...
+
+    def write_meta(self, values: dict[str, str]) -> None: ...
+
+    def begin(self) -> None:
+        """Start a write transaction (waits for another writer up to the store's timeout)."""
+        ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def insert(self, new: NewDocs) -> IntArray:
+        """Insert documents and their postings; returns their document numbers."""
+        ...
+
+    def delete(self, docs: IntArray, posting_doc: IntArray, posting_key: KeyArray) -> None:
+        """Delete documents and the given postings of theirs."""
+        ...
+
+    def set_gone(self, docs: IntArray, date: str | None) -> None: ...
+
+    def find_ids(self, ids: list[str]) -> IntArray:
+        """Document number of each id, -1 when absent."""
+        ...
+
+    def exact(self, hashes: KeyArray) -> tuple[IntArray, IntArray]:
+        """(query row, document) of stored documents with the same content hash."""
+        ...
+
+    def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:
+        """(query row, document) pairs sharing at least ``min_shared`` of the row's keys."""
+        ...
+
+    def load(self, docs: IntArray) -> StoredDocs: ...
+
+    def count(self) -> int: ...
+
+    def stats(self) -> dict[str, int | float | str]: ...
+
+    def check(self) -> list[str]:
+        """Problems found (empty when the store is sound and its tables agree)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def pairs_from_hits(
+    row: IntArray, key: KeyArray, hit_key: KeyArray, hit_doc: IntArray, min_shared: int
+) -> tuple[IntArray, IntArray]:
+    """(query row, doc) sharing >= min_shared keys, from (key, doc) hits of the query keys."""
+    from .._kernels.candidates import count_runs
+
+    empty = np.zeros(0, dtype=np.int64)
+    if len(hit_key) == 0 or len(key) == 0:
+        return empty, empty.copy()
+    order = np.argsort(key, kind="stable")
+    ordered = key[order]
+    lo = np.searchsorted(ordered, hit_key, side="left")
+    hi = np.searchsorted(ordered, hit_key, side="right")
+    counts = (hi - lo).astype(np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return empty, empty.copy()
+    first = np.cumsum(counts) - counts
+    pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
+    q = row[order[pos]]
+    d = np.repeat(hit_doc, counts)
+    width = np.int64(int(d.max()) + 1)
+    codes = np.sort(q * width + d)
+    uniq, _ = count_runs(codes, int(min_shared))
+    return uniq // width, uniq % width

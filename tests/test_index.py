@@ -1,0 +1,337 @@
+"""The standing index: agreement with batch dedup, containment, removal, lost and found, safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neardup import Deduplicator, Index, IndexMismatchError, InputError, NeardupError, ParamError
+from neardup.cli import main
+from neardup.params import DedupParams, SampledParams, SimhashMethodParams
+from neardup.testing.synth import near_duplicate_corpus, random_documents
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _corpus(n: int = 500, seed: int = 2) -> list[str]:
+    base = random_documents(n, seed=seed, words=(20, 150))
+    return list(near_duplicate_corpus(base, n, 0.5, seed=seed + 1, n_empty=3).texts)
+
+
+def _streamed(index: Index, texts: list[str]) -> np.ndarray:
+    """Query; keep if no match; add: one document at a time."""
+    kept = np.zeros(len(texts), dtype=bool)
+    for i, text in enumerate(texts):
+        if not index.query([text])[0]:
+            kept[i] = True
+            index.add([str(i)], [text])
+    return kept
+
+
+PARAMS = {
+    "minhash-hybrid": DedupParams(),
+    "minhash-exact": DedupParams(threshold=0.7, verify="exact"),
+    "simhash": DedupParams(method=SimhashMethodParams(max_distance=4)),
+    "sampled": DedupParams(method=SampledParams(m=4), threshold=0.9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_streaming_query_then_add_keeps_what_batch_dedup_keeps(
+    name: str, on_disk: bool, tmp_path: Path
+) -> None:
+    params = PARAMS[name]
+    texts = _corpus(400)
+    index = Index.create(str(tmp_path / "i.db") if on_disk else None, params)
+    kept = _streamed(index, texts)
+    batch = Deduplicator(params).fit(texts)
+    assert batch.kept_.sum() < len(texts)  # the corpus has duplicates to remove
+    np.testing.assert_array_equal(kept, batch.kept_)
+    assert index.check() == []
+
+
+def test_answers_do_not_depend_on_how_documents_were_added(tmp_path: Path) -> None:
+    texts = _corpus(300)
+    ids = [f"d{i}" for i in range(len(texts))]
+    one = Index.create(None)
+    one.add(ids, texts)
+    many = Index.create(str(tmp_path / "m.db"))
+    for s in range(0, len(texts), 37):
+        many.add(ids[s : s + 37], texts[s : s + 37])
+    queries = _corpus(120, seed=9) + texts[:50]
+    assert one.query(queries) == many.query(queries)
+    assert [many.query([q])[0] for q in queries[:40]] == one.query(queries[:40])
+
+
+def test_query_finds_exact_copies_first_and_respects_threshold_and_limit() -> None:
+    texts = random_documents(50, seed=4, words=(60, 80))
+    index = Index.create(None)
+    index.add(["orig", "copy"], [texts[0], texts[0].upper()])  # same canonical tokens
+    edited = texts[0] + " and one more closing sentence"
+    found = index.query([texts[0], edited, texts[1]])
+    assert [m.kind for m in found[0]] == ["exact", "exact"]
+    assert {m.id for m in found[1]} == {"orig", "copy"} and found[1][0].kind == "near"
+    assert found[2] == []
+    assert len(index.query([texts[0]], limit=1)[0]) == 1
+    assert index.query([edited], threshold=0.999)[0] == []
+    with pytest.raises(ParamError, match=r"from 0\.8 to 1"):
+        index.query([edited], threshold=0.5)
+
+
+def _retweets(texts: list[str], seed: int) -> tuple[list[str], list[str]]:
+    """Retweet-style copies: prefix, suffix, both, truncation (kinds in turn)."""
+    rng = np.random.default_rng(seed)
+    out, kinds = [], []
+    for i, t in enumerate(texts):
+        words = t.split()
+        kind = ("prefix", "suffix", "both", "truncated")[i % 4]
+        user = f"RT @user{rng.integers(1000)}:"
+        if kind == "prefix":
+            out.append(f"{user} {t}")
+        elif kind == "suffix":
+            out.append(f"{t} so true, had to share this one")
+        elif kind == "both":
+            out.append(f"{user} {t} wow")
+        else:
+            out.append(" ".join(words[: int(len(words) * 0.85)]))
+        kinds.append(kind)
+    return out, kinds
+
+
+def test_sampled_containment_finds_retweets_and_quotations_that_resemblance_misses() -> None:
+    posts = random_documents(400, seed=11, words=(25, 60))
+    rts, _ = _retweets(posts[:200], seed=1)
+    params = DedupParams(method=SampledParams(m=4), threshold=0.8)
+    index = Index.create(None, params)
+    index.add([f"p{i}" for i in range(len(posts))], posts)
+    found = index.query(rts)
+    hits = [any(m.id == f"p{i}" for m in ms) for i, ms in enumerate(found)]
+    assert np.mean(hits) >= 0.99
+    false = [m for i, ms in enumerate(found) for m in ms if m.id != f"p{i}"]
+    assert false == []
+    assert all(m.kind == "contained" and max(m.scores.values()) >= 0.8 for ms in found for m in ms)
+    never = index.query(random_documents(50, seed=99, words=(25, 60)))
+    assert all(ms == [] for ms in never)
+    # a passage quoted inside a longer document
+    quote = " ".join(posts[5].split()[5:20])
+    long = posts[300] + " As they wrote: " + quote + ". " + posts[301]
+    index.add(["long"], [long])
+    assert "long" in {m.id for m in index.query([quote])[0]}
+    resemblance = Index.create(None, DedupParams(threshold=0.8))
+    resemblance.add([*(f"p{i}" for i in range(len(posts))), "long"], [*posts, long])
+    assert "long" not in {m.id for m in resemblance.query([quote])[0]}
+
+
+def test_removed_documents_are_no_longer_found_and_unknown_ids_change_nothing(
+    tmp_path: Path,
+) -> None:
+    texts = random_documents(20, seed=3, words=(40, 60))
+    index = Index.create(str(tmp_path / "r.db"))
+    index.add([f"d{i}" for i in range(20)], texts)
+    with pytest.raises(InputError, match="not in the index: 'nope'"):
+        index.remove(["d1", "nope"])
+    assert len(index) == 20 and index.query([texts[1]])[0][0].id == "d1"
+    assert index.remove(["d1", "d2"]) == 2
+    assert index.query([texts[1], texts[2]]) == [[], []]
+    assert "d1" not in index and index.get("d1") is None
+    assert index.check() == []
+    index.add(["d1"], [texts[1]])
+    assert index.query([texts[1]])[0][0].id == "d1"
+
+
+def test_with_block_commits_on_success_and_rolls_back_on_error(tmp_path: Path) -> None:
+    texts = random_documents(6, seed=8, words=(30, 40))
+    index = Index.create(str(tmp_path / "t.db"))
+    with index:
+        index.add(["a", "b"], texts[:2])
+        index.add(["c"], texts[2:3])
+    with pytest.raises(RuntimeError), index:
+        index.add(["d"], texts[3:4])
+        raise RuntimeError("boom")
+    assert len(index) == 3 and "d" not in index
+    assert len(Index.open(str(tmp_path / "t.db"))) == 3
+
+
+def test_lost_and_found_updates_urls_retires_them_and_finds_where_content_moved(
+    tmp_path: Path,
+) -> None:
+    texts = random_documents(10, seed=21, words=(60, 90))
+    index = Index.create(str(tmp_path / "lf.db"))
+    index.add(["http://a/1", "http://a/2"], texts[:2], dates=["2024-01-01", "2024-01-01"])
+    index.add(["http://a/1"], [texts[2]], dates=["2024-02-01"])  # new content, seen again
+    doc = index.get("http://a/1")
+    assert doc is not None
+    assert (doc["first_seen"], doc["last_seen"]) == ("2024-01-01", "2024-02-01")
+    assert index.query([texts[0]])[0] == []  # the old content is gone
+    index.add(
+        ["http://b/moved", "http://c/copy"],
+        [texts[2] + " new footer", texts[2]],
+        dates=["2024-03-05", "2024-03-01"],
+    )
+    index.retire(["http://a/1"], "2024-03-01")
+    assert all(m.id != "http://a/1" for m in index.query([texts[2]])[0])  # retired: not live
+    moved = index.moved("http://a/1")
+    assert [m.id for m in moved] == ["http://c/copy", "http://b/moved"]
+    assert moved[0].last_seen == "2024-03-01"
+    with pytest.raises(InputError, match="not in the index"):
+        index.moved("http://never/seen")
+    with pytest.raises(InputError, match="not in the index"):
+        index.retire(["http://never/seen"])
+
+
+def test_bad_paths_versions_parameters_and_writers_give_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no index at"):
+        Index.open(str(tmp_path / "missing.db"))
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database at all, just text\n" * 100)
+    with pytest.raises(IndexMismatchError, match="not a neardup index"):
+        Index.open(str(junk))
+    plain = tmp_path / "plain.db"
+    sqlite3.connect(plain).execute("CREATE TABLE x(a)").connection.commit()
+    with pytest.raises(IndexMismatchError, match="not a neardup index"):
+        Index.open(str(plain))
+    path = str(tmp_path / "i.db")
+    Index.create(path).add(["a"], ["some words to index here and there"])
+    with pytest.raises(InputError, match="already exists"):
+        Index.create(path)
+    with pytest.raises(IndexMismatchError, match="not the requested"):
+        Index.open(path, DedupParams(threshold=0.9))
+    old = tmp_path / "old.db"
+    Index.create(str(old)).close()
+    db = sqlite3.connect(old)
+    db.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(IndexMismatchError, match="schema version 0; this neardup reads version 1"):
+        Index.open(str(old))
+    # a second writer waits, then gets a clear error; the first writer's work is intact
+    first = Index.open(path, timeout=0.2)
+    second = Index.open(path, timeout=0.2)
+    with first:
+        first.add(["b"], ["another document with words"])
+        with pytest.raises(NeardupError, match="being written by another process"):
+            second.add(["c"], ["a third document"])
+        assert len(second) == 1  # readers go on during the write
+    assert len(second) == 2 and "c" not in second
+    first.close()
+    second.close()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can write to read-only files")
+def test_a_read_only_index_answers_queries_and_refuses_writes(tmp_path: Path) -> None:
+    path = str(tmp_path / "ro.db")
+    Index.create(path).add(["a"], ["some words to index here and there"])
+    os.chmod(path, stat.S_IRUSR)
+    try:
+        ro = Index.open(path)
+        assert ro.query(["some words to index here and there"])[0][0].id == "a"
+        with pytest.raises(InputError, match="read-only"):
+            ro.add(["z"], ["text"])
+        assert len(ro) == 1
+        ro.close()
+    finally:
+        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR)
+
+
+def test_an_index_cannot_use_idf_weighting() -> None:
+    with pytest.raises(ParamError, match="IDF"):
+        Index.create(None, DedupParams(method=SimhashMethodParams(weighting="idf")))
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from neardup import Index
+    from neardup.testing.synth import random_documents
+    index = Index.open(sys.argv[1])
+    texts = random_documents(400, seed=1, words=(30, 60))
+    for b in range(1000):
+        index.add([f"b{b}-{i}" for i in range(400)], texts)
+        print(b, flush=True)
+    """
+)
+
+
+def test_sigkill_during_add_keeps_committed_batches_and_nothing_of_the_interrupted_one(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "crash.db")
+    Index.create(path, DedupParams(verify="sketch")).close()
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, path], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert proc.stdout is not None
+    committed = -1
+    for line in proc.stdout:
+        committed = int(line)
+        if committed >= 3:
+            break
+    time.sleep(0.05)  # into the middle of the next batch
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    index = Index.open(path)
+    assert index.check() == []
+    batches = {}
+    db = sqlite3.connect(path)
+    for (doc_id,) in db.execute("SELECT id FROM docs"):
+        b = int(doc_id[1:].split("-")[0])
+        batches[b] = batches.get(b, 0) + 1
+    assert set(range(committed + 1)) <= set(batches)  # every batch reported committed
+    assert set(batches.values()) == {400}  # whole batches only
+    assert sorted(batches) == list(range(len(batches)))
+    assert main(["index", "check", path]) == 0
+
+
+def test_cli_index_commands_and_dedup_against_an_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = _corpus(300)
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    old.write_text(
+        "".join(json.dumps({"id": f"o{i}", "text": t}) + "\n" for i, t in enumerate(texts[:150]))
+    )
+    new.write_text(
+        "".join(json.dumps({"id": f"n{i}", "text": t}) + "\n" for i, t in enumerate(texts[150:]))
+    )
+    idx = str(tmp_path / "idx.db")
+    assert main(["index", "create", idx]) == 0
+    assert main(["dedup", str(old), "--index", idx, "--add"]) == 0  # the kept old documents
+    out = tmp_path / "q.jsonl"
+    assert main(["index", "query", idx, str(new), "-o", str(out)]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x["id"] for x in lines] == [f"n{i}" for i in range(150)]
+    assert any(x["matches"] for x in lines)
+    kept = tmp_path / "kept.jsonl"
+    assert main(["dedup", str(new), "-o", str(kept), "--index", idx, "--add"]) == 0
+    # same as deduplicating everything in order and keeping what came from the new file
+    both = Deduplicator(DedupParams()).fit(texts)
+    expect = [f"n{i}" for i in range(150) if both.kept_[150 + i]]
+    assert [json.loads(x)["id"] for x in kept.read_text().splitlines()] == expect
+    capsys.readouterr()
+    assert main(["index", "stats", idx]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["documents"] == int(both.kept_.sum())
+    assert main(["index", "check", idx]) == 0
+    assert main(["index", "add", idx, str(old)]) == 0  # ids present are replaced, not doubled
+    assert len(Index.open(idx)) == 150 + len(expect)
+    assert main(["index", "remove", idx, "o0", "missing"]) == 1
+    assert "not in the index: 'missing'" in capsys.readouterr().err
+    assert main(["index", "moved", idx, "missing"]) == 1
+    junk = tmp_path / "junk.db"
+    junk.write_text("x" * 5000)
+    assert main(["index", "stats", str(junk)]) == 1
+    assert "is not a neardup index" in capsys.readouterr().err
+    assert main(["dedup", str(new), "--index", idx, "--threshold", "0.5"]) == 1
