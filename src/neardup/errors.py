@@ -17,3 +17,15 @@ class InputError(NeardupError, ValueError):
 
 class IndexMismatchError(NeardupError):
     """Stored data (an index, a sketch file) was built with other parameters or a schema version."""
+
+
+class UnknownIdError(InputError):
+    """An id or URL asked for is not in the index (the service answers 404)."""
+
+
+class ServiceError(NeardupError):
+    """The service refused or did not answer a request (token, limits, timeout, unreachable)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
