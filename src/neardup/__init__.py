@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .candidates import CandidateResult, candidate_pairs
+from .client import Client
 from .clusters import choose_representatives, cluster_labels
 from .engine import Deduplicator, DedupStats
 from .errors import IndexMismatchError, InputError, NeardupError, ParamError
@@ -34,6 +35,7 @@ __all__ = [
     "EMPTY",
     "FORMAT_VERSION",
     "CandidateResult",
+    "Client",
     "DedupParams",
     "DedupStats",
     "Deduplicator",
