@@ -6,7 +6,8 @@ moved, stats, ``len``, ``in``), so moving from an embedded index to the service 
 come back as the ``neardup.errors`` class the service raised (InputError, ParamError,
 UnknownIdError, ...); refusals of the service itself (token, limits, timeouts, no answer) are
 ``ServiceError`` with the HTTP status. Each call is one request; there are no transactions
-spanning calls (``with client:`` only closes the connection).
+spanning calls (``with client:`` only closes the connection). Scores arrive rounded to six
+decimals, as ``neardup index query`` writes them.
 """
 
 from __future__ import annotations
