@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -403,3 +405,25 @@ def test_every_add_answered_200_survives_sigkill(tmp_path: Path) -> None:
     index = Index.open(str(path))
     assert index.check() == []
     index.close()
+
+
+def test_the_readme_service_examples_work_when_pasted(
+    served: tuple[Server, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, _ = served
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## The index as a service", 1)[1].split("\n## ", 1)[0]
+    curl_block = re.findall(r"```bash\n(.*?)```", section, re.S)[1]
+    python_block = re.findall(r"```py\n(.*?)```", section, re.S)[0]
+    (tmp_path / "token.txt").write_text(TOKEN + "\n")
+    monkeypatch.chdir(tmp_path)
+    if shutil.which("curl"):
+        script = "set -e\n" + curl_block.replace("http://127.0.0.1:8000", server.url)
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+        assert '{"added":1,"replaced":0}' in out.stdout
+        assert '"matches":[{"id":"a1","score":1.0,"kind":"exact"}]' in out.stdout
+    code = python_block.replace("http://127.0.0.1:8000", server.url)
+    printed: list[object] = []
+    exec(compile(code, "README.md", "exec"), {"print": lambda *a: printed.extend(a)})
+    assert [m.id for m in printed[0][0]] == ["a2"]  # type: ignore[index]
+    assert printed[1]["id"] == "a2"  # type: ignore[index]
