@@ -427,3 +427,14 @@ def test_the_readme_service_examples_work_when_pasted(
     exec(compile(code, "README.md", "exec"), {"print": lambda *a: printed.extend(a)})
     assert [m.id for m in printed[0][0]] == ["a2"]  # type: ignore[index]
     assert printed[1]["id"] == "a2"  # type: ignore[index]
+
+
+def test_the_listening_socket_is_tcp_so_asyncio_turns_off_nagle_on_connections() -> None:
+    """A socket of proto 0 makes asyncio skip TCP_NODELAY: each answer then waits ~40 ms."""
+    from neardup.cli import _listen
+
+    sock = _listen("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
