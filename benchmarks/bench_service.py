@@ -95,10 +95,16 @@ def start_server(path: Path, port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("server did not start within 120 s")
 
 
-def load(args: argparse.Namespace, port: int) -> dict[str, object]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load(
+    args: argparse.Namespace, port: int, qs: list[str], new_texts: list[str]
+) -> dict[str, object]:
     """--clients threads, each its own connection, for --seconds (or --max-requests in all)."""
-    qs = queries(args.docs, 2000, args.mean_words)
-    new_texts = common.synthetic_texts(2000, seed=4242, mean_words=args.mean_words)
     stop_at = time.perf_counter() + args.seconds
     budget = threading.Semaphore(args.max_requests)
     lat: dict[str, list[float]] = {"query": [], "add": []}
@@ -175,16 +181,21 @@ def main() -> None:
     if args.build_only:
         print(json.dumps(result, indent=1))
         return
+    qs = queries(args.docs, 2000, args.mean_words)
+    new_texts = common.synthetic_texts(2000, seed=4242, mean_words=args.mean_words)
     port = free_port()
     server = start_server(path, port)
     try:
         result["add_share"] = args.add_share
-        result.update(load(args, port))
+        before_server, before_here = cpu_seconds(server.pid), cpu_seconds(os.getpid())
+        result.update(load(args, port, qs, new_texts))
+        result["server_cpu_s"] = round(cpu_seconds(server.pid) - before_server, 1)
+        result["load_generator_cpu_s"] = round(cpu_seconds(os.getpid()) - before_here, 1)
     finally:
         server.terminate()
         server.wait(timeout=60)
     result["server_exit"] = server.returncode
-    result["machine"] = common.machine() if hasattr(common, "machine") else None
+    result["machine"] = common.machine()
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
