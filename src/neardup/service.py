@@ -60,8 +60,10 @@ class Limits:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ParamError(f"{name} must be a positive integer, got {value!r}")
-        if not isinstance(self.timeout, int | float) or not self.timeout > 0:
-            raise ParamError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
+        if not isinstance(self.timeout, int | float) or not 0 < self.timeout < 86400:
+            raise ParamError(
+                f"timeout must be a number of seconds above 0 and below a day, got {self.timeout!r}"
+            )
 
 
 # -- request and response bodies --------------------------------------------------------------
