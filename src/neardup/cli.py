@@ -1,7 +1,7 @@
 """The ``neardup`` command: parse arguments, call one library function, report; nothing more.
 
 Exit status: 0 success, 1 bad input or parameters (a NeardupError, message on stderr),
-2 bad command line, 130 interrupted.
+2 bad command line, 130 interrupted (``serve`` exits 0 when SIGTERM or Ctrl-C stops it cleanly).
 """
 
 from __future__ import annotations
