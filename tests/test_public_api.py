@@ -17,6 +17,7 @@ EXPECTED = {
     "Method", "MinHashMethod", "SimHashMethod", "Signatures", "MinhashParams",
     "SimhashMethodParams",
     "Index", "Match", "SampledMethod", "SampledParams",
+    "Client",
 }  # fmt: skip
 
 

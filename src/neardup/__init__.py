@@ -11,7 +11,13 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from .errors import IndexMismatchError, InputError, NeardupError, OutputError, ParamError
+from .errors import (
+    IndexMismatchError,
+    InputError,
+    NeardupError,
+    OutputError,
+    ParamError,
+)
 from .params import (
     FORMAT_VERSION,
     DedupParams,
@@ -26,6 +32,7 @@ from .params import (
 
 if TYPE_CHECKING:
     from .candidates import CandidateResult, candidate_pairs
+    from .client import Client
     from .clusters import choose_representatives, cluster_labels
     from .engine import Deduplicator, DedupStats
     from .features import acceptance, features
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "CandidateResult": "candidates",
+    "Client": "client",
     "DedupStats": "engine",
     "Deduplicator": "engine",
     "EMPTY": "minhash",
@@ -122,6 +130,7 @@ __all__ = [
     "EMPTY",
     "FORMAT_VERSION",
     "CandidateResult",
+    "Client",
     "DedupParams",
     "DedupStats",
     "Deduplicator",

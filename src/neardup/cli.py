@@ -1,7 +1,8 @@
 """The ``neardup`` command: parse arguments, call one library function, report; nothing more.
 
 Exit status: 0 success, 1 bad input or parameters, or an input or output that cannot be read
-or written (one line on stderr, never a traceback), 2 bad command line, 130 interrupted.
+or written (one line on stderr, never a traceback), 2 bad command line, 130 interrupted (``serve`` exits 0
+when SIGTERM or Ctrl-C stops it cleanly).
 """
 
 from __future__ import annotations
@@ -227,6 +228,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_compare_parser(sub)
     _add_report_parser(sub)
     _add_index_parser(sub)
+    _add_serve_parser(sub)
     return parser
 
 
@@ -893,6 +895,139 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- neardup serve -----------------------------------------------------------------------------
+
+
+def _add_serve_parser(sub: Any) -> None:
+    """``neardup serve PATH``: the index as an HTTP service (FastAPI, uvicorn)."""
+    s = sub.add_parser(
+        "serve",
+        help="serve an index over HTTP (add, query, remove, retire, moved, stats)",
+        description="Serve the SQLite index at PATH over HTTP; API docs at /docs. Stop with "
+        "Ctrl-C or SIGTERM: requests in flight are answered first.",
+    )
+    s.add_argument("path", help="the index (made by neardup index create)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on [127.0.0.1]")
+    s.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one [8000]")
+    auth = s.add_mutually_exclusive_group()
+    auth.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every request")
+    auth.add_argument("--token-file", help="read the token from this file (not shown by ps)")
+    s.add_argument(
+        "--max-body",
+        type=int,
+        default=16 * 1024 * 1024,
+        help="largest request body, bytes [16 MiB]",
+    )
+    s.add_argument(
+        "--max-batch", type=int, default=1000, help="most documents or ids per request [1000]"
+    )
+    s.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait for a request body or for the index [30]",
+    )
+    s.add_argument("--readers", type=int, default=4, help="reader threads [4]")
+    s.add_argument("--access-log", action="store_true", help="log every request on stderr")
+
+
+def _serve_token(args: argparse.Namespace) -> str | None:
+    if args.token_file is None:
+        return args.token
+    try:
+        with open(args.token_file, encoding="utf-8") as fh:
+            return fh.read().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise NeardupError(f"cannot read --token-file {args.token_file}: {exc}") from None
+
+
+def _listen(host: str, port: int) -> Any:
+    """A listening socket on (host, port), or one clear error (address in use, unknown host)."""
+    import socket
+
+    if not 0 <= port <= 65535:
+        raise ParamError(f"--port must be from 0 to 65535, got {port}")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP
+        )[0]
+    except socket.gaierror as exc:
+        raise ParamError(f"--host {host!r} is not an address here ({exc.strerror})") from None
+    # proto IPPROTO_TCP, not 0: asyncio then sets TCP_NODELAY on accepted connections (without
+    # it every answer waits ~40 ms for the client's delayed ACK)
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(256)
+    except OSError as exc:
+        sock.close()
+        raise NeardupError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); choose another --port, or stop "
+            "what is using it"
+        ) from None
+    return sock
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Check the index, listen, serve until SIGTERM or Ctrl-C; exit 0 after a clean stop."""
+    import ipaddress
+    import os
+
+    try:
+        import uvicorn
+
+        from .service import Limits, create_app
+    except ImportError as exc:
+        raise NeardupError(
+            f"neardup serve needs fastapi and uvicorn ({exc}); install them with: "
+            "pip install 'neardup[service]'"
+        ) from None
+    token = _serve_token(args)
+    limits = Limits(
+        max_body=args.max_body, max_batch=args.max_batch, timeout=args.timeout, readers=args.readers
+    )
+    app = create_app(args.path, token, limits)
+    if not os.access(args.path, os.W_OK):
+        _warn(f"{args.path} is read-only: queries work, writes will be refused")
+    sock = _listen(args.host, args.port)
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not loopback and token is None:
+        _warn(
+            f"listening on {args.host} without --token: anyone who can reach this port can "
+            "read and change the index"
+        )
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    config = uvicorn.Config(
+        app,
+        log_level="info" if args.access_log else "warning",
+        access_log=args.access_log,
+        timeout_graceful_shutdown=int(args.timeout) + 5,
+        limit_concurrency=512,
+        timeout_keep_alive=5,
+    )
+    server = uvicorn.Server(config)
+    sys.stderr.write(
+        f"neardup: serving {args.path} at http://{shown}:{port} (API docs at /docs); "
+        "stop with Ctrl-C or SIGTERM\n"
+    )
+    sys.stderr.flush()
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the stopping signal once it has shut down
+        pass
+    finally:
+        sock.close()
+    if not server.started:
+        raise NeardupError(f"the service over {args.path} could not start; see the log above")
+    sys.stderr.write("neardup: serve stopped; every answered write is committed\n")
+    return 0
+
+
 def _caused_by_interrupt(exc: BaseException | None) -> bool:
     """True when a KeyboardInterrupt is somewhere in the exception's cause chain."""
     seen = 0
@@ -931,6 +1066,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_report(args)
         if args.command == "index":
             return cmd_index(args)
+        if args.command == "serve":
+            return cmd_serve(args)
         return cmd_plan(args)
     except NeardupError as exc:
         return _fail(str(exc))

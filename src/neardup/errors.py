@@ -21,3 +21,15 @@ class IndexMismatchError(NeardupError):
 
 class OutputError(NeardupError):
     """An output cannot be written (disk full, closed pipe, no permission); the message names it."""
+
+
+class UnknownIdError(InputError):
+    """An id or URL asked for is not in the index (the service answers 404)."""
+
+
+class ServiceError(NeardupError):
+    """The service refused or did not answer a request (token, limits, timeout, unreachable)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

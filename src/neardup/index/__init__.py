@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._kernels.hashing import EMPTY
-from ..errors import InputError, NeardupError, ParamError
+from ..errors import InputError, NeardupError, ParamError, UnknownIdError
 from ..methods import Method, Signatures, make_method, needs_fit, postings
 from ..methods.base import column_keys
 from ..params import DedupParams
@@ -264,7 +264,7 @@ class Index:
         if missing:
             shown = ", ".join(repr(m) for m in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-            raise InputError(
+            raise UnknownIdError(
                 f"{len(missing)} id(s) not in the index: {shown}{more}; nothing was changed"
             )
         return docs
@@ -301,10 +301,15 @@ class Index:
         batch = TextBatch(texts, self.params.shingle)
         sigs = self.method.signatures(batch)
         ev = self.verifier.evidence(batch)
-        return self._match(batch.canonical, sigs, ev, list(texts), threshold, limit)
+        with self.store.snapshot():
+            return self._match(batch.canonical, sigs, ev, list(texts), threshold, limit)
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first, with dates."""
+        with self.store.snapshot():
+            return self._moved(url, limit)
+
+    def _moved(self, url: str, limit: int | None) -> list[Match]:
         docs = self._known([url])
         stored = self.store.load(docs)
         sigs = decode_signatures(stored.sigs, self._like_sigs)
@@ -423,10 +428,11 @@ class Index:
 
     def get(self, id: str) -> dict[str, Any] | None:
         """A stored document's id, text (when kept), metadata and dates, or None."""
-        docs = self.store.find_ids([id])
-        if docs[0] < 0:
-            return None
-        s = self.store.load(docs)
+        with self.store.snapshot():
+            docs = self.store.find_ids([id])
+            if docs[0] < 0:
+                return None
+            s = self.store.load(docs)
         return {
             "id": s.ids[0],
             "text": s.texts[0],

@@ -8,6 +8,8 @@ restore on rollback.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -53,6 +55,11 @@ class MemoryStore:
 
     def commit(self) -> None:
         self._saved = None
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Nothing to do: one in-memory index is used from one thread."""
+        yield
 
     def rollback(self) -> None:
         if self._saved is not None:

@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -137,6 +138,18 @@ class SqliteStore:
         if self._in_tx:
             self.db.execute("ROLLBACK")
         self._in_tx = False
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One read transaction, so a query's statements see one state (WAL snapshot)."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.db.execute("ROLLBACK")
 
     # -- writes ------------------------------------------------------------------------------
     def insert(self, new: NewDocs) -> IntArray:

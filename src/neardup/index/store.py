@@ -8,6 +8,7 @@ and verifier objects, so the algorithms never ask which store they run on.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -66,6 +67,10 @@ class Store(Protocol):
     def commit(self) -> None: ...
 
     def rollback(self) -> None: ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one state, whatever another connection commits meanwhile."""
+        ...
 
     def insert(self, new: NewDocs) -> IntArray:
         """Insert documents and their postings; returns their document numbers."""

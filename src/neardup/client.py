@@ -1,0 +1,191 @@
+"""Index calls -> HTTP requests to ``neardup serve`` -> the same answers and exceptions.
+
+``Client(url, token)`` has the methods of ``neardup.Index`` (add, query, remove, get, retire,
+moved, stats, ``len``, ``in``), so moving from an embedded index to the service is one line:
+``index = Index.open("idx.db")`` becomes ``index = Client("http://127.0.0.1:8000")``. Errors
+come back as the ``neardup.errors`` class the service raised (InputError, ParamError,
+UnknownIdError, ...); refusals of the service itself (token, limits, timeouts, no answer) are
+``ServiceError`` with the HTTP status. Each call is one request; there are no transactions
+spanning calls (``with client:`` only closes the connection). Scores arrive rounded to six
+decimals, as ``neardup index query`` writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+from . import errors
+from .errors import NeardupError, ServiceError
+from .index import AddResult, Match
+
+#: Error types the service names, raised again here by name.
+_ERRORS: dict[str, type[NeardupError]] = {
+    cls.__name__: cls
+    for cls in (
+        errors.NeardupError,
+        errors.InputError,
+        errors.ParamError,
+        errors.IndexMismatchError,
+        errors.UnknownIdError,
+    )
+}
+
+
+def _match(d: dict[str, Any]) -> Match:
+    scores = {k: float(v) for k, v in d.items() if k not in ("id", "score", "kind", "last_seen")}
+    return Match(d["id"], float(d["score"]), d["kind"], scores, d.get("last_seen"))
+
+
+class Client:
+    """The service's index, called like ``neardup.Index`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8000",
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        transport: Any = None,
+    ) -> None:
+        try:
+            import httpx
+        except ImportError:
+            raise NeardupError(
+                "neardup.Client needs httpx; install it with: pip install 'neardup[service]'"
+            ) from None
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+        self.url = url.rstrip("/")
+        self._httpx = httpx
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except self._httpx.TimeoutException:
+            raise ServiceError(
+                f"{self.url} did not answer {method} {path} in time; the request may still "
+                "complete; raise the client's timeout or send smaller batches",
+                status=None,
+            ) from None
+        except self._httpx.TransportError as exc:
+            raise ServiceError(
+                f"cannot reach {self.url} ({exc}); is `neardup serve` running there?",
+                status=None,
+            ) from None
+        if response.status_code < 400:
+            return response.json()
+        raise self._error(response)
+
+    def _error(self, response: Any) -> NeardupError:
+        try:
+            body = response.json()["error"]
+            kind, message = str(body["type"]), str(body["message"])
+        except (ValueError, KeyError, TypeError):
+            kind, message = "ServiceError", f"HTTP {response.status_code}: {response.text[:200]}"
+        cls = _ERRORS.get(kind)
+        if cls is None:
+            return ServiceError(message, status=response.status_code)
+        return cls(message)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- the Index methods --------------------------------------------------------------------
+    def add(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        meta: Sequence[dict[str, Any] | None] | None = None,
+        dates: Sequence[str | None] | None = None,
+    ) -> AddResult:
+        """Add documents (one transaction on the service); returned once committed."""
+        ids, texts = _sequence(ids, "ids"), _sequence(texts, "texts")
+        if len(ids) != len(texts):
+            raise errors.InputError(f"{len(ids)} ids for {len(texts)} texts; give one id per text")
+        docs: list[dict[str, Any]] = [{"id": i, "text": t} for i, t in zip(ids, texts, strict=True)]
+        for name, values in (("meta", meta), ("date", dates)):
+            if values is None:
+                continue
+            if len(values) != len(docs):
+                raise errors.InputError(f"{name} has {len(values)} entries for {len(docs)} texts")
+            for doc, value in zip(docs, values, strict=True):
+                if value is not None:
+                    doc[name] = value
+        done = self._request("POST", "/add", json={"documents": docs})
+        return AddResult(added=int(done["added"]), replaced=int(done["replaced"]))
+
+    def query(
+        self, texts: Sequence[str], threshold: float | None = None, limit: int | None = None
+    ) -> list[list[Match]]:
+        """For each text, the live stored documents it duplicates, best first (exact first)."""
+        body: dict[str, Any] = {"documents": [{"text": t} for t in _sequence(texts, "texts")]}
+        if threshold is not None:
+            body["threshold"] = threshold
+        if limit is not None:
+            body["limit"] = limit
+        found = self._request("POST", "/query", json=body)
+        return [[_match(m) for m in r["matches"]] for r in found["results"]]
+
+    def remove(self, ids: Sequence[str]) -> int:
+        """Remove documents by id; an unknown id raises UnknownIdError and nothing changes."""
+        return int(self._request("POST", "/remove", json={"ids": _sequence(ids, "ids")})["removed"])
+
+    def retire(self, urls: Sequence[str], date: str | None = None) -> int:
+        """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
+        body = {"urls": _sequence(urls, "urls"), "date": date}
+        return int(self._request("POST", "/retire", json=body)["retired"])
+
+    def moved(self, url: str, limit: int | None = None) -> list[Match]:
+        """Live documents holding near-copies of ``url``'s last content, best first."""
+        params: dict[str, Any] = {"url": url}
+        if limit is not None:
+            params["limit"] = limit
+        found = self._request("GET", "/moved", params=params)
+        return [_match(m) for m in found["moved"]]
+
+    def get(self, id: str) -> dict[str, Any] | None:
+        """A stored document's id, text (when kept), metadata and dates, or None."""
+        try:
+            found: dict[str, Any] = self._request("GET", f"/documents/{quote(id, safe='')}")
+        except errors.UnknownIdError:
+            return None
+        return found
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, size and parameters of the service's index."""
+        found: dict[str, Any] = self._request("GET", "/stats")
+        return found
+
+    def health(self) -> dict[str, Any]:
+        """``{"status": "ok"}`` when the service answers and its index is readable."""
+        found: dict[str, Any] = self._request("GET", "/health")
+        return found
+
+    def __len__(self) -> int:
+        return int(self.stats()["documents"])
+
+    def __contains__(self, id: object) -> bool:
+        return isinstance(id, str) and self.get(id) is not None
+
+
+def _sequence(values: object, name: str) -> list[Any]:
+    if isinstance(values, str | bytes):
+        raise TypeError(f"{name} must be a list of strings, not one string; wrap it: [{name[:-1]}]")
+    return list(values)  # type: ignore[call-overload]

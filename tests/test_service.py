@@ -1,0 +1,440 @@
+"""neardup serve: the real server (uvicorn in a subprocess) spoken to over HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from neardup import Client, Index, InputError, ParamError  # noqa: E402
+from neardup.errors import ServiceError, UnknownIdError  # noqa: E402
+from neardup.params import DedupParams  # noqa: E402
+from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+ENV = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+TOKEN = "s3cret-token"
+
+
+class Server:
+    """``neardup serve PATH --port 0 ...`` in a subprocess; its port read from its first line."""
+
+    def __init__(self, path: Path, *options: str, wait: bool = True) -> None:
+        self.log = path.with_name(path.name + f".{time.monotonic_ns()}.log")
+        self._err = open(self.log, "wb")  # noqa: SIM115 (closed in stop)
+        cmd = [sys.executable, "-m", "neardup.cli", "serve", str(path), "--port", "0", *options]
+        self.proc = subprocess.Popen(cmd, stderr=self._err, env=ENV)
+        self.url = ""
+        if wait:
+            self._wait_until_up()
+
+    def _wait_until_up(self) -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            text = self.log.read_text()
+            if "serving" in text and not self.url:
+                self.url = text.split(" at ", 1)[1].split(" ", 1)[0]
+            if self.url:
+                try:
+                    headers = {"Authorization": f"Bearer {TOKEN}"}
+                    if httpx.get(self.url + "/health", headers=headers).status_code in (200, 401):
+                        return
+                except httpx.TransportError:
+                    pass
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited: {self.log.read_text()}")
+            time.sleep(0.1)
+        raise AssertionError("server did not start in 120 s")
+
+    def client(self, token: str | None = TOKEN) -> Client:
+        return Client(self.url, token)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        code = self.proc.wait(timeout=60)
+        self._err.close()
+        return code
+
+
+def _texts(n: int = 120, seed: int = 5) -> list[str]:
+    base = random_documents(n, seed=seed, words=(20, 120))
+    return list(near_duplicate_corpus(base, n, 0.5, seed=seed + 1).texts)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, Path]]:
+    """One server with a token and small limits, over an index of generated documents."""
+    path = tmp_path_factory.mktemp("service") / "idx.db"
+    Index.create(str(path)).close()
+    server = Server(path, "--token", TOKEN, "--max-batch", "200", "--max-body", "200000")
+    yield server, path
+    assert server.stop() == 0
+
+
+def _post(server: Server, route: str, body: object, token: str | None = TOKEN) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.post(server.url + route, json=body, headers=headers, timeout=60)
+
+
+def test_every_endpoint_answers_as_the_embedded_index_and_the_cli_do(
+    served: tuple[Server, Path], tmp_path: Path
+) -> None:
+    server, path = served
+    texts = _texts()
+    ids = [f"doc-{i}" for i in range(len(texts))]
+    with server.client() as client:
+        assert client.health() == {"status": "ok"}
+        done = client.add(ids, texts, meta=[{"n": i} for i in range(len(texts))])
+        assert (done.added, done.replaced) == (len(texts), 0)
+        assert client.add(ids[:1], texts[:1]).replaced == 1
+        queries = _texts(60, seed=5)  # the same generator: many copies of stored documents
+        over_http = client.query(queries)
+        assert len(client) == len(texts)
+        assert "doc-3" in client and "nope" not in client
+        assert client.get("doc-3") == {
+            "id": "doc-3",
+            "text": texts[3],
+            "meta": {"n": 3},
+            "first_seen": None,
+            "last_seen": None,
+            "gone": None,
+        }
+        assert client.stats()["documents"] == len(texts)
+    embedded = Index.open(str(path))
+    try:
+        same = [[m.as_dict() for m in ms] for ms in embedded.query(queries)]  # 6 decimals
+        assert [[m.as_dict() for m in ms] for ms in over_http] == same
+    finally:
+        embedded.close()
+    assert sum(map(bool, over_http)) > 10  # the comparison is not between empty lists
+
+    # POST /query answers the JSON lines of `neardup index query`, id for id
+    src = tmp_path / "q.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(queries))
+    )
+    cli = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "index", "query", str(path), str(src)],
+        capture_output=True, text=True, env=ENV, check=True,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in cli.stdout.splitlines()]
+    body = {"documents": [{"id": f"q{i}", "text": t} for i, t in enumerate(queries)]}
+    assert _post(server, "/query", body).json()["results"] == lines
+
+
+def test_documents_are_removed_retired_and_found_where_they_moved(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    text = " ".join(random_documents(1, seed=77, words=(80, 80)))
+    moved_text = text.replace(".", ";", 1)
+    url_a, url_b = "https://a.example/page?x=1", "https://b.example/copy"
+    with server.client() as client:
+        client.add([url_a], [text], dates=["2024-01-01"])
+        client.add([url_b, "gone-soon"], [moved_text, "another text of a few words here"])
+        assert client.retire([url_a], "2024-02-01") == 1
+        assert client.get(url_a)["gone"] == "2024-02-01"  # type: ignore[index]
+        found = client.moved(url_a)
+        assert [m.id for m in found] == [url_b]
+        assert found[0].score > 0.8
+        assert [m.id for m in client.query([text])[0]] == [url_b]  # the retired URL is not live
+        quoted = url_a.replace("/", "%2F").replace(":", "%3A").replace("?", "%3F")
+        r = httpx.delete(
+            f"{server.url}/documents/{quoted}", headers={"Authorization": f"Bearer {TOKEN}"}
+        )
+        assert r.status_code == 200 and r.json() == {"removed": 1}
+        assert client.remove(["gone-soon"]) == 1
+        assert client.get(url_a) is None and client.get("gone-soon") is None
+
+
+def test_unknown_ids_urls_and_routes_are_404_and_change_nothing(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    with server.client() as client:
+        client.add(["kept-1"], ["a document that must survive the failed removal below"])
+        with pytest.raises(UnknownIdError, match="'no-such-id'"):
+            client.remove(["kept-1", "no-such-id"])
+        assert "kept-1" in client
+        with pytest.raises(UnknownIdError):
+            client.moved("https://never.example/seen")
+        with pytest.raises(UnknownIdError):
+            client.retire(["https://never.example/seen"])
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for method, route in [("GET", "/documents/nope"), ("DELETE", "/documents/nope")]:
+        r = httpx.request(method, server.url + route, headers=auth)
+        assert r.status_code == 404
+        assert r.json()["error"] == {
+            "type": "UnknownIdError",
+            "message": "id 'nope' is not in the index"
+            if method == "GET"
+            else "1 id(s) not in the index: 'nope'; nothing was changed",
+        }
+    r = httpx.get(server.url + "/nowhere", headers=auth)
+    assert r.status_code == 404 and "/docs" in r.json()["error"]["message"]
+
+
+def test_requests_without_the_token_are_refused_and_change_nothing(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    body = {"documents": [{"id": "intruder", "text": "should never be stored"}]}
+    for token in (None, "wrong-token"):
+        for route, method in [("/add", "POST"), ("/health", "GET"), ("/docs", "GET")]:
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            r = httpx.request(method, server.url + route, json=body, headers=headers)
+            assert r.status_code == 401
+            assert r.headers["www-authenticate"] == "Bearer"
+            assert "Authorization: Bearer" in r.json()["error"]["message"]
+    with pytest.raises(ServiceError, match="needs a token") as caught:
+        server.client(token=None).stats()
+    assert caught.value.status == 401
+    with server.client() as client:
+        assert "intruder" not in client
+    r = httpx.get(server.url + "/docs", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status_code == 200 and "swagger" in r.text.lower()
+    spec = httpx.get(server.url + "/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert {"/add", "/query", "/remove", "/retire", "/moved", "/stats", "/health"} <= set(
+        spec.json()["paths"]
+    )
+
+
+def test_batches_and_bodies_over_the_limits_are_413_naming_the_limit(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    too_many = {"documents": [{"id": f"x{i}", "text": "short"} for i in range(201)]}
+    r = _post(server, "/add", too_many)
+    assert r.status_code == 413
+    assert "201 documents" in r.json()["error"]["message"]
+    assert "limit is 200 (--max-batch)" in r.json()["error"]["message"]
+    assert _post(server, "/query", too_many).status_code == 413
+    assert _post(server, "/remove", {"ids": [f"x{i}" for i in range(201)]}).status_code == 413
+
+    big = {"documents": [{"id": "big", "text": "word " * 50_000}]}
+    r = _post(server, "/add", big)  # declared Content-Length over the limit
+    assert r.status_code == 413
+    assert "limit of 200,000 bytes (--max-body)" in r.json()["error"]["message"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"documents": [{"id": "big", "text": "'
+        for _ in range(100):
+            yield b"word " * 1000
+        yield b'"}]}'
+
+    r = httpx.post(
+        server.url + "/add",
+        content=chunks(),
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    assert r.status_code == 413 and "--max-body" in r.json()["error"]["message"]
+    with server.client() as client:
+        assert "big" not in client and "x0" not in client
+
+
+def test_bad_json_and_bad_fields_say_what_to_fix(served: tuple[Server, Path]) -> None:
+    server, _ = served
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    r = httpx.post(server.url + "/query", content=b'{"documents": [', headers=headers)
+    assert r.status_code == 400
+    assert r.json()["error"]["type"] == "InputError"
+    assert "not valid JSON" in r.json()["error"]["message"]
+    r = httpx.post(
+        server.url + "/query",
+        content=b"text=hello",
+        headers={**headers, "Content-Type": "text/plain"},
+    )
+    assert r.status_code == 400 and "Content-Type: application/json" in r.text
+    r = _post(server, "/add", {"documents": [{"id": "no-text"}]})
+    assert r.status_code == 422 and "documents.0.text: Field required" in r.text
+    r = _post(server, "/query", {"documents": [], "treshold": 0.9})
+    assert r.status_code == 422 and "treshold: unknown field" in r.text
+    r = _post(server, "/add", {"documents": [{"id": "d", "text": "a b"}, {"id": "d", "text": "c"}]})
+    assert r.status_code == 400 and "appears twice" in r.json()["error"]["message"]
+    with server.client() as client:
+        with pytest.raises(ParamError, match="build an index with --threshold"):
+            client.query(["some text"], threshold=0.5)
+        with pytest.raises(InputError, match="appears twice"):
+            client.add(["d", "d"], ["one", "two"])
+        assert "d" not in client
+
+
+def test_queries_never_fail_while_the_same_ids_are_replaced(served: tuple[Server, Path]) -> None:
+    """Reads see one committed state: a replaced document never vanishes mid-query."""
+    server, _ = served
+    texts = _texts(40, seed=11)
+    ids = [f"churn-{i}" for i in range(len(texts))]
+    stop = time.monotonic() + 4
+    failures: list[BaseException] = []
+
+    def writer() -> None:
+        with server.client() as client:
+            while time.monotonic() < stop:
+                client.add(ids, texts)
+
+    def reader() -> None:
+        with server.client() as client:
+            while time.monotonic() < stop:
+                try:
+                    client.query(texts)
+                except BaseException as exc:
+                    failures.append(exc)
+                    return
+
+    threads = [
+        threading.Thread(target=writer),
+        *(threading.Thread(target=reader) for _ in range(3)),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+def _run_serve(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "serve", *args],
+        capture_output=True, text=True, env=ENV, timeout=120,
+    )  # fmt: skip
+
+
+def test_a_wrong_index_path_port_or_token_file_stops_at_start_up_in_one_line(
+    tmp_path: Path,
+) -> None:
+    not_index = tmp_path / "notes.db"
+    not_index.write_text("plain text, not SQLite\n" * 100)
+    real = tmp_path / "real.db"
+    Index.create(str(real)).close()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        cases = {
+            "no index at": [str(tmp_path / "missing.db")],
+            "is not a neardup index": [str(not_index)],
+            "cannot listen on 127.0.0.1": [str(real), "--port", port],
+            "cannot read --token-file": [str(real), "--token-file", str(tmp_path / "no-token")],
+            "max_batch must be a positive integer": [str(real), "--max-batch", "0"],
+        }
+        for expected, args in cases.items():
+            done = _run_serve(*args)
+            assert done.returncode == 1, (expected, done.stderr)
+            assert done.stderr.count("\n") == 1 and done.stderr.startswith("neardup: error: ")
+            assert expected in done.stderr
+    assert _run_serve(str(real), "--token", "a", "--token-file", "f").returncode == 2
+
+
+def test_sigterm_answers_the_write_in_flight_commits_and_exits_0(tmp_path: Path) -> None:
+    path = tmp_path / "term.db"
+    Index.create(str(path), DedupParams(verify="sketch")).close()
+    server = Server(path)
+    texts = random_documents(1000, seed=3, words=(100, 200))
+    answers: list[object] = []
+
+    def big_add() -> None:
+        try:
+            answers.append(server.client().add([f"t{i}" for i in range(1000)], texts))
+        except Exception as exc:
+            answers.append(exc)
+
+    t = threading.Thread(target=big_add)
+    t.start()
+    time.sleep(0.3)  # the request is in flight (1000 documents take longer than this)
+    assert server.stop(signal.SIGTERM) == 0
+    t.join()
+    assert [getattr(a, "added", a) for a in answers] == [1000]
+    assert "serve stopped" in server.log.read_text()
+    index = Index.open(str(path))
+    assert len(index) == 1000 and index.check() == []
+    index.close()
+
+
+def test_every_add_answered_200_survives_sigkill(tmp_path: Path) -> None:
+    path = tmp_path / "kill.db"
+    Index.create(str(path), DedupParams(verify="sketch")).close()
+    server = Server(path)
+    acknowledged: list[str] = []
+    texts = random_documents(400, seed=9, words=(30, 80))
+    stop = threading.Event()
+
+    def stream() -> None:
+        client = server.client()
+        k = 0
+        while not stop.is_set():
+            ids = [f"b{k}-{j}" for j in range(20)]
+            try:
+                client.add(ids, texts[(k * 20) % 380 : (k * 20) % 380 + 20])
+            except ServiceError:
+                return  # the server is gone: this add was not acknowledged
+            acknowledged.extend(ids)
+            k += 1
+
+    threads = [threading.Thread(target=stream) for _ in range(3)]
+    for t in threads:
+        t.start()
+    while len(acknowledged) < 300:
+        time.sleep(0.01)
+    server.stop(signal.SIGKILL)
+    stop.set()
+    for t in threads:
+        t.join()
+    restarted = Server(path, "--token", TOKEN)
+    try:
+        with restarted.client() as client:
+            stored = {d for d in acknowledged if d in client}
+        assert stored == set(acknowledged)
+    finally:
+        restarted.stop()
+    index = Index.open(str(path))
+    assert index.check() == []
+    index.close()
+
+
+def test_the_readme_service_examples_work_when_pasted(
+    served: tuple[Server, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, _ = served
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## The index as a service", 1)[1].split("\n## ", 1)[0]
+    curl_block = re.findall(r"```bash\n(.*?)```", section, re.S)[1]
+    python_block = re.findall(r"```py\n(.*?)```", section, re.S)[0]
+    (tmp_path / "token.txt").write_text(TOKEN + "\n")
+    monkeypatch.chdir(tmp_path)
+    if shutil.which("curl"):
+        script = "set -e\n" + curl_block.replace("http://127.0.0.1:8000", server.url)
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+        assert '{"added":1,"replaced":0}' in out.stdout
+        assert '"matches":[{"id":"a1","score":1.0,"kind":"exact"}]' in out.stdout
+    code = python_block.replace("http://127.0.0.1:8000", server.url)
+    printed: list[object] = []
+    exec(compile(code, "README.md", "exec"), {"print": lambda *a: printed.extend(a)})
+    assert [m.id for m in printed[0][0]] == ["a2"]  # type: ignore[index]
+    assert printed[1]["id"] == "a2"  # type: ignore[index]
+
+
+def test_the_listening_socket_is_tcp_so_asyncio_turns_off_nagle_on_connections() -> None:
+    """A socket of proto 0 makes asyncio skip TCP_NODELAY: each answer then waits ~40 ms."""
+    from neardup.cli import _listen
+
+    sock = _listen("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
