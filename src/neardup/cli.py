@@ -58,6 +58,25 @@ def _add_shingle_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_input_options(p: argparse.ArgumentParser, formats: list[str]) -> Any:
+    """The input options every command that reads documents shares; returns the group."""
+    io = p.add_argument_group("input")
+    web = " (warc/html write kept pages as JSONL)" if "warc" in formats else ""
+    io.add_argument("--format", choices=formats, help=f"force the input format{web}")
+    io.add_argument("--text-field", default="text", help="field holding the text [text]")
+    io.add_argument(
+        "--id-field", default="id", help="field holding the id [id; line number when absent]"
+    )
+    io.add_argument(
+        "--on-error",
+        choices=["stop", "skip"],
+        default="stop",
+        help="stop at the first bad record, or skip and count [stop]",
+    )
+    io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
+    return io
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="neardup",
@@ -93,23 +112,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also drop documents that duplicate one in this index (made by neardup index create; its parameters decide)",
     )
     d.add_argument("--add", action="store_true", help="with --index: add the kept documents to it")
-    io = d.add_argument_group("input")
-    io.add_argument(
-        "--format",
-        choices=["jsonl", "parquet", "text", "warc", "html"],
-        help="force the input format (warc/html write kept pages as JSONL)",
-    )
-    io.add_argument("--text-field", default="text", help="field holding the text [text]")
-    io.add_argument(
-        "--id-field", default="id", help="field holding the id [id; line number when absent]"
-    )
-    io.add_argument(
-        "--on-error",
-        choices=["stop", "skip"],
-        default="stop",
-        help="stop at the first bad record, or skip and count [stop]",
-    )
-    io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
+    io = _add_input_options(d, ["jsonl", "parquet", "text", "warc", "html"])
     io.add_argument(
         "--jobs",
         "-j",
@@ -606,19 +609,7 @@ def _quiet_stdout() -> None:
 
 
 def _add_index_input_options(p: argparse.ArgumentParser) -> None:
-    io = p.add_argument_group("input")
-    io.add_argument("--format", choices=["jsonl", "parquet", "text"], help="force the input format")
-    io.add_argument("--text-field", default="text", help="field holding the text [text]")
-    io.add_argument(
-        "--id-field", default="id", help="field holding the id [id; line number when absent]"
-    )
-    io.add_argument(
-        "--on-error",
-        choices=["stop", "skip"],
-        default="stop",
-        help="stop at the first bad record, or skip and count [stop]",
-    )
-    io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
+    _add_input_options(p, ["jsonl", "parquet", "text"])
 
 
 def _add_index_parser(sub: Any) -> None:
