@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from neardup.cli import main
@@ -376,3 +377,41 @@ def test_ordered_map_keeps_input_order_and_passes_errors() -> None:
     assert got == [x * x for x in range(40)]
     with pytest.raises(ValueError, match="forty-one"):
         list(ordered_map(slow_square, range(50), jobs=3))
+
+
+def test_hybrid_rechecks_read_only_the_borderline_lines_and_agree_with_the_library(
+    tmp_path: Path,
+) -> None:
+    """Plain, gzip and piped JSONL with blank and bad lines: the CLI's hybrid re-check (which
+    seeks the borderline records by line) keeps what the library keeps with the texts in memory."""
+    import gzip
+
+    from neardup.engine import Deduplicator
+    from neardup.params import DedupParams
+
+    base = random_documents(200, seed=21, words=(30, 120))
+    texts = near_duplicate_corpus(base, 400, 0.6, seed=22).texts
+    lines = []
+    for i, t in enumerate(texts):
+        lines.append(json.dumps({"id": f"d{i}", "text": t}))
+        if i % 50 == 7:
+            lines += ["", "{not json"]  # blank and bad lines shift the line numbers
+    raw = ("\n".join(lines) + "\n").encode()
+    plain, packed = tmp_path / "in.jsonl", tmp_path / "in.jsonl.gz"
+    plain.write_bytes(raw)
+    packed.write_bytes(gzip.compress(raw))
+    want = Deduplicator(DedupParams(threshold=0.7, verify="hybrid")).fit(texts)
+    assert want.stats_.rechecked_pairs > 0
+    want_ids = [f"d{i}" for i in np.flatnonzero(want.kept_)]
+    for source in (plain, packed, "-"):
+        out = tmp_path / "kept.jsonl"
+        args = ["dedup", str(source), "-o", str(out), "--threshold", "0.7", "--on-error", "skip"]
+        args += ["--verify", "hybrid", "--quiet"]
+        if source == "-":
+            proc = subprocess.run(
+                [sys.executable, "-m", "neardup.cli", *args], input=raw, capture_output=True
+            )
+            assert proc.returncode == 0, proc.stderr
+        else:
+            assert main(args) == 0
+        assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == want_ids

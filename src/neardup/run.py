@@ -87,12 +87,7 @@ def _peak_memory_mb() -> float:
 
 def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int) -> list[str]:
     """The texts of documents ``docs`` (sorted positions), read again from the source."""
-    found: dict[int, str] = {}
-    for batch in source.batches(batch_size):
-        hit = np.flatnonzero(np.isin(batch.positions, docs))
-        for i in hit.tolist():
-            found[int(batch.positions[i])] = batch.texts[i]
-    return [found[d] for d in docs.tolist()]
+    return source.texts_at(docs, batch_size)
 
 
 def dedup_source(

@@ -192,6 +192,34 @@ def scan_jsonl(
             handle.close()
 
 
+def texts_at_jsonl(entry: Entry, wanted: npt.NDArray[np.int64], text_field: str) -> list[str]:
+    """The texts of the file's accepted records number ``wanted`` (sorted, 0-based among its
+    accepted records), reading lines again but parsing only those: what hybrid verification
+    re-checks costs a scan of the file, not a second parse of every record."""
+    out: list[str] = []
+    if len(wanted) == 0:
+        return out
+    targets: list[int] = wanted.tolist()
+    t = 0
+    i = 0
+    skipped = entry.skipped
+    with open_jsonl(entry) as handle:
+        recno = 0
+        for line in handle:
+            recno += 1
+            if not line.strip() or recno in skipped:
+                continue
+            if i == targets[t]:
+                _, text, _ = parse_record(line, text_field, "\x00")
+                out.append(text)
+                t += 1
+                if t == len(targets):
+                    return out
+            i += 1
+    raise_changed(entry)
+    return out
+
+
 def copy_kept_jsonl(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> None:
     """Pass 2: write the lines of the file's kept documents to ``out``, byte for byte.
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from ..errors import InputError, ParamError
 from ._atomic import Output, atomic_dir, open_output
-from ._jsonl import copy_kept_jsonl, scan_jsonl
+from ._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
 from ._keys import KeyCheck
 from ._parquet import ParquetSink, SchemaRef, copy_kept_parquet, scan_parquet
 from ._report import (
@@ -286,6 +286,34 @@ class Source:
         self._spool_complete = True
 
     # ----------------------------------------------------------------- pass 2
+    def texts_at(self, positions: npt.ArrayLike, batch_size: int = 10_000) -> list[str]:
+        """The texts of documents ``positions`` (sorted global indices), read again after pass 1.
+
+        JSONL files are scanned line by line and only the wanted lines parsed; other inputs
+        are read again in full (pass 1).
+        """
+        docs = np.asarray(positions, dtype=np.int64)
+        files = all(e.path is not None for e in self._entries if e.n_docs)
+        if self.n_docs is not None and self.fmt == "jsonl" and files:
+            texts: list[str] = []
+            for entry in self._entries:
+                lo, hi = np.searchsorted(docs, [entry.start, entry.start + entry.n_docs])
+                if hi > lo:
+                    if entry.stamp != _stamp(cast(Path, entry.path)):
+                        raise InputError(
+                            f"{entry.name}: the file changed between the two passes; do "
+                            "not modify the input while neardup runs"
+                        )
+                    local = docs[lo:hi] - entry.start
+                    texts.extend(texts_at_jsonl(entry, local, self.text_field))
+            return texts
+        found: dict[int, str] = {}
+        for batch in self.batches(batch_size):
+            hit = np.flatnonzero(np.isin(batch.positions, docs))
+            for i in hit.tolist():
+                found[int(batch.positions[i])] = batch.texts[i]
+        return [found[d] for d in docs.tolist()]
+
     def write_kept(self, kept: npt.ArrayLike, out: Output) -> int:
         """Pass 2: write the records whose ``kept[position]`` is True, in input order and in the
         input's format, to ``out``; returns how many were written.
