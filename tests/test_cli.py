@@ -415,3 +415,35 @@ def test_hybrid_rechecks_read_only_the_borderline_lines_and_agree_with_the_libra
         else:
             assert main(args) == 0
         assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == want_ids
+
+
+def test_a_memory_limit_spills_blocks_to_disk_and_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_corpus(src, 300)
+    results = []
+    for limit in (None, "0", "20K"):
+        outs = [tmp_path / f"{name}{limit}.jsonl" for name in ("k", "c", "p")]
+        summary = tmp_path / f"s{limit}.json"
+        args = ["dedup", str(src), "-o", str(outs[0]), "--clusters", str(outs[1])]
+        args += ["--pairs", str(outs[2]), "--batch-size", "23", "--summary-json", str(summary)]
+        args += [] if limit is None else ["--memory-limit", limit]
+        assert main([*args, "--quiet"]) == 0
+        results.append(tuple(o.read_bytes() for o in outs))
+        spilled = json.loads(summary.read_text())["spilled_bytes"]
+        assert (spilled == 0) == (limit is None)
+    assert len(set(results)) == 1
+    assert main(["dedup", str(src), "--memory-limit", "lots"]) == 1
+    assert "a size must look like" in capsys.readouterr().err
+
+
+def test_spilled_blocks_are_removed_after_the_fit(tmp_path: Path) -> None:
+    from neardup.engine import Deduplicator
+    from neardup.params import DedupParams
+
+    texts = random_documents(200, seed=4, words=(20, 60))
+    dedup = Deduplicator(DedupParams(verify="exact"), memory_limit=0, spill_dir=str(tmp_path))
+    dedup.fit(texts, batch_size=50)
+    assert dedup.stats_.spilled_bytes > 0
+    assert list(tmp_path.iterdir()) == []

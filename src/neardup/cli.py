@@ -119,6 +119,11 @@ def _build_parser() -> argparse.ArgumentParser:
         type=int,
         help="threads signing batches in parallel; the output is the same for any number [all cores]",
     )
+    io.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="per-document data kept in memory before it goes to disk, memory-mapped (e.g. 4G); the output is the same [half the RAM]",
+    )
     m = d.add_argument_group("method")
     m.add_argument("--method", choices=["minhash", "simhash"], default="minhash", help="[minhash]")
     m.add_argument(
@@ -452,7 +457,7 @@ def _info(message: str) -> None:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from .run import DedupOutputs, ReadOptions, dedup_source
+    from .run import DedupOutputs, ReadOptions, dedup_source, parse_size
 
     if args.index or args.add:
         return cmd_dedup_index(args)
@@ -473,6 +478,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         all_pairs=args.all_pairs,
     )
     inputs = args.inputs[0] if args.inputs == ["-"] else args.inputs
+    limit = None if args.memory_limit is None else parse_size(args.memory_limit)
     show = sys.stderr.isatty() if args.progress is None else args.progress
     if args.dask:
         from .run import dedup_source_dask
@@ -481,7 +487,14 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         result = dedup_source_dask(inputs, params, outputs, read, args.dask, show, _warn, info)
     else:
         result = dedup_source(
-            inputs, params, outputs, read, progress=show, warn=_warn, jobs=args.jobs
+            inputs,
+            params,
+            outputs,
+            read,
+            progress=show,
+            warn=_warn,
+            jobs=args.jobs,
+            memory_limit=limit,
         )
     if not args.quiet:
         sys.stderr.write(_format_summary(result.summary, result.problems))

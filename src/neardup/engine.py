@@ -27,6 +27,7 @@ from .errors import NeardupError, ParamError
 from .methods import Method, Signatures, make_method
 from .params import DedupParams, check_int
 from .simhash import IdfTable
+from .spill import Spill
 from .textbatch import TextBatch, check_texts
 from .verify import (
     Evidence,
@@ -65,6 +66,8 @@ class DedupStats:
     bucket_checks: int = 0
     bucket_pairs_found: int = 0
     bucket_unresolved: int = 0
+    #: Bytes of per-document blocks written to disk because of the memory limit.
+    spilled_bytes: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -155,8 +158,17 @@ class Deduplicator:
         params: DedupParams | None = None,
         idf: IdfTable | None = None,
         method: Method | None = None,
+        memory_limit: int | None = None,
+        spill_dir: str | None = None,
     ) -> None:
+        """memory_limit: bytes of per-document blocks to keep in memory; past it, new blocks
+        go to a temporary folder (in ``spill_dir``, else the system's) and are memory-mapped."""
         self.params = params or DedupParams()
+        if memory_limit is not None:
+            check_int("memory_limit", memory_limit, 0, 2**62)
+        self.memory_limit = memory_limit
+        self._spill_dir = spill_dir
+        self._spill: Spill | None = None
         self.idf = idf
         self._method = method
         self.verifier: Verifier = make_verifier(self.params)
@@ -285,7 +297,13 @@ class Deduplicator:
         evidence: Evidence,
     ) -> None:
         """Keep one batch's arrays until ``finish``; the Dask backend appends blocks whose
-        signatures and evidence stay on the workers (fetched by ``take``)."""
+        signatures and evidence stay on the workers (fetched by ``take``). Past the memory
+        limit the signatures and evidence go to disk, memory-mapped."""
+        if self.memory_limit is not None and self._held() > self.memory_limit:
+            if self._spill is None:
+                self._spill = Spill(self._spill_dir)
+            signatures = self._spill.signatures(signatures)
+            evidence = self._spill.evidence(evidence)
         self._canonical.append(canonical)
         self._lengths.append(lengths)
         self._signatures.append(signatures)
@@ -397,8 +415,11 @@ class Deduplicator:
             big_buckets=int(found.stats.get("big_buckets", 0)),
             big_bucket_docs=int(found.stats.get("big_bucket_docs", 0)),
             rechecked_pairs=int(verdict.rechecked),
+            spilled_bytes=self.spilled_bytes,
             **bucket_stats,
         )
+        if self._spill is not None:
+            self._spill.close()
         self._finished = True
         return self
 
@@ -426,6 +447,25 @@ class Deduplicator:
         if p.keep == "longest":
             return _removal.priority_ranks(n, "longest", lengths=lengths)
         return _removal.priority_ranks(n, "first")
+
+    def _held(self) -> int:
+        """Bytes of per-document blocks held in memory (memory-mapped blocks not counted)."""
+        total = sum(x.nbytes for x in [*self._canonical, *self._lengths])
+        for s in self._signatures:
+            total += 0 if isinstance(s.data, np.memmap) else s.nbytes
+        for e in self._evidence:
+            rows = getattr(e, "rows", None)
+            sets = getattr(e, "sets", None)
+            mapped = isinstance(rows, np.memmap) or (
+                sets is not None and isinstance(sets.fps, np.memmap)
+            )
+            total += 0 if mapped else e.nbytes
+        return total
+
+    @property
+    def spilled_bytes(self) -> int:
+        """Bytes of blocks written to disk because of the memory limit."""
+        return 0 if self._spill is None else self._spill.bytes
 
     def _memory_per_doc(self) -> float:
         total = sum(x.nbytes for x in [*self._canonical, *self._lengths])

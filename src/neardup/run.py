@@ -80,6 +80,29 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def default_memory_limit() -> int:
+    """Half of the machine's physical memory: what per-document blocks may hold in memory
+    before they go to disk (memory-mapped)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 << 30
+
+
+def parse_size(text: str) -> int:
+    """'800M', '4G', '1.5G' or a number of bytes -> bytes (ParamError when unreadable)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    value = text.strip().upper().removesuffix("B")
+    unit = value[-1:] if value[-1:] in units else ""
+    try:
+        number = float(value[: len(value) - len(unit)] if unit else value)
+    except ValueError:
+        raise ParamError(f"a size must look like 800M, 4G or 1000000, got {text!r}") from None
+    if not number >= 0:
+        raise ParamError(f"a size must not be negative, got {text!r}")
+    return int(number * units[unit])
+
+
 def _peak_memory_mb() -> float:
     """Peak resident memory of this process in MB (Linux reports ru_maxrss in KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -99,6 +122,7 @@ def dedup_source(
     warn: Callable[[str], None] | None = None,
     jobs: int | None = None,
     make: Callable[[DedupParams], Deduplicator] = Deduplicator,
+    memory_limit: int | None = None,
 ) -> DedupResult:
     """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
 
@@ -132,6 +156,7 @@ def dedup_source(
             folders={"-o"} if source.fmt == "text" else (),
         )
         dedup = make(params)
+        dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
         from .methods import needs_fit
 
         if needs_fit(params):
