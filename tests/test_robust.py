@@ -719,3 +719,81 @@ def test_fuzz_any_jsonl_bytes_end_in_success_or_one_clean_line(
             assert "Traceback" not in err
             assert all(p.exists() for p in outs)
         assert _leftovers(folder) == []
+
+
+# -- every command that writes: report, plan --sample, index query, dedup --index -------------
+
+
+def _snapshot(paths: list[Path]) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in paths}
+
+
+def _refused_once(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0] and message in err[0]
+
+
+def test_report_refuses_to_overwrite_what_it_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src)
+    clusters = tmp_path / "clusters.jsonl"
+    assert main(["dedup", str(src), "--clusters", str(clusters), "--quiet"]) == 0
+    before = _snapshot([src, clusters])
+    for victim in (src, clusters):
+        args = ["report", str(src), "--clusters", str(clusters), "-o", str(victim)]
+        _refused_once(capsys, args, "would destroy the input")
+    assert _snapshot([src, clusters]) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clusters.jsonl", "in.jsonl"]
+
+
+def test_plan_sample_refuses_a_plot_over_its_sample(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "sample.png"  # a corpus whose name a careless --plot could hit
+    _write_jsonl(src)
+    before = _snapshot([src])
+    args = ["plan", "--sample", str(src), "--format", "jsonl", "--threshold", "0.8"]
+    _refused_once(capsys, [*args, "--plot", str(src)], "would destroy the input")
+    assert _snapshot([src]) == before
+
+
+def test_index_query_and_dedup_index_refuse_the_index_and_the_input_as_outputs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src)
+    idx = tmp_path / "idx.db"
+    assert main(["index", "create", str(idx)]) == 0
+    assert main(["index", "add", str(idx), str(src)]) == 0
+    capsys.readouterr()
+    before = _snapshot([src, idx])
+    for victim in (src, idx):
+        _refused_once(
+            capsys, ["index", "query", str(idx), str(src), "-o", str(victim)], "would destroy"
+        )
+        _refused_once(
+            capsys, ["dedup", str(src), "--index", str(idx), "-o", str(victim)], "would destroy"
+        )
+        args = ["dedup", str(src), "--index", str(idx), "--summary-json", str(victim)]
+        _refused_once(capsys, args, "would destroy")
+    assert _snapshot([src, idx]) == before
+
+
+def test_dedup_index_writes_the_kept_file_and_summary_together(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src)
+    idx = tmp_path / "idx.db"
+    assert main(["index", "create", str(idx)]) == 0
+    kept, summary = tmp_path / "kept.jsonl", tmp_path / "summary.json"
+    args = ["dedup", str(src), "--index", str(idx), "-o", str(kept), "--quiet"]
+    assert main([*args, "--summary-json", str(summary)]) == 0
+    assert json.loads(summary.read_text())["kept"] == len(kept.read_text().splitlines())
+    # a summary that cannot be written leaves no kept file behind either
+    kept.unlink()
+    summary.unlink()
+    missing = tmp_path / "no" / "summary.json"
+    assert main([*args, "--summary-json", str(missing)]) == 1
+    assert not kept.exists()

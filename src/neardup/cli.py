@@ -320,6 +320,9 @@ def cmd_plan_sample(args: argparse.Namespace) -> int:
 
     if args.threshold is None:
         raise ParamError("neardup plan --sample needs --threshold")
+    from .io import plan_outputs
+
+    plan_outputs(args.sample, {"--plot": args.plot})  # never the sample, checked before reading
     with open_source(
         args.sample[0] if args.sample == ["-"] else args.sample,
         args.format,
@@ -337,10 +340,10 @@ def cmd_plan_sample(args: argparse.Namespace) -> int:
             seed=args.seed,
             floor=args.floor,
         )
-    sys.stdout.write(est.describe(forecasts) + "\n")
+    _print(est.describe(forecasts) + "\n")
     if args.plot:
         plot_sample(est, forecasts, args.plot)
-        sys.stdout.write(f"plot written to {args.plot}\n")
+        _print(f"plot written to {args.plot}\n")
     return 0
 
 
@@ -376,10 +379,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         read_document(args.a), read_document(args.b), shingle, sketch, diff=not args.no_diff
     )
     if args.json:
-        sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False, indent=1) + "\n")
+        _print(json.dumps(result.as_dict(), ensure_ascii=False, indent=1) + "\n")
     else:
         color = sys.stdout.isatty() if args.color is None else args.color
-        sys.stdout.write(format_comparison(result, color=color))
+        _print(format_comparison(result, color=color))
     return 0
 
 
@@ -880,15 +883,8 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
         args.output,
         read,
         add=args.add,
+        summary_json=args.summary_json,
     )
-    if args.summary_json:
-        import json
-
-        from .io import atomic_write
-
-        with atomic_write(args.summary_json, "w") as fh:
-            json.dump(done, fh, indent=1)
-            fh.write("\n")
     if not args.quiet:
         sys.stderr.write(
             f"neardup dedup --index: {done['documents']:,} documents, "

@@ -32,6 +32,7 @@ import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -305,13 +306,19 @@ def plot_curve(
         ax.grid(True, alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def save_figure(fig: Any, path: str | Path) -> Path:
+    """Write a matplotlib figure whose type follows the suffix (.png, .svg, .pdf), atomically:
+    complete or absent, never a half-drawn file."""
     out = Path(path)
     kind = out.suffix.lstrip(".").lower() or "png"
     if kind not in fig.canvas.get_supported_filetypes():
         raise ParamError(
             f"cannot draw {out}: unknown picture type '.{kind}'; name a .png, .svg or .pdf file"
         )
-    from .io import atomic_write  # complete or absent, never a half-drawn file
+    from .io import atomic_write
 
     with atomic_write(out, "wb") as handle:
         fig.savefig(handle, dpi=110, format=kind)

@@ -34,7 +34,8 @@ import numpy.typing as npt
 
 from .compare import word_spans
 from .errors import InputError, NeardupError, ParamError
-from .io import atomic_write, open_source
+from .io import open_source, plan_outputs
+from .io._atomic import open_output
 from .io._report import OnError
 from .io._source import Fmt, Inputs
 from .params import ShingleParams
@@ -470,6 +471,14 @@ def write_report(
     ):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")
+    # The page is checked against every file the report reads before any is read.
+    sources: list[str | Path] = []
+    if isinstance(inputs, str | Path):
+        sources.append(inputs)
+    elif isinstance(inputs, Sequence):  # else a stream: nothing on disk to protect
+        sources.extend(inputs)
+    sources += [x for x in (clusters, pairs, run_summary) if x is not None]
+    plan = plan_outputs(sources, {"-o": out})
     rows = read_clusters(clusters)
     by_label: dict[int, list[int]] = {}
     for k, row in enumerate(rows):
@@ -485,7 +494,7 @@ def write_report(
     summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run_summary)
     data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}
     encoded = _page(title, summary, _figures(layout.scores, sizes), data)
-    with atomic_write(out, "wb") as fh:
+    with plan.commit(), open_output(plan["-o"]) as fh:
         fh.write(encoded)
     return ReportStats(
         input_documents=n_input,

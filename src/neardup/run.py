@@ -340,6 +340,11 @@ def index_add_source(
     }
 
 
+def _paths(inputs: str | Sequence[str]) -> list[str]:
+    """The inputs as a list of names ("-" included), for the output checks."""
+    return [inputs] if isinstance(inputs, str) else list(inputs)
+
+
 def index_query_source(
     path: str,
     inputs: str | Sequence[str],
@@ -351,30 +356,26 @@ def index_query_source(
     """Query the index at ``path`` with each document of ``inputs``; one JSON line per query
     ``{"id": ..., "matches": [{"id", "score", "kind", ...}, ...]}`` to ``output`` ("-" or None:
     standard output), written atomically."""
-    import contextlib
-    import sys
-
     from .index import Index
-    from .io import atomic_write
+    from .io._atomic import open_output
 
     read = read or ReadOptions()
     started = time.perf_counter()
     queries = matched = 0
     index = Index.open(path)
     try:
-        with contextlib.ExitStack() as stack:
-            source = stack.enter_context(_open_index_source(inputs, read))
-            if output and output != "-":
-                out = stack.enter_context(atomic_write(output, "w"))
-            else:
-                out = sys.stdout
-            for batch in prefetch(source.batches(read.batch_size)):
-                found = index.query(batch.texts, threshold=threshold, limit=limit)
-                for qid, matches in zip(batch.ids, found, strict=True):
-                    line = {"id": qid, "matches": [m.as_dict() for m in matches]}
-                    out.write(json.dumps(line, ensure_ascii=False) + "\n")
-                    matched += bool(matches)
-                queries += len(batch)
+        with _open_index_source(inputs, read) as source:
+            plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
+            with plan.commit(), open_output(plan["-o"]) as out:
+                for batch in prefetch(source.batches(read.batch_size)):
+                    found = index.query(batch.texts, threshold=threshold, limit=limit)
+                    lines = []
+                    for qid, matches in zip(batch.ids, found, strict=True):
+                        line = {"id": qid, "matches": [m.as_dict() for m in matches]}
+                        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
+                        matched += bool(matches)
+                    out.write("".join(lines).encode("utf-8", "backslashreplace"))
+                    queries += len(batch)
     finally:
         index.close()
     seconds = time.perf_counter() - started
@@ -392,6 +393,7 @@ def dedup_index_source(
     kept_output: str | None,
     read: ReadOptions | None = None,
     add: bool = False,
+    summary_json: str | None = None,
 ) -> dict[str, Any]:
     """Drop documents that duplicate one in the index or a kept one earlier in the input; write
     the rest. With ``add``, the kept documents join the index (one transaction per batch).
@@ -410,6 +412,12 @@ def dedup_index_source(
     in_index = in_input = 0
     try:
         with _open_index_source(inputs, read) as source:
+            # Checked before the first document is read or added: never an input or the index.
+            plan = plan_outputs(
+                [*_paths(inputs), index_path],
+                {"-o": kept_output, "--summary-json": summary_json},
+                folders={"-o"} if source.fmt == "text" else (),
+            )
             for batch in prefetch(source.batches(read.batch_size)):
                 hit = np.array([bool(m) for m in index.query(batch.texts)], dtype=bool)
                 if overlay is not None and len(overlay):
@@ -426,20 +434,24 @@ def dedup_index_source(
                 target.add([batch.ids[i] for i in rows], [batch.texts[i] for i in rows])
                 kept_parts.append(kept)
             mask = np.concatenate(kept_parts) if kept_parts else np.zeros(0, dtype=bool)
-            written = source.write_kept(mask, kept_output) if kept_output else None
-            skipped = source.errors.total
+            with plan.commit():  # the kept file and the summary appear together, or neither
+                written = source.write_kept(mask, plan["-o"]) if kept_output else None
+                summary = {
+                    "documents": len(mask),
+                    "duplicates_of_index": in_index,
+                    "duplicates_in_input": in_input,
+                    "kept": int(mask.sum()),
+                    "added_to_index": int(mask.sum()) if add else 0,
+                    "written": written,
+                    "skipped_records": source.errors.total,
+                    "seconds": round(time.perf_counter() - started, 3),
+                }
+                if summary_json:
+                    with atomic_write(plan["--summary-json"], "w") as fh:
+                        json.dump(summary, fh, indent=1)
+                        fh.write("\n")
     finally:
         index.close()
         if overlay is not None:
             overlay.close()
-    seconds = time.perf_counter() - started
-    return {
-        "documents": len(mask),
-        "duplicates_of_index": in_index,
-        "duplicates_in_input": in_input,
-        "kept": int(mask.sum()),
-        "added_to_index": int(mask.sum()) if add else 0,
-        "written": written,
-        "skipped_records": skipped,
-        "seconds": round(seconds, 3),
-    }
+    return summary

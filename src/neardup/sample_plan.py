@@ -323,6 +323,6 @@ def plot_sample(est: SampleEstimate, forecasts: list[Forecast], path: str | Path
     curve.legend(loc="upper left", fontsize=8)
     fig.suptitle(f"resemblance among sampled pairs (≥ {est.floor:g}) and the filter")
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
-    return out
+    from .planner import save_figure
+
+    return save_figure(fig, path)
