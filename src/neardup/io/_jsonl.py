@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -192,56 +192,51 @@ def scan_jsonl(
             handle.close()
 
 
-def texts_at_jsonl(entry: Entry, wanted: npt.NDArray[np.int64], text_field: str) -> list[str]:
-    """The texts of the file's accepted records number ``wanted`` (sorted, 0-based among its
-    accepted records), reading lines again but parsing only those: what hybrid verification
-    re-checks costs a scan of the file, not a second parse of every record."""
-    out: list[str] = []
-    if len(wanted) == 0:
-        return out
-    targets: list[int] = wanted.tolist()
-    t = 0
-    i = 0
-    skipped = entry.skipped
-    with open_jsonl(entry) as handle:
-        recno = 0
-        for line in handle:
-            recno += 1
-            if not line.strip() or recno in skipped:
-                continue
-            if i == targets[t]:
-                _, text, _ = parse_record(line, text_field, "\x00")
-                out.append(text)
-                t += 1
-                if t == len(targets):
-                    return out
-            i += 1
-    raise_changed(entry)
-    return out
-
-
-def copy_kept_jsonl(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> None:
-    """Pass 2: write the lines of the file's kept documents to ``out``, byte for byte.
-
-    ``keep[i]`` is for the file's i-th accepted record; records skipped in pass 1 are skipped by
-    line number, blank lines by the same test as pass 1, and reading stops after the last
-    accepted record (so a file truncated after it reads the same as in pass 1).
-    """
+def _accepted_lines(entry: Entry) -> Generator[bytes, None, None]:
+    """Pass 2: the lines of the file's accepted records, in order, by the same tests as pass 1
+    (blank lines and the record numbers skipped there are passed over). Stops after the last
+    accepted record, so a file truncated after it reads the same as in pass 1; raises when the
+    file holds fewer (it changed between the passes)."""
     remaining = entry.n_docs
     if remaining == 0:
         return
     skipped = entry.skipped
-    flags: list[bool] = keep.tolist()
-    i = 0
     with open_jsonl(entry) as handle:
         recno = 0
         for line in handle:
             recno += 1
             if not line.strip() or recno in skipped:
                 continue
-            if flags[i]:
-                out.write(line if line.endswith(b"\n") else line + b"\n")
-            i += 1
-            if i == remaining:
+            yield line
+            remaining -= 1
+            if remaining == 0:
                 return
     raise_changed(entry)
+
+
+def texts_at_jsonl(entry: Entry, wanted: npt.NDArray[np.int64], text_field: str) -> list[str]:
+    """The texts of the file's accepted records number ``wanted`` (sorted, 0-based among its
+    accepted records), parsing only those lines: what hybrid verification re-checks costs a
+    scan of the file, not a second parse of every record."""
+    targets: list[int] = wanted.tolist()
+    out: list[str] = []
+    if not targets:
+        return out
+    lines = _accepted_lines(entry)
+    try:
+        for i, line in enumerate(lines):
+            if i == targets[len(out)]:
+                out.append(parse_record(line, text_field, "\x00")[1])
+                if len(out) == len(targets):
+                    break
+    finally:
+        lines.close()  # closes the file now, not when the generator is collected
+    return out
+
+
+def copy_kept_jsonl(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> None:
+    """Pass 2: write the lines of the file's kept documents to ``out``, byte for byte
+    (``keep[i]`` is for the file's i-th accepted record)."""
+    for line, flag in zip(_accepted_lines(entry), keep.tolist(), strict=False):
+        if flag:
+            out.write(line if line.endswith(b"\n") else line + b"\n")
