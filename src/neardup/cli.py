@@ -460,19 +460,12 @@ def _info(message: str) -> None:
 
 
 def cmd_dedup(args: argparse.Namespace) -> int:
-    from .run import DedupOutputs, ReadOptions, dedup_source, parse_size
+    from .run import DedupOutputs, dedup_source, parse_size
 
     if args.index or args.add:
         return cmd_dedup_index(args)
     params = _dedup_params(args)
-    read = ReadOptions(
-        format=args.format,
-        text_field=args.text_field,
-        id_field=args.id_field,
-        on_error=args.on_error,
-        key_field=args.keep_field,
-        batch_size=args.batch_size,
-    )
+    read = _read_options(args, key_field=args.keep_field)
     outputs = DedupOutputs(
         kept=args.output,
         clusters=args.clusters,
@@ -735,10 +728,12 @@ def _index_params(args: argparse.Namespace) -> DedupParams:
     )
 
 
-def _index_read(args: argparse.Namespace) -> Any:
+def _read_options(args: argparse.Namespace, key_field: str | None = None) -> Any:
+    """How the command's inputs are read (the options of ``_add_input_options``)."""
     from .run import ReadOptions
 
     return ReadOptions(
+        key_field=key_field,
         format=args.format,
         text_field=args.text_field,
         id_field=args.id_field,
@@ -767,7 +762,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
     done = index_add_source(
         args.path,
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
-        _index_read(args),
+        _read_options(args),
         url_field=args.url_field,
         date_field=args.date_field,
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
@@ -786,7 +781,7 @@ def cmd_index_query(args: argparse.Namespace) -> int:
         args.path,
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
         args.output,
-        _index_read(args),
+        _read_options(args),
         threshold=args.threshold,
         limit=args.limit,
     )
@@ -846,7 +841,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 def cmd_dedup_index(args: argparse.Namespace) -> int:
     """dedup --index PATH [--add]: the index's parameters decide; method options are refused."""
-    from .run import ReadOptions, dedup_index_source
+    from .run import dedup_index_source
 
     if not args.index:
         raise ParamError("--add needs --index PATH: the index to add the kept documents to")
@@ -870,13 +865,7 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
             f"with --index the index's own parameters decide and the first document wins; "
             f"drop {shown}"
         )
-    read = ReadOptions(
-        format=args.format,
-        text_field=args.text_field,
-        id_field=args.id_field,
-        on_error=args.on_error,
-        batch_size=args.batch_size,
-    )
+    read = _read_options(args)
     done = dedup_index_source(
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
         args.index,

@@ -44,7 +44,7 @@ import numpy.typing as npt
 
 from .engine import Deduplicator
 from .errors import InputError, NeardupError, ParamError
-from .io import atomic_dir, atomic_write, key_ranks, write_clusters, write_pairs
+from .io import atomic_dir, atomic_write, key_ranks
 from .methods import Signatures, make_method, needs_fit
 from .params import DedupParams
 from .simhash import IdfTable
@@ -559,29 +559,13 @@ def dedup(
         ranks = key_ranks(keys, params.keep_prefer)
     dd.finish(ranks)
     result = DaskDedupResult(dd, ids)
-    if clusters:
-        _write_clusters(clusters, ids, dd)
-    if pairs:
-        a, b, score = dd.all_pairs() if all_pairs else dd.pairs_
-        write_pairs(pairs, ids, a, b, score)
+    from .run import write_results
+
+    write_results(dd, ids, clusters or None, pairs or None, all_pairs)
     if output_dir is not None:
         frame = hasattr(collection, "columns")
         result.manifest = write_partitions(dd, parts, output_dir, frame)
     return result
-
-
-def _write_clusters(path: str, ids: list[str], dd: Deduplicator) -> None:
-    sizes = np.bincount(dd.clusters_, minlength=len(ids))
-    rows = np.flatnonzero(sizes[dd.clusters_] >= 2)
-    write_clusters(
-        path,
-        ids,
-        dd.clusters_,
-        dd.kept_,
-        rows,
-        duplicate_of=dd.duplicate_of_,
-        score=dd.duplicate_score_,
-    )
 
 
 def _write_part(part: Any, kept: npt.NDArray[np.bool_], path: str) -> int:

@@ -16,6 +16,7 @@ import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -192,21 +193,13 @@ def dedup_source(
             written = None
             if outputs.kept:
                 written = source.write_kept(dedup.kept_, plan["-o"])
-            if outputs.clusters:
-                sizes = np.bincount(dedup.clusters_, minlength=len(ids))
-                rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
-                write_clusters(
-                    plan["--clusters"],
-                    ids,
-                    dedup.clusters_,
-                    dedup.kept_,
-                    rows,
-                    duplicate_of=dedup.duplicate_of_,
-                    score=dedup.duplicate_score_,
-                )
-            if outputs.pairs:
-                a, b, score = dedup.all_pairs() if outputs.all_pairs else dedup.pairs_
-                write_pairs(plan["--pairs"], ids, a, b, score)
+            write_results(
+                dedup,
+                ids,
+                plan["--clusters"] if outputs.clusters else None,
+                plan["--pairs"] if outputs.pairs else None,
+                outputs.all_pairs,
+            )
             summary = _summary(dedup, source, written, started, params)
             if outputs.summary_json:
                 with atomic_write(plan["--summary-json"], "w") as fh:
@@ -214,6 +207,32 @@ def dedup_source(
                     fh.write("\n")
         errors = source.errors
     return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")
+
+
+def write_results(
+    dedup: Deduplicator,
+    ids: Sequence[str],
+    clusters: str | Path | None,
+    pairs: str | Path | None,
+    all_pairs: bool = False,
+) -> None:
+    """The clusters file (every document of a cluster of two or more, with the kept document it
+    duplicates and the score) and the pairs file (``all_pairs``: exact groups expanded)."""
+    if clusters is not None:
+        sizes = np.bincount(dedup.clusters_, minlength=len(ids))
+        rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+        write_clusters(
+            clusters,
+            ids,
+            dedup.clusters_,
+            dedup.kept_,
+            rows,
+            duplicate_of=dedup.duplicate_of_,
+            score=dedup.duplicate_score_,
+        )
+    if pairs is not None:
+        a, b, score = dedup.all_pairs() if all_pairs else dedup.pairs_
+        write_pairs(pairs, ids, a, b, score)
 
 
 def _summary(
