@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import NeardupError
-from ._report import MISSING_FILE, UNREADABLE, Entry, Problems
+from ._report import Entry, Problems
 
 Extractor = Literal["resiliparse", "trafilatura"]
 
@@ -117,13 +117,8 @@ def scan_html(
     "url" or "date" when ``key_field`` names one, else None."""
     if entry.path is None:  # pragma: no cover - HTML entries always have a path
         raise RuntimeError(f"{entry.name} has no file to open")
-    try:
-        data = entry.path.read_bytes()
-    except FileNotFoundError:
-        problems.file(entry, MISSING_FILE, "file not found", "check the path")
-        return
-    except OSError as exc:
-        problems.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
+    data = problems.opened(entry, entry.path.read_bytes)
+    if data is None:
         return
     page = html_to_text(data)
     yield (

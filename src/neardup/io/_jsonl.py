@@ -21,7 +21,6 @@ from ._report import (
     BAD_JSON,
     BAD_TEXT,
     INVALID_UTF8,
-    MISSING_FILE,
     MISSING_TEXT,
     NOT_OBJECT,
     UNREADABLE,
@@ -152,13 +151,10 @@ def scan_jsonl(
 
     Bad records go to ``problems``; ``tee`` receives every line read (the stdin spool).
     """
-    try:
-        handle = open_jsonl(entry) if entry.stream is None else _gunzip_stream(entry.stream)
-    except FileNotFoundError:
-        problems.file(entry, MISSING_FILE, "file not found", "check the path")
-        return
-    except OSError as exc:
-        problems.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
+    handle = problems.opened(
+        entry, lambda: open_jsonl(entry) if entry.stream is None else _gunzip_stream(entry.stream)
+    )
+    if handle is None:
         return
     recno = 0
     try:

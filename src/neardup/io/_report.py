@@ -7,11 +7,14 @@ number so that pass 2 drops exactly the same records and global positions never 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO, Literal, TypeVar
 
 from ..errors import InputError
+
+_T = TypeVar("_T")
 
 OnError = Literal["stop", "skip"]
 
@@ -115,6 +118,16 @@ class Problems:
         if self.on_error == "stop":
             raise InputError(f"{message}, {_SKIP_HINT}")
         self.report.add(kind, message)
+
+    def opened(self, entry: Entry, opener: Callable[[], _T]) -> _T | None:
+        """``opener()``, or None after reporting a missing or unreadable file (a bad file)."""
+        try:
+            return opener()
+        except FileNotFoundError:
+            self.file(entry, MISSING_FILE, "file not found", "check the path")
+        except OSError as exc:
+            self.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
+        return None
 
 
 class RecordProblem(Exception):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from ._report import INVALID_UTF8, MISSING_FILE, UNREADABLE, Entry, Problems
+from ._report import INVALID_UTF8, Entry, Problems
 
 
 def scan_text(
@@ -20,13 +20,8 @@ def scan_text(
     no fields, hence no key)."""
     if entry.path is None:  # pragma: no cover - text entries always have a path
         raise RuntimeError(f"{entry.name} has no file to open")
-    try:
-        data = entry.path.read_bytes()
-    except FileNotFoundError:
-        problems.file(entry, MISSING_FILE, "file not found", "check the path")
-        return
-    except OSError as exc:
-        problems.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
+    data = problems.opened(entry, entry.path.read_bytes)
+    if data is None:
         return
     try:
         text = data.decode("utf-8")

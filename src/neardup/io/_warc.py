@@ -32,7 +32,7 @@ import numpy.typing as npt
 
 from ..errors import InputError
 from ._html import decode_html, extract_text, require_web
-from ._report import MISSING_FILE, UNREADABLE, Entry, Problems, raise_changed
+from ._report import UNREADABLE, Entry, Problems, raise_changed
 
 #: File name endings read as WARC.
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
@@ -210,13 +210,8 @@ def scan_warc(
     entry: Entry, id_field: str, problems: Problems, key_field: str | None = None
 ) -> Iterator[tuple[int, str | None, str, int, object]]:
     """Pass 1: yield (record number, id, text, record bytes, key) for each HTML page."""
-    try:
-        handle = _open(entry)
-    except FileNotFoundError:
-        problems.file(entry, MISSING_FILE, "file not found", "check the path")
-        return
-    except OSError as exc:
-        problems.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
+    handle = problems.opened(entry, lambda: _open(entry))
+    if handle is None:
         return
     with handle:
         try:
