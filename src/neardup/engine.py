@@ -169,6 +169,8 @@ class Deduplicator:
         self.memory_limit = memory_limit
         self._spill_dir = spill_dir
         self._spill: Spill | None = None
+        #: Bytes of per-document blocks held in memory (not counting memory-mapped ones).
+        self._held = 0
         self.idf = idf
         self._method = method
         self.verifier: Verifier = make_verifier(self.params)
@@ -279,12 +281,9 @@ class Deduplicator:
         def fetch(docs: IntArray) -> list[str]:
             return [kept_texts[i] for i in docs.tolist()]
 
-        from .io._prefetch import ordered_map
-
-        self.method  # built once, before threads share it  # noqa: B018
         slices = (texts[i : i + batch_size] for i in range(0, len(texts), batch_size))
-        for _, signed in ordered_map(self.sign, slices, check_int("jobs", jobs, 1, 1024)):
-            self.append(signed)
+        jobs = check_int("jobs", jobs, 1, 1024)
+        for _ in self.feed(slices, lambda batch: batch, lambda batch: None, jobs):
             if progress is not None:
                 progress(self._n, self._bytes)
         return self.finish(key, fetch)
@@ -299,11 +298,14 @@ class Deduplicator:
         """Keep one batch's arrays until ``finish``; the Dask backend appends blocks whose
         signatures and evidence stay on the workers (fetched by ``take``). Past the memory
         limit the signatures and evidence go to disk, memory-mapped."""
-        if self.memory_limit is not None and self._held() > self.memory_limit:
+        held = signatures.nbytes + evidence.nbytes
+        if self.memory_limit is not None and self._held + held > self.memory_limit:
             if self._spill is None:
                 self._spill = Spill(self._spill_dir)
             signatures = self._spill.signatures(signatures)
             evidence = self._spill.evidence(evidence)
+            held = 0
+        self._held += held + canonical.nbytes + lengths.nbytes
         self._canonical.append(canonical)
         self._lengths.append(lengths)
         self._signatures.append(signatures)
@@ -447,20 +449,6 @@ class Deduplicator:
         if p.keep == "longest":
             return _removal.priority_ranks(n, "longest", lengths=lengths)
         return _removal.priority_ranks(n, "first")
-
-    def _held(self) -> int:
-        """Bytes of per-document blocks held in memory (memory-mapped blocks not counted)."""
-        total = sum(x.nbytes for x in [*self._canonical, *self._lengths])
-        for s in self._signatures:
-            total += 0 if isinstance(s.data, np.memmap) else s.nbytes
-        for e in self._evidence:
-            rows = getattr(e, "rows", None)
-            sets = getattr(e, "sets", None)
-            mapped = isinstance(rows, np.memmap) or (
-                sets is not None and isinstance(sets.fps, np.memmap)
-            )
-            total += 0 if mapped else e.nbytes
-        return total
 
     @property
     def spilled_bytes(self) -> int:
