@@ -675,6 +675,12 @@ def _add_index_parser(sub: Any) -> None:
     _add_index_input_options(a)
     a.add_argument("--url-field", help="field holding each document's URL (used as its id)")
     a.add_argument("--date-field", help="field holding the crawl date (last seen)")
+    a.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        help="threads signing batches while the previous one is written; the index ends the same for any number [all cores]",
+    )
     a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
 
     q = isub.add_parser("query", help="one JSON line of matches per query document")
@@ -766,6 +772,7 @@ def cmd_index_add(args: argparse.Namespace) -> int:
         url_field=args.url_field,
         date_field=args.date_field,
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        jobs=args.jobs,
     )
     sys.stderr.write(
         f"neardup: added {done['added']:,}, replaced {done['replaced']:,} "

@@ -14,7 +14,7 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -81,6 +81,10 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def _check_jobs(jobs: int | None) -> int:
+    return default_jobs() if jobs is None else check_int("jobs (--jobs)", jobs, 1, 1024)
+
+
 def default_memory_limit() -> int:
     """Half of the machine's physical memory: what per-document blocks may hold in memory
     before they go to disk (memory-mapped)."""
@@ -133,7 +137,7 @@ def dedup_source(
     ``make`` builds the deduplicator (``dedup_source_dask`` gives one that runs on Dask).
     """
     read = read or ReadOptions()
-    jobs = default_jobs() if jobs is None else check_int("jobs (--jobs)", jobs, 1, 1024)
+    jobs = _check_jobs(jobs)
     if params.keep == "field" and not read.key_field:
         raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
     started = time.perf_counter()
@@ -322,25 +326,37 @@ def index_add_source(
     url_field: str | None = None,
     date_field: str | None = None,
     progress: bool = False,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
-    """Add the documents of ``inputs`` to the index at ``path``, one transaction per batch."""
+    """Add the documents of ``inputs`` to the index at ``path``, one transaction per batch,
+    ``jobs`` batches signed in threads while the previous one is written (all cores)."""
+    from collections import deque
+
     from .index import Index
 
     read = read or ReadOptions()
+    jobs = _check_jobs(jobs)
     started = time.perf_counter()
-    added = replaced = docs = nbytes = 0
+    docs = nbytes = 0
     index = Index.open(path)
     try:
         with _open_index_source(inputs, read, url_field, date_field) as source:
             bar = Progress(progress, source.input_bytes)
-            try:
+            sizes: deque[int] = deque()
+
+            def batches() -> Iterator[tuple[list[str], list[str], None, list[str | None] | None]]:
                 for batch in prefetch(source.batches(read.batch_size)):
-                    done = index.add(batch.ids, batch.texts, dates=_dates(batch.keys))
-                    added += done.added
-                    replaced += done.replaced
-                    docs += len(batch)
-                    nbytes += batch.nbytes
-                    bar.update(docs, nbytes)
+                    sizes.append(batch.nbytes)
+                    yield batch.ids, batch.texts, None, _dates(batch.keys)
+
+            def committed(batch: object) -> None:
+                nonlocal docs, nbytes
+                docs += len(batch[0])  # type: ignore[index]
+                nbytes += sizes.popleft()
+                bar.update(docs, nbytes)
+
+            try:
+                done = index.add_stream(batches(), jobs, committed)
             finally:
                 bar.close()
             skipped = source.errors.total
@@ -350,8 +366,8 @@ def index_add_source(
     seconds = time.perf_counter() - started
     return {
         "read": docs,
-        "added": added,
-        "replaced": replaced,
+        "added": done.added,
+        "replaced": done.replaced,
         "skipped_records": skipped,
         "documents": size,
         "seconds": round(seconds, 3),

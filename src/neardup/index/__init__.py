@@ -19,7 +19,7 @@ again replaces its content and moves its last-seen date; ``retire`` marks URLs g
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -63,6 +63,19 @@ class Match:
         if self.last_seen is not None:
             out["last_seen"] = self.last_seen
         return out
+
+
+#: A batch for ``Index.add_stream``: (ids, texts), optionally with metadata and dates.
+Batch = (
+    tuple[Sequence[str], Sequence[str]]
+    | tuple[Sequence[str], Sequence[str], Sequence[dict[str, Any] | None] | None]
+    | tuple[
+        Sequence[str],
+        Sequence[str],
+        Sequence[dict[str, Any] | None] | None,
+        Sequence[str | None] | None,
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -195,6 +208,40 @@ class Index:
     ) -> AddResult:
         """Add documents (one transaction). An id already stored is replaced by the new text,
         keeping its first-seen date and taking the new date as last seen (and live again)."""
+        return self._store(self.prepare(ids, texts, meta, dates))
+
+    def add_stream(
+        self,
+        batches: Iterable[Batch],
+        jobs: int = 1,
+        done: Callable[[Batch], None] | None = None,
+    ) -> AddResult:
+        """Add batches (ids, texts[, meta[, dates]]) in order, one transaction each, signing up
+        to ``jobs`` batches in threads while the previous one is written (the kernels and SQLite
+        release the GIL); the index ends the same whatever ``jobs``. ``done`` sees each batch
+        once it is committed."""
+        from ..io._prefetch import ordered_map
+
+        added = replaced = 0
+        for batch, ready in ordered_map(lambda b: self.prepare(*b), batches, jobs):
+            result = self._store(ready)
+            added += result.added
+            replaced += result.replaced
+            if done is not None:
+                done(batch)
+        return AddResult(added=added, replaced=replaced)
+
+    def prepare(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        meta: Sequence[dict[str, Any] | None] | None = None,
+        dates: Sequence[str | None] | None = None,
+    ) -> NewDocs:
+        """A batch checked and signed for ``add``: hashes, signatures, postings and evidence.
+
+        Touches no store, so batches can be prepared in threads while another is written.
+        """
         texts = check_texts(texts)
         ids = _check_ids(ids, len(texts))
         if meta is not None and len(meta) != len(texts):
@@ -206,7 +253,7 @@ class Index:
         row, key = self._postings(sigs, batch.canonical)
         n = len(texts)
         date_list: list[str | None] = list(dates) if dates is not None else [None] * n
-        new = NewDocs(
+        return NewDocs(
             ids=ids,
             hashes=batch.canonical,
             sigs=encode_signatures(sigs),
@@ -218,6 +265,10 @@ class Index:
             posting_row=row,
             posting_key=key,
         )
+
+    def _store(self, new: NewDocs) -> AddResult:
+        """Write a prepared batch (one transaction), replacing the documents of ids it holds."""
+        ids, n = new.ids, len(new.ids)
 
         def work() -> AddResult:
             old = self.store.find_ids(ids)
@@ -277,16 +328,17 @@ class Index:
     def _postings(
         self, sigs: Signatures, hashes: npt.NDArray[np.uint64]
     ) -> tuple[IntArray, npt.NDArray[np.uint64]]:
-        """(row, key) of each distinct posting: (column, key) folded into one 64-bit key.
+        """(row, key) of each distinct posting, (column, key) folded into one 64-bit key.
 
-        Documents without tokens get none: as in batch deduplication, they are never paired.
+        In (key, row) order, the order a store keeps postings in. Documents without tokens get
+        none: as in batch deduplication, they are never paired.
         """
         row, col, key = postings(self.method, sigs)
         real = hashes[row] != EMPTY
         row, col, key = row[real], col[real], key[real]
         folded = column_keys(col, key)
         if len(row):
-            order = np.lexsort((folded, row))
+            order = np.argsort(folded, kind="stable")  # rows come ascending: (key, row) order
             row, folded = row[order], folded[order]
             first = np.r_[True, (row[1:] != row[:-1]) | (folded[1:] != folded[:-1])]
             row, folded = row[first], folded[first]
@@ -481,12 +533,27 @@ def _check_ids(ids: object, n: int | None) -> list[str]:
         raise InputError(f"ids must be strings, got {type(bad[0]).__name__} {bad[0]!r}")
     if n is not None and len(items) != n:
         raise InputError(f"{len(items)} ids for {n} texts; give one id per text")
+    try:
+        "".join(items).encode("utf-8")
+    except UnicodeEncodeError:
+        odd = next(i for i in items if not i.isascii() and _unencodable(i))
+        raise InputError(
+            f"id {odd!r} is not valid Unicode (a lone surrogate); give ids that are UTF-8 text"
+        ) from None
     if len(set(items)) != len(items):
         uniq, counts = np.unique(np.array(items, dtype=object), return_counts=True)
         raise InputError(
             f"id {uniq[counts > 1][0]!r} appears twice in one batch; ids must be unique"
         )
     return items
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _take(s: StoredDocs, rows: IntArray) -> StoredDocs:

@@ -1,10 +1,19 @@
 """SQLite store: documents and postings in one file (WAL), one transaction per write.
 
-Tables: ``meta`` (schema version, parameters), ``docs`` (one row per document: id, content
-hash, signature and evidence blobs, optional text, metadata and dates) and ``postings``
-(key, doc) as a WITHOUT ROWID B-tree, so a key lookup is one seek. Readers run concurrently
-with one writer (WAL); a second writer waits up to ``timeout`` seconds, then gets a clear error.
-A killed writer leaves the file as it was before its open transaction.
+Tables: ``meta`` (schema version, parameters, counters), ``docs`` (one row per document, in
+the order added: id, content hash, signature and evidence blobs, optional text, metadata and
+dates; never indexed, so adding appends), and two families of sorted segments
+(``neardup.index.segments``): ``post`` holds the method's lookup keys, ``key`` a key of each
+document's id and one of its content hash, so finding an id or an exact copy is a lookup too,
+checked against the stored id or hash. No table is written at random places: a batch appends
+its documents and one segment per family, and segments merge in the background of later
+batches (inside their transactions).
+
+Removing a document deletes its row and lists its number in ``removed``; its postings stay
+until their segment merges (counted as dead) and are never matched, because document numbers
+are never reused and every match is checked against ``docs``. Readers run concurrently with one
+writer (WAL); a second writer waits up to ``timeout`` seconds, then gets a clear error. A killed
+writer leaves the file as it was before its open transaction.
 """
 
 from __future__ import annotations
@@ -14,17 +23,21 @@ import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from hashlib import blake2b
 
 import numpy as np
 
 from ..errors import IndexMismatchError, InputError, NeardupError
+from ..methods.base import column_keys
+from .segments import Segments, schema
 from .store import IntArray, KeyArray, NewDocs, StoredDocs, pairs_from_hits
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE docs(
     doc INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
+    id TEXT NOT NULL,
     hash INTEGER NOT NULL,
     nkeys INTEGER NOT NULL,
     sig BLOB NOT NULL,
@@ -35,13 +48,24 @@ CREATE TABLE docs(
     last_seen TEXT,
     gone TEXT
 );
-CREATE INDEX docs_hash ON docs(hash);
-CREATE TABLE postings(key INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY(key, doc))
-    WITHOUT ROWID;
+CREATE TABLE removed(doc INTEGER PRIMARY KEY);
+INSERT INTO meta VALUES ('next_doc', '0'), ('documents', '0');
 """
+    + schema("post")
+    + schema("key")
+)
 
-#: Parameters bound per statement when a list is spelled out (SQLite's limit is 32766).
-_CHUNK = 900
+#: (postings per run, segments per tier before they merge) of the two families. A lookup reads
+#: one run per key and segment, so fewer, smaller segments answer faster and cost more merging:
+#: the method's keys (many per document, a query's few looked up at a time) balance the two;
+#: the id and content-hash keys (two per document, a batch's thousands looked up at a time, few
+#: bytes to rewrite) merge eagerly.
+POST_SHAPE = (64, 4)
+KEY_SHAPE = (8, 2)
+
+#: Tags folding ids and content hashes into keys apart from the method's (column) keys.
+_ID_TAG = np.int64(1 << 40)
+_HASH_TAG = np.int64((1 << 40) + 1)
 
 _COLUMNS = ", ".join(
     f"d.{c}"
@@ -53,9 +77,17 @@ def _signed(x: KeyArray) -> list[int]:
     return np.ascontiguousarray(x, dtype=np.uint64).view(np.int64).tolist()
 
 
-def _chunks(seq: Sequence[object], size: int = _CHUNK) -> Iterator[Sequence[object]]:
-    for i in range(0, len(seq), size):
-        yield seq[i : i + size]
+def id_keys(ids: Sequence[str]) -> KeyArray:
+    """The key of each document id (an 8-byte BLAKE2b of its UTF-8, surrogates kept)."""
+    raw = b"".join(blake2b(i.encode("utf-8", "surrogatepass"), digest_size=8).digest() for i in ids)
+    values = np.frombuffer(raw, dtype="<u8").astype(np.uint64)
+    return column_keys(np.full(len(values), _ID_TAG), values)
+
+
+def hash_keys(hashes: KeyArray) -> KeyArray:
+    """The key of each content hash."""
+    values = np.asarray(hashes, dtype=np.uint64)
+    return column_keys(np.full(len(values), _HASH_TAG), values)
 
 
 class SqliteStore:
@@ -89,12 +121,15 @@ class SqliteStore:
                 self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()
             self.db.execute("PRAGMA synchronous = NORMAL")
             self.db.execute("PRAGMA cache_size = -65536")
+            self.db.execute("PRAGMA journal_size_limit = 67108864")
         except sqlite3.DatabaseError as exc:
             raise IndexMismatchError(
                 f"{path} is not a neardup index (SQLite says: {exc}); give the path of an "
                 "index made by neardup index create"
             ) from None
         self._in_tx = False
+        self.post = Segments(self.db, "post", *POST_SHAPE)
+        self.key = Segments(self.db, "key", *KEY_SHAPE)
 
     # -- metadata and transactions -----------------------------------------------------------
     def read_meta(self) -> dict[str, str]:
@@ -152,10 +187,18 @@ class SqliteStore:
             self.db.execute("ROLLBACK")
 
     # -- writes ------------------------------------------------------------------------------
+    def _counter(self, name: str) -> int:
+        return int(self.db.execute("SELECT value FROM meta WHERE key = ?", (name,)).fetchone()[0])
+
+    def _set_counter(self, name: str, value: int) -> None:
+        self.db.execute("UPDATE meta SET value = ? WHERE key = ?", (str(value), name))
+
     def insert(self, new: NewDocs) -> IntArray:
         n = len(new.ids)
-        top = self.db.execute("SELECT coalesce(max(doc), -1) FROM docs").fetchone()[0]
-        docs = np.arange(top + 1, top + 1 + n, dtype=np.int64)
+        top = self._counter("next_doc")
+        docs = np.arange(top, top + n, dtype=np.int64)
+        self._set_counter("next_doc", top + n)
+        self._set_counter("documents", self._counter("documents") + n)
         nkeys = np.bincount(new.posting_row, minlength=n).tolist()
         self.db.executemany(
             "INSERT INTO docs (doc, id, hash, nkeys, sig, ev, text, meta, first_seen, last_seen)"
@@ -174,20 +217,21 @@ class SqliteStore:
                 strict=True,
             ),
         )
-        signed = np.ascontiguousarray(new.posting_key, dtype=np.uint64).view(np.int64)
-        order = np.argsort(signed, kind="stable")  # inserts in key order: each page once
-        self.db.executemany(
-            "INSERT INTO postings (key, doc) VALUES (?, ?)",
-            zip(signed[order].tolist(), docs[new.posting_row[order]].tolist(), strict=True),
+        self.post.append(new.posting_key, docs[new.posting_row])
+        self.key.append(
+            np.concatenate([id_keys(new.ids), hash_keys(new.hashes)]), np.r_[docs, docs]
         )
+        if self.post.dead == 0 and self.key.dead == 0:  # merges dropped every removed posting
+            self.db.execute("DELETE FROM removed")
         return docs
 
     def delete(self, docs: IntArray, posting_doc: IntArray, posting_key: KeyArray) -> None:
-        self.db.executemany(
-            "DELETE FROM postings WHERE key = ? AND doc = ?",
-            zip(_signed(posting_key), posting_doc.tolist(), strict=True),
-        )
-        self.db.executemany("DELETE FROM docs WHERE doc = ?", ((d,) for d in docs.tolist()))
+        gone = [(d,) for d in docs.tolist()]
+        self.db.executemany("DELETE FROM docs WHERE doc = ?", gone)
+        self.db.executemany("INSERT INTO removed VALUES (?)", gone)
+        self._set_counter("documents", self._counter("documents") - len(gone))
+        self.post.add_dead(len(posting_key))
+        self.key.add_dead(2 * len(gone))
 
     def set_gone(self, docs: IntArray, date: str | None) -> None:
         self.db.executemany(
@@ -196,32 +240,47 @@ class SqliteStore:
 
     # -- reads -------------------------------------------------------------------------------
     def find_ids(self, ids: list[str]) -> IntArray:
-        found: dict[str, int] = {}
-        for part in _chunks(ids):
-            found.update(
-                self.db.execute(
-                    "SELECT j.value, d.doc FROM json_each(?) j JOIN docs d ON d.id = j.value",
-                    (json.dumps(list(part)),),
-                ).fetchall()
-            )
+        _, hit_doc = self.key.lookup(id_keys(ids))
+        found = {value: doc for doc, value in self._column(np.unique(hit_doc), "id")}
         return np.array([found.get(i, -1) for i in ids], dtype=np.int64)
 
     def exact(self, hashes: KeyArray) -> tuple[IntArray, IntArray]:
-        rows = self.db.execute(
-            "SELECT j.key, d.doc FROM json_each(?) j JOIN docs d ON d.hash = j.value",
-            (json.dumps(_signed(hashes)),),
-        ).fetchall()
-        arr = np.array(rows, dtype=np.int64).reshape(-1, 2)
-        return arr[:, 0], arr[:, 1]
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        keys = hash_keys(hashes)
+        hit_key, hit_doc = self.key.lookup(keys)
+        stored = sorted(self._column(np.unique(hit_doc), "hash"))
+        sdoc = np.array([r[0] for r in stored], dtype=np.int64)
+        shash = np.array([r[1] for r in stored], dtype=np.int64).view(np.uint64)
+        order = np.argsort(keys, kind="stable")
+        lo = np.searchsorted(keys[order], hit_key, side="left")
+        counts = np.searchsorted(keys[order], hit_key, side="right") - lo
+        total = int(counts.sum())
+        start = np.repeat(lo - (np.cumsum(counts) - counts), counts)
+        rows = order[start + np.arange(total, dtype=np.int64)]
+        docs = np.repeat(hit_doc, counts)
+        at = np.minimum(np.searchsorted(sdoc, docs), max(len(sdoc) - 1, 0))
+        ok = (
+            (sdoc[at] == docs) & (shash[at] == hashes[rows])
+            if len(sdoc)
+            else np.zeros(total, dtype=bool)
+        )
+        return rows[ok], docs[ok]
 
     def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:
-        distinct = np.unique(key)
-        hits = self.db.execute(
-            "SELECT p.key, p.doc FROM json_each(?) j JOIN postings p ON p.key = j.value",
-            (json.dumps(_signed(distinct)),),
+        hit_key, hit_doc = self.post.lookup(key)
+        q, d = pairs_from_hits(row, key, hit_key, hit_doc, min_shared)
+        if len(d) and self.post.dead:
+            present = np.array([r[0] for r in self._column(np.unique(d), "doc")], np.int64)
+            keep = np.isin(d, present)
+            q, d = q[keep], d[keep]
+        return q, d
+
+    def _column(self, docs: IntArray, column: str) -> list[tuple[int, object]]:
+        """(doc, value of ``column``) of those of ``docs`` that are stored."""
+        return self.db.execute(
+            f"SELECT d.doc, d.{column} FROM json_each(?) j JOIN docs d ON d.doc = j.value",
+            (json.dumps(docs.tolist()),),
         ).fetchall()
-        arr = np.array(hits, dtype=np.int64).reshape(-1, 2)
-        return pairs_from_hits(row, key, arr[:, 0].view(np.uint64), arr[:, 1], min_shared)
 
     def load(self, docs: IntArray) -> StoredDocs:
         rows = {
@@ -237,7 +296,7 @@ class SqliteStore:
         return StoredDocs(np.asarray(docs, dtype=np.int64), cols[1], hashes, *cols[3:])
 
     def count(self) -> int:
-        return int(self.db.execute("SELECT count(*) FROM docs").fetchone()[0])
+        return self._counter("documents")
 
     def stats(self) -> dict[str, int | float | str]:
         q = self.db.execute
@@ -249,30 +308,48 @@ class SqliteStore:
             "path": self.where,
             "documents": self.count(),
             "retired": int(q("SELECT count(*) FROM docs WHERE gone IS NOT NULL").fetchone()[0]),
-            "postings": int(q("SELECT count(*) FROM postings").fetchone()[0]),
+            "postings": self.post.held() - self.post.dead,
+            "dead_postings": self.post.dead + self.key.dead,
+            "segments": len(self.post.segments()) + len(self.key.segments()),
             "bytes_on_disk": size,
         }
 
     def check(self) -> list[str]:
         q = self.db.execute
         problems = [r[0] for r in q("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
-        expected = int(q("SELECT coalesce(sum(nkeys), 0) FROM docs").fetchone()[0])
-        have = int(q("SELECT count(*) FROM postings").fetchone()[0])
-        if expected != have:
-            problems.append(f"documents list {expected} postings but the table holds {have}")
-        orphans = q(
-            "SELECT count(*) FROM postings p WHERE NOT EXISTS "
-            "(SELECT 1 FROM docs d WHERE d.doc = p.doc)"
-        ).fetchone()[0]
-        if orphans:
-            problems.append(f"{orphans} postings point to no document")
-        short = q(
-            "SELECT count(*) FROM docs d LEFT JOIN "
-            "(SELECT doc, count(*) AS c FROM postings GROUP BY doc) p USING (doc) "
-            "WHERE d.nkeys != coalesce(p.c, 0)"
-        ).fetchone()[0]
-        if short:
-            problems.append(f"{short} documents have other postings than they list")
+        if problems:
+            return problems
+        next_doc = self._counter("next_doc")
+        rows = q("SELECT doc, nkeys FROM docs").fetchall()
+        docs = np.array([r[0] for r in rows], dtype=np.int64)
+        want = {
+            "post": np.array([r[1] for r in rows], dtype=np.int64),
+            "key": np.full(len(docs), 2, dtype=np.int64),
+        }
+        if len(docs) and int(docs.max()) >= next_doc:
+            return [f"document numbers reach {int(docs.max())}, past next_doc {next_doc}"]
+        if len(docs) != self.count():
+            problems.append(f"the index counts {self.count()} documents but holds {len(docs)}")
+        twice = q("SELECT count(*) - count(DISTINCT id) FROM docs").fetchone()[0]
+        if twice:
+            problems.append(f"{twice} ids are stored more than once")
+        live = np.zeros(next_doc, dtype=bool)
+        live[docs] = True
+        removed = set(r[0] for r in q("SELECT doc FROM removed"))
+        for family in (self.post, self.key):
+            held, found = family.check(next_doc)
+            problems += found
+            short = int(np.count_nonzero(held[docs] != want[family.name]))
+            if short:
+                problems.append(f"{short} documents have other {family.name} keys than they list")
+            dead = int(held[~live].sum())
+            if dead != family.dead:
+                problems.append(
+                    f"{dead} {family.name} keys belong to removed documents, but the index "
+                    f"counts {family.dead}"
+                )
+            if not set(np.flatnonzero((held > 0) & ~live).tolist()) <= removed:
+                problems.append(f"{family.name} keys point to documents never removed")
         return problems
 
     def close(self) -> None:

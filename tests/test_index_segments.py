@@ -1,0 +1,153 @@
+"""The SQLite index's postings as merged sorted segments: same answers as memory, sound after
+merges, removals and replacements, and the same index whatever the number of signing threads."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from neardup import Index, InputError
+from neardup.index import segments
+from neardup.index.segments import Segments
+from neardup.params import DedupParams, SampledParams
+from neardup.testing.synth import near_duplicate_corpus, random_documents
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    base = random_documents(n, seed=seed, words=(15, 90))
+    return list(near_duplicate_corpus(base, n, 0.4, seed=seed + 1, n_empty=2).texts)
+
+
+def _answers(index: Index, probes: list[str]) -> list[list[dict[str, object]]]:
+    return [[m.as_dict() for m in found] for found in index.query(probes)]
+
+
+def _dump(path: Path) -> list[list[tuple[object, ...]]]:
+    db = sqlite3.connect(path)
+    try:
+        return [
+            db.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            for table in ("meta", "docs", "removed", "post_segments", "post_runs", "key_runs")
+        ]
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize(
+    "params", [DedupParams(), DedupParams(method=SampledParams(m=2), threshold=0.8)]
+)
+def test_adds_removals_and_replacements_answer_like_the_memory_store_through_merges(
+    params: DedupParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(segments, "SLICE", 97)  # merges go slice by slice of the key space
+    texts = _texts(600, seed=5)
+    rng = random.Random(7)
+    disk = Index.create(str(tmp_path / "i.db"), params)
+    memory = Index.create(None, params)
+    live: list[str] = []
+    removed = 0
+    for step in range(40):
+        ids = [f"d{rng.randrange(300)}" for _ in range(rng.randrange(1, 40))]
+        ids = list(dict.fromkeys(ids))  # unique within a batch; some replace stored ids
+        chosen = [texts[rng.randrange(len(texts))] for _ in ids]
+        for index in (disk, memory):
+            index.add(ids, chosen)
+        live = sorted(set(live) | set(ids))
+        if step % 3 == 2:
+            gone = rng.sample(live, min(len(live), rng.randrange(1, 15)))
+            for index in (disk, memory):
+                index.remove(gone)
+            live = sorted(set(live) - set(gone))
+            removed += len(gone)
+    probes = texts[::7]
+    assert _answers(disk, probes) == _answers(memory, probes)
+    assert sum(bool(a) for a in _answers(disk, probes)) > 10  # not vacuous
+    assert len(disk) == len(memory) == len(live)
+    assert disk.check() == []
+    stats = disk.stats()
+    assert stats["segments"] < 40  # merged, not one segment per batch
+    for doc_id in live[:20]:
+        assert disk.get(doc_id) == memory.get(doc_id)
+    assert removed > 0
+
+
+def test_merges_drop_the_postings_of_removed_documents(tmp_path: Path) -> None:
+    texts = _texts(400, seed=9)
+    index = Index.create(str(tmp_path / "i.db"), DedupParams(verify="sketch"))
+    index.add([f"a{i}" for i in range(200)], texts[:200])
+    index.remove([f"a{i}" for i in range(0, 200, 2)])
+    dead = index.stats()["dead_postings"]
+    assert dead > 0
+    for b in range(20):  # enough batches that every segment merges
+        index.add([f"b{b}-{i}" for i in range(10)], texts[200 + 10 * b : 210 + 10 * b])
+    store = index.store
+    assert isinstance(store.post, Segments)
+    big = [(seg, bits, n) for seg, bits, n in store.post.segments()]
+    store.begin()
+    store.post.merge(big)  # everything into one segment
+    store.commit()
+    assert store.post.dead == 0
+    assert index.check() == []
+    assert index.stats()["postings"] == sum(
+        int(r[0]) for r in store.db.execute("SELECT nkeys FROM docs")
+    )
+
+
+def test_threads_signing_batches_leave_the_same_index_as_one_thread(tmp_path: Path) -> None:
+    texts = _texts(500, seed=11)
+    batches = [
+        ([*(f"d{i}" for i in range(s, s + 37)), "again"], [*texts[s : s + 37], texts[s]])
+        for s in range(0, 450, 37)
+    ]
+    paths = []
+    for jobs in (1, 3):
+        path = tmp_path / f"j{jobs}.db"
+        index = Index.create(str(path))
+        seen: list[int] = []
+        result = index.add_stream(batches, jobs, lambda b, seen=seen: seen.append(len(b[0])))
+        assert seen == [len(b[0]) for b in batches]
+        assert result.replaced == len(batches) - 1  # "again" comes back in every batch
+        index.close()
+        paths.append(path)
+    assert _dump(paths[0]) == _dump(paths[1])
+
+
+def test_check_finds_a_lost_run_a_wrong_dead_count_and_a_twice_stored_id(tmp_path: Path) -> None:
+    path = tmp_path / "i.db"
+    index = Index.create(str(path), DedupParams(verify="sketch"))
+    texts = _texts(100, seed=3)
+    index.add([f"d{i}" for i in range(100)], texts)
+    index.remove(["d1"])
+    index.close()
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM post_runs WHERE slot = (SELECT min(slot) FROM post_runs)")
+    db.execute("UPDATE meta SET value = '0' WHERE key = 'post_dead'")
+    db.execute("UPDATE docs SET id = 'd2' WHERE id = 'd3'")
+    db.commit()
+    db.close()
+    problems = Index.open(str(path)).check()
+    text = "\n".join(problems)
+    assert "lists" in text and "holds" in text  # the segment lost postings
+    assert "removed documents" in text
+    assert "ids are stored more than once" in text
+
+
+def test_ids_and_exact_copies_are_found_after_many_batches(tmp_path: Path) -> None:
+    texts = _texts(300, seed=13)
+    index = Index.create(str(tmp_path / "i.db"), DedupParams(verify="sketch"))
+    for s in range(0, 300, 10):
+        index.add([f"id-é日本-{i}" for i in range(s, s + 10)], texts[s : s + 10])
+    assert f"id-é日本-{123}" in index
+    assert "id-nope" not in index
+    found = index.query([texts[42]])[0]
+    assert ("exact", "id-é日本-42") in [(m.kind, m.id) for m in found]
+
+
+def test_an_id_that_is_not_unicode_text_is_refused_with_nothing_changed(tmp_path: Path) -> None:
+    index = Index.create(str(tmp_path / "i.db"))
+    with pytest.raises(InputError, match="lone surrogate"):
+        index.add(["ok", "bad-\udcff"], ["one text", "another text"])
+    assert len(index) == 0
