@@ -78,29 +78,38 @@ def add_phase(path: str, args: argparse.Namespace) -> dict[str, float]:
     index.add(["warm-up"], ["a few words to compile the kernels before timing"])
     index.remove(["warm-up"])
     started = time.perf_counter()
-    ids: list[str] = []
-    texts: list[str] = []
     done = 0
-    for doc_id, text in corpus(args.docs, args.mean_words):
-        ids.append(doc_id)
-        texts.append(text)
-        if len(ids) == args.batch:
-            index.add(ids, texts)
-            done += len(ids)
-            ids, texts = [], []
-            if done % (args.batch * 20) == 0:
-                rate = done / (time.perf_counter() - started)
-                print(f"  added {done:,} ({rate:,.0f} docs/s)", file=sys.stderr)
-    if ids:
-        index.add(ids, texts)
+
+    def batches() -> Iterator[tuple[list[str], list[str]]]:
+        ids: list[str] = []
+        texts: list[str] = []
+        for doc_id, text in corpus(args.docs, args.mean_words):
+            ids.append(doc_id)
+            texts.append(text)
+            if len(ids) == args.batch:
+                yield ids, texts
+                ids, texts = [], []
+        if ids:
+            yield ids, texts
+
+    def committed(batch: object) -> None:
+        nonlocal done
+        done += len(batch[0])  # type: ignore[index]
+        if done % (args.batch * 20) == 0:
+            rate = done / (time.perf_counter() - started)
+            print(f"  added {done:,} ({rate:,.0f} docs/s)", file=sys.stderr)
+
+    index.add_stream(batches(), args.jobs, committed)
     seconds = time.perf_counter() - started
     stats = index.stats()
     index.close()
     return {
         "add_seconds": round(seconds, 1),
         "add_docs_per_s": round(args.docs / seconds),
+        "add_jobs": args.jobs,
         "bytes_per_doc": stats["bytes_per_document"],
         "postings_per_doc": round(stats["postings"] / args.docs, 1),
+        "segments": stats["segments"],
         "method": stats["method"],
     }
 
@@ -169,6 +178,13 @@ def main() -> None:
     parser.add_argument("--peer-docs", type=int, default=100_000, help="0: skip datasketch")
     parser.add_argument("--mean-words", type=int, default=80)
     parser.add_argument("--batch", type=int, default=5000)
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="threads signing batches while the previous one is written (Index.add_stream; "
+        "the CLI's index add --jobs) [1]",
+    )
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument(

@@ -43,6 +43,7 @@ def test_adds_removals_and_replacements_answer_like_the_memory_store_through_mer
     params: DedupParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(segments, "SLICE", 97)  # merges go slice by slice of the key space
+    monkeypatch.setattr(segments, "LOOKUP_RUNS", 5)  # lookups read runs in groups
     texts = _texts(600, seed=5)
     rng = random.Random(7)
     disk = Index.create(str(tmp_path / "i.db"), params)

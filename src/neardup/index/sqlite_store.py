@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import IndexMismatchError, InputError, NeardupError
 from ..methods.base import column_keys
-from .segments import Segments, schema
+from .segments import MAX_DOCS, Segments, schema
 from .store import IntArray, KeyArray, NewDocs, StoredDocs, pairs_from_hits
 
 _SCHEMA = (
@@ -196,6 +196,11 @@ class SqliteStore:
     def insert(self, new: NewDocs) -> IntArray:
         n = len(new.ids)
         top = self._counter("next_doc")
+        if top + n > MAX_DOCS:
+            raise NeardupError(
+                f"{self.where} has numbered {top:,} documents, and one index numbers at most "
+                f"{MAX_DOCS:,}; start another index"
+            )
         docs = np.arange(top, top + n, dtype=np.int64)
         self._set_counter("next_doc", top + n)
         self._set_counter("documents", self._counter("documents") + n)
