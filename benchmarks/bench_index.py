@@ -26,13 +26,13 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")  # before numba is imported: one
 import argparse
 import json
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -134,7 +134,7 @@ def query_phase(path: str, args: argparse.Namespace) -> dict[str, float]:
         "batch_queries_per_s": round(len(qs) / batch_s),
         "queries_with_matches": found,
         "queries": len(qs),
-        "query_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "query_peak_rss_mb": round(common.peak_rss_mb(), 1),
     }
 
 
@@ -142,6 +142,15 @@ def datasketch_phase(args: argparse.Namespace) -> dict[str, float]:
     from datasketch import MinHash, MinHashLSH
 
     n = args.peer_docs
+    with common.PeakRSS() as memory:  # high-water mark reset: the add phase ran before
+        return _datasketch(args, n, MinHash, MinHashLSH) | {
+            "datasketch_peak_rss_mb": round(memory.peak_mb)
+        }
+
+
+def _datasketch(
+    args: argparse.Namespace, n: int, MinHash: Any, MinHashLSH: Any
+) -> dict[str, float]:
     docs = list(corpus(n, args.mean_words))
     lsh = MinHashLSH(threshold=args.threshold, num_perm=128)
 
@@ -168,7 +177,6 @@ def datasketch_phase(args: argparse.Namespace) -> dict[str, float]:
         "datasketch_add_docs_per_s": round(n / seconds),
         "datasketch_query_p50_ms": round(float(np.percentile(lat, 50)) * 1e3, 3),
         "datasketch_query_p99_ms": round(float(np.percentile(lat, 99)) * 1e3, 3),
-        "datasketch_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 

@@ -12,6 +12,7 @@ import os
 import platform
 import random
 import re
+import resource
 import sys
 import threading
 import time
@@ -230,6 +231,15 @@ def rss_mb() -> float:
     import psutil
 
     return float(psutil.Process().memory_info().rss) / 1e6
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB (VmHWM: unlike ru_maxrss, which Linux carries
+    over exec from the parent that forked it, it counts this program only)."""
+    kb = _status_kb("VmHWM")
+    if kb is not None:
+        return kb / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def release_memory() -> None:
