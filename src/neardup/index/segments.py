@@ -3,7 +3,7 @@
 Keys are hashes, so the postings of a batch land on random pages of a B-tree; once the tree
 outgrows the page cache every batch rewrites nearly every page (an index with a (key, doc)
 B-tree and B-tree indexes on id and content hash slowed from 4.5k to 1.2k documents/s between
-300k and 1M documents). Here a batch appends one *segment*: its postings sorted by (key, doc)
+300k and 1M documents). Here a batch appends one *segment*: its postings sorted by key
 and cut by the key's top bits into *runs* of about ``run`` postings (8-byte keys, 4-byte
 document numbers), one row per run under ``slot = segment << 32 | top bits``, so rows are written once, in increasing slot order.
 Segments of one size tier merge when ``fanout`` accumulate, slice by slice of the key space so
@@ -113,9 +113,8 @@ class Segments:
         docs = np.ascontiguousarray(docs, dtype=np.int64)
         if len(keys) == 0:
             return
-        same = keys[1:] == keys[:-1]
-        if np.any(keys[1:] < keys[:-1]) or np.any(same & (docs[1:] < docs[:-1])):
-            order = np.lexsort((docs, keys))
+        if np.any(keys[1:] < keys[:-1]):
+            order = np.argsort(keys, kind="stable")
             keys, docs = keys[order], docs[order]
         seg = self._next_seg()
         bits = self.bits_for(len(keys))
@@ -167,7 +166,11 @@ class Segments:
             self.merge(tiers[full[0]])
 
     def merge(self, segs: Sequence[tuple[int, int, int]]) -> None:
-        """One segment from ``segs`` (seg, bits, postings), postings of removed documents dropped."""
+        """One segment from ``segs`` (seg, bits, postings), postings of removed documents dropped.
+
+        Equal keys keep the order of ``segs``, then of each segment: the same history gives
+        the same file.
+        """
         total = sum(count for _, _, count in segs)
         dead = self.dead
         seg = self._next_seg()
@@ -183,7 +186,7 @@ class Segments:
                     alive = ~np.isin(docs, gone)
                     dropped += int(len(docs) - alive.sum())
                     keys, docs = keys[alive], docs[alive]
-            order = np.lexsort((docs, keys))
+            order = np.argsort(keys, kind="stable")  # sorted runs: a merge; ties in input order
             self._write_runs(seg, bits, keys[order], docs[order])
             written += len(keys)
         for g, _, _ in segs:
