@@ -18,9 +18,11 @@ writer leaves the file as it was before its open transaction.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from hashlib import blake2b
@@ -71,6 +73,44 @@ _COLUMNS = ", ".join(
     f"d.{c}"
     for c in ["doc", "id", "hash", "sig", "ev", "text", "meta", "first_seen", "last_seen", "gone"]
 )
+
+
+#: WAL size past which a commit copies pages into the file itself (the checkpoint thread lags).
+WAL_LIMIT = 256 << 20
+
+
+class _Checkpointer:
+    """A thread with its own connection running passive WAL checkpoints when poked."""
+
+    def __init__(self, uri: str, timeout: float) -> None:
+        self._uri = uri
+        self._timeout = timeout
+        self._wake = threading.Event()
+        self._done = False
+        self._thread = threading.Thread(target=self._run, name="neardup-checkpoint", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._done = True
+        self._wake.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, timeout=self._timeout)
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._done:
+                    return
+                # busy or closing: the next poke, or the last connection's close, catches up
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        finally:
+            db.close()
 
 
 def _signed(x: KeyArray) -> list[int]:
@@ -128,6 +168,8 @@ class SqliteStore:
                 "index made by neardup index create"
             ) from None
         self._in_tx = False
+        self._uri = uri
+        self._checkpointer: _Checkpointer | None = None
         self.post = Segments(self.db, "post", *POST_SHAPE)
         self.key = Segments(self.db, "key", *KEY_SHAPE)
 
@@ -168,6 +210,19 @@ class SqliteStore:
     def commit(self) -> None:
         self.db.execute("COMMIT")
         self._in_tx = False
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Copy committed pages from the WAL into the file in a thread of its own, so the next
+        batch is signed and written meanwhile; inline if that thread falls behind."""
+        if self._checkpointer is None:
+            self.db.execute("PRAGMA wal_autocheckpoint = 0")
+            self._checkpointer = _Checkpointer(self._uri, self.timeout)
+        wal = self.where + "-wal"
+        if os.path.exists(wal) and os.path.getsize(wal) > WAL_LIMIT:
+            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        else:
+            self._checkpointer.poke()
 
     def rollback(self) -> None:
         if self._in_tx:
@@ -358,6 +413,9 @@ class SqliteStore:
         return problems
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+            self._checkpointer = None
         self.rollback()
         self.db.close()
 
