@@ -1,15 +1,16 @@
 """Benchmark: the standing index (SQLite) against datasketch MinHashLSH, at up to 1M documents.
 
-Run (single thread; the 1M run takes a while, most of it adding):
+Run (the 1M run takes a few minutes; ``--jobs 2`` signs the next batch while one is written):
 
-    python benchmarks/bench_index.py --docs 1000000 --peer-docs 100000 \
+    python benchmarks/bench_index.py --docs 1000000 --peer-docs 100000 --jobs 2 \
         --json benchmarks/results/index.json
     python benchmarks/bench_index.py --docs 20000 --peer-docs 5000      # quick look
 
 Documents are generated (``common.iter_synthetic``, ``--mean-words`` words, 2% of them near
-copies of an earlier one) and streamed in ``--batch`` batches, so the generator never holds the
-corpus. Reported: add throughput into SQLite (one transaction per batch), bytes on disk per
-document, and, in a fresh process that opens the finished index (so its memory is what a query
+copies of an earlier one) into a JSONL file first (not timed), then added the way ``neardup
+index add FILE --batch-size B --jobs J`` adds them (``neardup.run.index_add_source``: reading,
+parsing, signing and writing, one transaction per ``--batch`` batch), timed end to end.
+Reported: add throughput into SQLite, bytes on disk per document, and, in a fresh process that opens the finished index (so its memory is what a query
 process needs, whatever the index size): single-query latency p50/p99 over ``--queries`` queries
 (half near copies of indexed documents, half new text), batch-query throughput, and peak RSS.
 datasketch ``MinHashLSH`` (threshold 0.8, 128 permutations, in memory) is timed on the first
@@ -73,39 +74,33 @@ def queries(n_docs: int, n: int, mean_words: int) -> list[str]:
     return near + fresh
 
 
-def add_phase(path: str, args: argparse.Namespace) -> dict[str, float]:
+def write_corpus(path: str, args: argparse.Namespace) -> int:
+    """The generated documents as JSONL (not timed); returns its size in bytes."""
+    with open(path, "w", encoding="utf-8") as out:
+        for doc_id, text in corpus(args.docs, args.mean_words):
+            out.write(json.dumps({"id": doc_id, "text": text}) + "\n")
+    return os.path.getsize(path)
+
+
+def add_phase(path: str, source: str, args: argparse.Namespace) -> dict[str, float]:
+    """``neardup index add`` (its library function) from the JSONL file, timed end to end."""
+    from neardup.run import ReadOptions, index_add_source
+
     index = Index.create(path, DedupParams(threshold=args.threshold, verify=args.verify))
     index.add(["warm-up"], ["a few words to compile the kernels before timing"])
     index.remove(["warm-up"])
+    index.close()
     started = time.perf_counter()
-    done = 0
-
-    def batches() -> Iterator[tuple[list[str], list[str]]]:
-        ids: list[str] = []
-        texts: list[str] = []
-        for doc_id, text in corpus(args.docs, args.mean_words):
-            ids.append(doc_id)
-            texts.append(text)
-            if len(ids) == args.batch:
-                yield ids, texts
-                ids, texts = [], []
-        if ids:
-            yield ids, texts
-
-    def committed(batch: object) -> None:
-        nonlocal done
-        done += len(batch[0])  # type: ignore[index]
-        if done % (args.batch * 20) == 0:
-            rate = done / (time.perf_counter() - started)
-            print(f"  added {done:,} ({rate:,.0f} docs/s)", file=sys.stderr)
-
-    index.add_stream(batches(), args.jobs, committed)
+    done = index_add_source(
+        path, source, ReadOptions(batch_size=args.batch), progress=args.progress, jobs=args.jobs
+    )
     seconds = time.perf_counter() - started
+    index = Index.open(path)
     stats = index.stats()
     index.close()
     return {
         "add_seconds": round(seconds, 1),
-        "add_docs_per_s": round(args.docs / seconds),
+        "add_docs_per_s": round(done["read"] / seconds),
         "add_jobs": args.jobs,
         "bytes_per_doc": stats["bytes_per_document"],
         "postings_per_doc": round(stats["postings"] / args.docs, 1),
@@ -190,9 +185,10 @@ def main() -> None:
         "--jobs",
         type=int,
         default=1,
-        help="threads signing batches while the previous one is written (Index.add_stream; "
-        "the CLI's index add --jobs) [1]",
+        help="threads signing batches while the previous one is written (index add --jobs) [1]",
     )
+    parser.add_argument("--progress", action="store_true", help="progress bar while adding")
+    parser.add_argument("--workdir", help="folder for the corpus file and index [system temp]")
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument(
@@ -205,10 +201,12 @@ def main() -> None:
     if args.query_only:
         print(json.dumps(query_phase(args.query_only, args)))
         return
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         path = args.path or os.path.join(tmp, "bench.db")
+        source = os.path.join(tmp, "corpus.jsonl")
         results: dict[str, object] = {"docs": args.docs, "mean_words": args.mean_words}
-        results.update(add_phase(path, args))
+        results["corpus_mb"] = round(write_corpus(source, args) / 1e6, 1)
+        results.update(add_phase(path, source, args))
         argv = [sys.executable, __file__, "--query-only", path, *sys.argv[1:]]
         out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
         results.update(json.loads(out.splitlines()[-1]))
