@@ -34,6 +34,7 @@ import contextlib
 import itertools
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,9 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from .engine import Deduplicator
+from .dask_shuffle import nbytes_of
+from .dask_stages import finish_on_workers, keyed
+from .engine import Deduplicator, DedupStats
 from .errors import InputError, NeardupError, ParamError
 from .io import atomic_dir, atomic_write, key_ranks
 from .methods import Signatures, make_method, needs_fit
@@ -87,10 +90,10 @@ class Block:
 
 @dataclass(frozen=True)
 class BlockMeta:
-    """What the client learns of a block: the 16 bytes per document it keeps, and sizes."""
+    """What the client learns of a block: its sizes (and ids or keys when asked for)."""
 
-    canonical: npt.NDArray[np.uint64]
-    lengths: IntArray
+    n: int
+    chars: int
     sig_template: np.ndarray
     sig_nbytes: int
     ev_nbytes: int
@@ -169,14 +172,18 @@ def map_block(
 
 def _meta(block: Block) -> BlockMeta:
     return BlockMeta(
-        block.canonical,
-        block.lengths,
+        int(block.canonical.shape[0]),
+        int(block.lengths.sum()),
         block.signatures.data[:0],
         block.signatures.nbytes,
         block.evidence.nbytes,
         block.ids,
         block.keys,
     )
+
+
+def _hashes_lengths(block: Block) -> tuple[npt.NDArray[np.uint64], IntArray]:
+    return block.canonical, block.lengths
 
 
 def _take_signatures(block: Block, rows: IntArray) -> Signatures:
@@ -289,6 +296,7 @@ class DaskDeduplicator(Deduplicator):
         client: Any = None,
         idf: IdfTable | None = None,
         max_pending: int | None = None,
+        shuffle_partitions: int | None = None,
     ) -> None:
         super().__init__(params, idf)
         if client is None:
@@ -302,11 +310,17 @@ class DaskDeduplicator(Deduplicator):
         self.meta_: list[BlockMeta] = []
         #: Bytes fetched from the workers into this process, by kind (see the module docstring).
         self.moved_: dict[str, int] = {}
+        #: Bytes of the pieces exchanged between workers, by stage (``dask_shuffle.Exchanges``).
+        self.shuffled_: dict[str, int] = {}
+        #: Large-star / small-star rounds the connected components took.
+        self.rounds_ = 0
+        #: Partitions of each shuffle (keys, pairs, components); default twice the workers.
+        self.shuffle_partitions = shuffle_partitions
 
     @property
     def partition_lengths(self) -> list[int]:
         """Documents in each partition (known after ``finish``)."""
-        return [len(m.canonical) for m in self.meta_]
+        return [m.n for m in self.meta_]
 
     def partial_fit(self, texts: Sequence[str], nbytes: int | None = None) -> DaskDeduplicator:
         """Send one batch to the cluster as a partition (indices continue from the last)."""
@@ -375,7 +389,7 @@ class DaskDeduplicator(Deduplicator):
                     b.result()  # raises the worker's exception
 
     def collect(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Wait for every block; keep its 16 bytes per document here, the rest on the worker."""
+        """Wait for every block; learn its sizes (the arrays stay on the worker)."""
         distributed = _import_distributed()
         if self.meta_ or not self._blocks:
             return
@@ -386,21 +400,26 @@ class DaskDeduplicator(Deduplicator):
                 if progress is not None:
                     progress(done, len(metas))
             self.meta_ = self.client.gather(metas)
-        for m in self.meta_:
-            _tally(self.moved_, "hashes_lengths", m.canonical.nbytes + m.lengths.nbytes)
-        total = sum(len(m.canonical) for m in self.meta_)
         if self._parts:
-            self._n = total
-            self._bytes = sum(int(m.lengths.sum()) for m in self.meta_)
-        for block, m in zip(self._blocks, self.meta_, strict=True):
-            n = len(m.canonical)
+            self._n = sum(m.n for m in self.meta_)
+            self._bytes = sum(m.chars for m in self.meta_)
+
+    def _fetch_blocks(self) -> None:
+        """The engine's own ``finish`` path: content hashes and lengths (16 B per document) to
+        the client, signatures and evidence left on the workers behind ``take``."""
+        with cluster_errors():
+            hashes = self.client.gather(
+                [self.client.submit(_hashes_lengths, b, pure=False) for b in self._blocks]
+            )
+        for block, m, (canonical, lengths) in zip(self._blocks, self.meta_, hashes, strict=True):
+            _tally(self.moved_, "hashes_lengths", canonical.nbytes + lengths.nbytes)
             self._append_block(
-                m.canonical,
-                m.lengths,
+                canonical,
+                lengths,
                 RemoteSignatures(
-                    m.sig_template, ref=block, rows=n, size=m.sig_nbytes, moved=self.moved_
+                    m.sig_template, ref=block, rows=m.n, size=m.sig_nbytes, moved=self.moved_
                 ),
-                RemoteEvidence(block, n, m.ev_nbytes, self.moved_),
+                RemoteEvidence(block, m.n, m.ev_nbytes, self.moved_),
             )
 
     def fetch_texts(self, docs: IntArray) -> list[str]:
@@ -426,13 +445,70 @@ class DaskDeduplicator(Deduplicator):
     def finish(
         self, key: npt.ArrayLike | None = None, fetch_texts: FetchTexts | None = None
     ) -> DaskDeduplicator:
-        """Wait for the blocks, then the engine's own candidates, verification and removal."""
+        """Wait for the blocks, then candidates, verification and removal on the workers (the
+        engine's own ``finish`` in the client for methods without candidate keys)."""
         self.collect()
         if fetch_texts is None and self._parts:
             fetch_texts = self.fetch_texts
-        super().finish(key, fetch_texts)
+        if self._n and keyed(self.params, self.idf):
+            with cluster_errors():
+                self._finish_on_workers(key, fetch_texts)
+        else:
+            self._fetch_blocks()
+            super().finish(key, fetch_texts)
         self._blocks.clear()
         return self
+
+    def _finish_on_workers(self, key: npt.ArrayLike | None, fetch_texts: FetchTexts | None) -> None:
+        p = self.params
+        n = self._n
+        priority = None
+        if p.keep == "field":
+            priority = self._priority(n, np.zeros(0, dtype=np.int64), key)
+        workers = len(self.client.scheduler_info().get("workers", {})) or 1
+        done = finish_on_workers(
+            self.client,
+            self._blocks,
+            self.partition_lengths,
+            p,
+            self.idf,
+            priority,
+            fetch_texts,
+            self.shuffle_partitions or 2 * workers,
+        )
+        results = self.client.gather(done.results)  # the final merge: ~34 B per document
+        _tally(self.moved_, "results", sum(nbytes_of(r) for r in results))
+        _tally(self.moved_, "pairs", nbytes_of(done.pairs))
+        self.shuffled_ = done.moved
+        self.rounds_ = done.counts["rounds"]
+        self.kept_ = np.concatenate([r.kept for r in results])
+        self.duplicate_of_ = np.concatenate([r.duplicate_of for r in results])
+        self.duplicate_score_ = np.concatenate([r.score for r in results])
+        self.clusters_ = np.concatenate([r.clusters for r in results])
+        self.groups_ = np.concatenate([r.groups for r in results])
+        self.empty_ = np.concatenate([r.empty for r in results])
+        self.pairs_ = done.pairs
+        c = done.counts
+        held = sum(m.sig_nbytes + m.ev_nbytes + 16 * m.n for m in self.meta_)
+        self.stats_ = DedupStats(
+            documents=n,
+            empty=int(self.empty_.sum()),
+            exact_duplicates=c["exact_duplicates"],
+            candidate_pairs=c["candidate_pairs"],
+            accepted_pairs=c["accepted_pairs"],
+            clusters=c["clusters"],
+            removed=int(n - self.kept_.sum()),
+            seconds=time.perf_counter() - self._started,
+            bytes_in=self._bytes,
+            bytes_per_doc_in_memory=held / max(n, 1),
+            big_buckets=c["big_buckets"],
+            big_bucket_docs=sum(r.in_big for r in results),
+            rechecked_pairs=c["rechecked_pairs"],
+            bucket_checks=c.get("bucket_checks", 0),
+            bucket_pairs_found=c.get("bucket_pairs_found", 0),
+            bucket_unresolved=c.get("bucket_unresolved", 0),
+        )
+        self._finished = True
 
 
 # -- clusters -------------------------------------------------------------------------------------
@@ -544,18 +620,14 @@ def dedup(
     have_ids = all(m.ids is not None for m in dd.meta_)
     for m in dd.meta_:
         start = len(ids)
-        ids.extend(
-            m.ids
-            if have_ids and m.ids is not None
-            else map(str, range(start, start + len(m.canonical)))
-        )
+        ids.extend(m.ids if have_ids and m.ids is not None else map(str, range(start, start + m.n)))
     if len(set(ids)) != len(ids):
         raise InputError(
             f"the ids in {id_field!r} are not unique; make them unique or id_field=None"
         )
     ranks = None
     if key_field:
-        keys = [k for m in dd.meta_ for k in (m.keys or [None] * len(m.canonical))]
+        keys = [k for m in dd.meta_ for k in (m.keys or [None] * m.n)]
         ranks = key_ranks(keys, params.keep_prefer)
     dd.finish(ranks)
     result = DaskDedupResult(dd, ids)
