@@ -314,7 +314,7 @@ class DaskDeduplicator(Deduplicator):
         self.shuffled_: dict[str, int] = {}
         #: Large-star / small-star rounds the connected components took.
         self.rounds_ = 0
-        #: Partitions of each shuffle (keys, pairs, components); default twice the workers.
+        #: Partitions of each shuffle (keys, pairs, components); default one per worker.
         self.shuffle_partitions = shuffle_partitions
 
     @property
@@ -474,7 +474,7 @@ class DaskDeduplicator(Deduplicator):
             self.idf,
             priority,
             fetch_texts,
-            self.shuffle_partitions or 2 * workers,
+            self.shuffle_partitions or workers,
         )
         results = self.client.gather(done.results)  # the final merge: ~34 B per document
         _tally(self.moved_, "results", sum(nbytes_of(r) for r in results))

@@ -37,7 +37,16 @@ from . import removal as _removal
 from ._kernels import candidates as _kc
 from ._kernels.hashing import EMPTY
 from .candidates import column_buckets, distinct_buckets, shared_pairs
-from .dask_shuffle import Edges, Exchanges, LargeStar, Split, route, split_by, star_components
+from .dask_shuffle import (
+    Edges,
+    Exchanges,
+    LargeStar,
+    Split,
+    nbytes_of,
+    route,
+    split_by,
+    star_components,
+)
 from .engine import bucket_verifier, remove
 from .methods import KeyedCandidates, Signatures, make_method
 from .methods.base import column_keys
@@ -157,7 +166,9 @@ def _reps(part: Part) -> BoolArray:
 
 
 def keys_split(part: Part, parts: int, params: DedupParams, idf: IdfTable | None) -> Split:
-    """(column, key, doc) of every candidate key of the partition's group representatives."""
+    """(column, key, doc) of every candidate key of the partition's group representatives, in
+    12 bytes a key: a piece lists its keys column by column (counts per column), each with the
+    document's offset in the partition (uint32) and the partition's start once."""
     method = make_method(params, idf)
     if not isinstance(method, KeyedCandidates):  # pragma: no cover - checked by the caller
         raise TypeError(f"{type(method).__name__} has no candidate keys")
@@ -165,12 +176,24 @@ def keys_split(part: Part, parts: int, params: DedupParams, idf: IdfTable | None
     keys = np.asarray(method.candidate_keys(part.block.signatures.take(reps)), dtype=np.uint64)
     if keys.ndim == 1:
         keys = keys[:, None]
+    width = keys.shape[1]
     row, col = np.nonzero(keys != EMPTY)
     key = keys[row, col]
-    col = col.astype(np.int32)
-    return split_by(
-        route(column_keys(col.astype(np.int64), key), parts), parts, col, key, part.docs[reps[row]]
-    )
+    dest = route(column_keys(col.astype(np.int64), key), parts)
+    order = np.lexsort((col, dest))
+    cuts = np.searchsorted(dest[order], np.arange(parts + 1))
+    key, col, offset = key[order], col[order], reps[row[order]].astype(np.uint32)
+    start = np.array([part.start], dtype=np.int64)
+    pieces = [
+        (
+            np.bincount(col[lo:hi], minlength=width).astype(np.int64),
+            key[lo:hi],
+            offset[lo:hi],
+            start,
+        )
+        for lo, hi in itertools.pairwise(cuts.tolist())
+    ]
+    return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
 @dataclass(frozen=True)
@@ -190,9 +213,9 @@ def key_buckets(
     """Each column's buckets, as ``candidate_pairs`` forms them (``column_buckets``)."""
     method = make_method(params, idf)
     max_bucket = int(getattr(method, "max_bucket", 2**62))
-    col = _cat([p[0] for p in pieces], np.int32)
+    col = _cat([np.repeat(np.arange(len(p[0]), dtype=np.int32), p[0]) for p in pieces], np.int32)
     key = _cat([p[1] for p in pieces], np.uint64)
-    doc = _cat([p[2] for p in pieces])
+    doc = _cat([p[3][0] + p[2].astype(np.int64) for p in pieces])
     order = np.lexsort((doc, col))
     col, key, doc = col[order], key[order], doc[order]
     stats = np.zeros(_kc.N_STATS, dtype=np.int64)
