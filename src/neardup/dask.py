@@ -43,6 +43,7 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
+from ._kernels.hashing import EMPTY
 from .dask_shuffle import nbytes_of
 from .dask_stages import finish_on_workers, keyed
 from .engine import Deduplicator, DedupStats
@@ -94,6 +95,7 @@ class BlockMeta:
 
     n: int
     chars: int
+    empty: IntArray  # offsets of documents without tokens
     sig_template: np.ndarray
     sig_nbytes: int
     ev_nbytes: int
@@ -174,6 +176,7 @@ def _meta(block: Block) -> BlockMeta:
     return BlockMeta(
         int(block.canonical.shape[0]),
         int(block.lengths.sum()),
+        np.flatnonzero(block.canonical == EMPTY).astype(np.int64),
         block.signatures.data[:0],
         block.signatures.nbytes,
         block.evidence.nbytes,
@@ -465,7 +468,7 @@ class DaskDeduplicator(Deduplicator):
         priority = None
         if p.keep == "field":
             priority = self._priority(n, np.zeros(0, dtype=np.int64), key)
-        workers = len(self.client.scheduler_info().get("workers", {})) or 1
+        workers = sorted(self.client.scheduler_info().get("workers", {}))
         done = finish_on_workers(
             self.client,
             self._blocks,
@@ -474,19 +477,32 @@ class DaskDeduplicator(Deduplicator):
             self.idf,
             priority,
             fetch_texts,
-            self.shuffle_partitions or workers,
+            self.shuffle_partitions or max(len(workers), 1),
+            workers,
         )
-        results = self.client.gather(done.results)  # the final merge: ~34 B per document
-        _tally(self.moved_, "results", sum(nbytes_of(r) for r in results))
+        comps = done.components
+        _tally(self.moved_, "component results", sum(nbytes_of(c) for c in comps))
         _tally(self.moved_, "pairs", nbytes_of(done.pairs))
         self.shuffled_ = done.moved
         self.rounds_ = done.counts["rounds"]
-        self.kept_ = np.concatenate([r.kept for r in results])
-        self.duplicate_of_ = np.concatenate([r.duplicate_of for r in results])
-        self.duplicate_score_ = np.concatenate([r.score for r in results])
-        self.clusters_ = np.concatenate([r.clusters for r in results])
-        self.groups_ = np.concatenate([r.groups for r in results])
-        self.empty_ = np.concatenate([r.empty for r in results])
+        # The final merge: documents outside components are kept, alone, their own group.
+        idx = np.arange(n, dtype=np.int64)
+        self.kept_ = np.ones(n, dtype=np.bool_)
+        self.duplicate_of_ = np.full(n, -1, dtype=np.int64)
+        self.duplicate_score_ = np.full(n, np.nan)
+        self.clusters_ = idx.copy()
+        for comp in comps:
+            self.kept_[comp.doc] = comp.kept
+            self.duplicate_of_[comp.doc] = comp.duplicate_of
+            self.duplicate_score_[comp.doc] = comp.score
+            self.clusters_[comp.doc] = comp.label
+        self.groups_ = idx
+        self.groups_[done.dup] = done.first
+        self.empty_ = np.zeros(n, dtype=np.bool_)
+        start = 0
+        for m in self.meta_:
+            self.empty_[start + m.empty] = True
+            start += m.n
         self.pairs_ = done.pairs
         c = done.counts
         held = sum(m.sig_nbytes + m.ev_nbytes + 16 * m.n for m in self.meta_)
@@ -502,7 +518,7 @@ class DaskDeduplicator(Deduplicator):
             bytes_in=self._bytes,
             bytes_per_doc_in_memory=held / max(n, 1),
             big_buckets=c["big_buckets"],
-            big_bucket_docs=sum(r.in_big for r in results),
+            big_bucket_docs=c["big_bucket_docs"],
             rechecked_pairs=c["rechecked_pairs"],
             bucket_checks=c.get("bucket_checks", 0),
             bucket_pairs_found=c.get("bucket_pairs_found", 0),

@@ -82,13 +82,21 @@ def _size(split: Split) -> int:
 class Exchanges:
     """Runs exchanges on one client and counts the bytes of every piece, by stage name."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, workers: Sequence[str] = ()) -> None:
         self.client = client
+        self.workers = list(workers)
         self._sizes: dict[str, list[Any]] = {}
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """One task (where its inputs live); its result stays on the worker."""
         return self.client.submit(fn, *args, pure=False)
+
+    def at(self, d: int, fn: Callable[..., Any], *args: Any) -> Any:
+        """The task of destination partition d, preferably on worker d mod W (spreads work)."""
+        if not self.workers:
+            return self.submit(fn, *args)
+        where = [self.workers[d % len(self.workers)]]
+        return self.client.submit(fn, *args, pure=False, workers=where, allow_other_workers=True)
 
     def exchange(
         self,
@@ -214,12 +222,12 @@ def star_components(
     current: Sequence[Any] = sources
     for rounds in range(1, max_rounds + 1):
         pieces = ex.exchange("components", current, _both_ways, parts)
-        stars = [ex.submit(large_star, *pieces[d]) for d in range(parts)]
+        stars = [ex.at(d, large_star, *pieces[d]) for d in range(parts)]
         if all(ex.client.gather([ex.submit(_is_star, s) for s in stars])):
             return stars, rounds
         outs = [ex.submit(_star_source, s) for s in stars]
         pieces = ex.exchange("components", outs, _larger_first, parts)
-        current = [ex.submit(small_star, *pieces[d]) for d in range(parts)]
+        current = [ex.at(d, small_star, *pieces[d]) for d in range(parts)]
     raise RuntimeError(f"connected components did not converge in {max_rounds} rounds")
 
 

@@ -25,9 +25,8 @@ an exchange between partitions (``neardup.dask_shuffle``):
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -87,15 +86,12 @@ def _owner(starts: IntArray, docs: IntArray) -> IntArray:
 # -- per-partition state ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Part:
-    """A partition's block, where it starts, its exact groups, and the slots of its documents in
-    big buckets (filled stage by stage; stays on its worker)."""
+    """A partition's block, where it starts, and its exact groups (stays on its worker)."""
 
     block: Any
     start: int
     priority: IntArray | None  # keep="field": global ranks of its documents
     groups: IntArray  # each document's exact-duplicate group (its first document's position)
-    slot_vid: IntArray = field(default_factory=_e)
-    slot_doc: IntArray = field(default_factory=_e)
 
     @property
     def n(self) -> int:
@@ -167,8 +163,9 @@ def _reps(part: Part) -> BoolArray:
 
 def keys_split(part: Part, parts: int, params: DedupParams, idf: IdfTable | None) -> Split:
     """(column, key, doc) of every candidate key of the partition's group representatives, in
-    12 bytes a key: a piece lists its keys column by column (counts per column), each with the
-    document's offset in the partition (uint32) and the partition's start once."""
+    12 bytes a key: a piece lists its keys column by column (a count per column), documents
+    ascending within a column, each as its offset in the partition (uint32), with the
+    partition's start once. A key's destination is its (column, key) hash."""
     method = make_method(params, idf)
     if not isinstance(method, KeyedCandidates):  # pragma: no cover - checked by the caller
         raise TypeError(f"{type(method).__name__} has no candidate keys")
@@ -176,23 +173,18 @@ def keys_split(part: Part, parts: int, params: DedupParams, idf: IdfTable | None
     keys = np.asarray(method.candidate_keys(part.block.signatures.take(reps)), dtype=np.uint64)
     if keys.ndim == 1:
         keys = keys[:, None]
-    width = keys.shape[1]
-    row, col = np.nonzero(keys != EMPTY)
-    key = keys[row, col]
-    dest = route(column_keys(col.astype(np.int64), key), parts)
-    order = np.lexsort((col, dest))
-    cuts = np.searchsorted(dest[order], np.arange(parts + 1))
-    key, col, offset = key[order], col[order], reps[row[order]].astype(np.uint32)
+    keys = np.ascontiguousarray(keys.T)  # column-major: (k, reps)
+    width = keys.shape[0]
+    cols = np.arange(width, dtype=np.int64)[:, None]
+    dest = np.asarray(column_keys(cols, keys) % np.uint64(parts), dtype=np.int64)
+    dest[keys == EMPTY] = -1
+    offsets = reps.astype(np.uint32)
     start = np.array([part.start], dtype=np.int64)
-    pieces = [
-        (
-            np.bincount(col[lo:hi], minlength=width).astype(np.int64),
-            key[lo:hi],
-            offset[lo:hi],
-            start,
-        )
-        for lo, hi in itertools.pairwise(cuts.tolist())
-    ]
+    pieces = []
+    for d in range(parts):
+        mine = dest == d
+        _, row = np.nonzero(mine)  # column by column, rows ascending
+        pieces.append((mine.sum(axis=1).astype(np.int64), keys[mine], offsets[row], start))
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
@@ -213,18 +205,24 @@ def key_buckets(
     """Each column's buckets, as ``candidate_pairs`` forms them (``column_buckets``)."""
     method = make_method(params, idf)
     max_bucket = int(getattr(method, "max_bucket", 2**62))
-    col = _cat([np.repeat(np.arange(len(p[0]), dtype=np.int32), p[0]) for p in pieces], np.int32)
-    key = _cat([p[1] for p in pieces], np.uint64)
-    doc = _cat([p[3][0] + p[2].astype(np.int64) for p in pieces])
-    order = np.lexsort((doc, col))
-    col, key, doc = col[order], key[order], doc[order]
     stats = np.zeros(_kc.N_STATS, dtype=np.int64)
     out_a, out_b, members, sizes = [], [], [], []
-    bounds = np.flatnonzero(np.r_[True, col[1:] != col[:-1], True]) if len(col) else _e()
-    for lo, hi in itertools.pairwise(bounds.tolist()):
-        docs = doc[lo:hi]
-        in_big = np.zeros(hi - lo, dtype=np.bool_)
-        pa, pb, bm, bs = column_buckets(key[lo:hi], max_bucket, None, in_big, stats, True)
+    # Pieces come in partition order, each column's documents ascending: concatenating a
+    # column's slices of every piece lists its documents ascending, as one machine sees them.
+    bounds = [np.r_[0, np.cumsum(p[0])] for p in pieces]
+    width = max((len(p[0]) for p in pieces), default=0)
+    for j in range(width):
+        key = _cat([p[1][b[j] : b[j + 1]] for p, b in zip(pieces, bounds, strict=True)], np.uint64)
+        if len(key) < 2:
+            continue
+        docs = _cat(
+            [
+                p[3][0] + p[2][b[j] : b[j + 1]].astype(np.int64)
+                for p, b in zip(pieces, bounds, strict=True)
+            ]
+        )
+        in_big = np.zeros(len(key), dtype=np.bool_)
+        pa, pb, bm, bs = column_buckets(key, max_bucket, None, in_big, stats, True)
         out_a.append(docs[pa])
         out_b.append(docs[pb])
         members.append(docs[bm])
@@ -240,55 +238,104 @@ def key_buckets(
     )
 
 
-def raw_pairs_split(kp: KeyPart, parts: int) -> Split:
-    return split_by(route(kp.a, parts), parts, kp.a, kp.b)
-
-
-def slots_split(kp: KeyPart, parts: int, starts: IntArray) -> Split:
-    return split_by(_owner(starts, kp.big_members), parts, kp.big_vids, kp.big_members)
-
-
-def bucket_edges(kp: KeyPart) -> Edges:
-    return Edges(kp.big_members, kp.big_vids)
-
-
-def with_slots(part: Part, *pieces: tuple[IntArray, IntArray]) -> Part:
-    vid = _cat([p[0] for p in pieces])
-    doc = _cat([p[1] for p in pieces])
-    return replace(part, slot_vid=vid, slot_doc=doc)
+def pair_records_split(kp: KeyPart, parts: int) -> Split:
+    """Pair records to the partition of their first document; big-bucket slots to the
+    partition of their member (both keyed by ``route`` of a document, like the components)."""
+    dest = np.concatenate([route(kp.a, parts), route(kp.big_members, parts)])
+    kind = np.r_[np.zeros(len(kp.a), np.int8), np.ones(len(kp.big_members), np.int8)]
+    x = np.concatenate([kp.a, kp.big_vids])
+    y = np.concatenate([kp.b, kp.big_members])
+    return split_by(dest, parts, kind, x, y)
 
 
 @dataclass(frozen=True)
 class PairPart:
-    """Candidate pairs of one pair partition (a < b, sorted), with the keys each shares."""
+    """Candidate pairs of one pair partition (a < b, sorted) with the keys each shares, and the
+    big-bucket slots (bucket node, member) of its members."""
 
     a: IntArray
     b: IntArray
     count: npt.NDArray[np.int32]
-    needed: IntArray  # every document of its pairs, sorted
+    needed: IntArray  # every document of its pairs and buckets, sorted (evidence rows)
+    slot_vid: IntArray
+    slot_doc: IntArray
+    bucket_docs: IntArray  # its documents in big buckets, sorted (signature rows too)
 
 
-def candidate_pairs(min_shared: int, n: int, *pieces: tuple[IntArray, IntArray]) -> PairPart:
-    a, b, count = shared_pairs(
-        _cat([p[0] for p in pieces]), _cat([p[1] for p in pieces]), n, min_shared
-    )
-    return PairPart(a, b, count, np.unique(np.concatenate([a, b])))
+def candidate_pairs(min_shared: int, n: int, *pieces: tuple[Any, ...]) -> PairPart:
+    """Pairs listed at least ``min_shared`` times (``candidates.shared_pairs``)."""
+    kind = _cat([p[0] for p in pieces], np.int8)
+    x = _cat([p[1] for p in pieces])
+    y = _cat([p[2] for p in pieces])
+    pair = kind == 0
+    a, b, count = shared_pairs(x[pair], y[pair], n, min_shared)
+    slot_vid, slot_doc = x[~pair], y[~pair]
+    bucket_docs = np.unique(slot_doc)
+    needed = np.unique(np.concatenate([a, b, bucket_docs]))
+    return PairPart(a, b, count, needed, slot_vid, slot_doc, bucket_docs)
 
 
 # -- 3. verification --------------------------------------------------------------------------------
 def requests_split(pp: PairPart, parts: int, starts: IntArray) -> Split:
-    return split_by(_owner(starts, pp.needed), parts, pp.needed)
+    """Documents whose evidence (and, in big buckets, signature) rows the partition needs."""
+    owner = _owner(starts, pp.needed)
+    sig_owner = _owner(starts, pp.bucket_docs)
+    pieces = []
+    for p in range(parts):
+        pieces.append((pp.needed[owner == p], pp.bucket_docs[sig_owner == p]))
+    return Split(pieces, sum(nbytes_of(x) for x in pieces))
 
 
-def answer(part: Part, *requests: tuple[IntArray]) -> Split:
-    """Evidence rows of the documents each pair partition asked for (one piece per asker)."""
-    pieces = [part.block.evidence.take(r[0] - part.start) for r in requests]
-    return Split(pieces, sum(int(p.nbytes) for p in pieces))
+def answer(part: Part, *requests: tuple[IntArray, IntArray]) -> Split:
+    """Rows asked for by each pair partition (one piece per asker): evidence, and signatures
+    of big-bucket members."""
+    pieces = []
+    for ev_docs, sig_docs in requests:
+        pieces.append(
+            (
+                part.block.evidence.take(ev_docs - part.start),
+                part.block.signatures.take(sig_docs - part.start),
+            )
+        )
+    return Split(pieces, sum(nbytes_of(p) for p in pieces))
+
+
+@dataclass(frozen=True)
+class DocRecords:
+    """What removal needs of documents: position, exact group, length, priority."""
+
+    doc: IntArray
+    group: IntArray
+    length: IntArray
+    priority: IntArray
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(x.nbytes) for x in (self.doc, self.group, self.length, self.priority))
+
+    def take(self, rows: IntArray) -> DocRecords:
+        return DocRecords(self.doc[rows], self.group[rows], self.length[rows], self.priority[rows])
+
+
+def _records(part: Part, rows: IntArray) -> DocRecords:
+    doc = rows + part.start
+    prio = part.priority[rows] if part.priority is not None else doc
+    return DocRecords(doc, part.groups[rows], part.block.lengths[rows], prio)
+
+
+def _cat_records(parts: Sequence[DocRecords]) -> DocRecords:
+    return DocRecords(
+        _cat([r.doc for r in parts]),
+        _cat([r.group for r in parts]),
+        _cat([r.length for r in parts]),
+        _cat([r.priority for r in parts]),
+    )
 
 
 @dataclass(frozen=True)
 class Verified:
-    """A pair partition's decided pairs, and those left for the texts (borderline)."""
+    """A pair partition's decided pairs, those left for the texts (borderline), and its big
+    buckets' slots with the members' signature and evidence rows and records."""
 
     a: IntArray
     b: IntArray
@@ -299,13 +346,21 @@ class Verified:
     near_score: FloatArray
     near_ok: BoolArray
     near_method_ok: BoolArray
+    slot_vid: IntArray
+    slot_doc: IntArray
+    bucket_docs: IntArray
+    bucket_sigs: Signatures
+    bucket_ev: Evidence
 
 
-def verify(params: DedupParams, idf: IdfTable | None, pp: PairPart, *answers: Evidence) -> Verified:
+def verify(
+    params: DedupParams, idf: IdfTable | None, pp: PairPart, *answers: tuple[Any, ...]
+) -> Verified:
     """The verifier decides the candidates from the evidence joined back to them."""
     method = make_method(params, idf)
     verifier = make_verifier(params)
-    ev = concat_evidence(list(answers))
+    ev = concat_evidence([x[0] for x in answers])
+    sigs = Signatures.concat([x[1] for x in answers], answers[0][1] if answers else None)
     la, lb = np.searchsorted(pp.needed, pp.a), np.searchsorted(pp.needed, pp.b)
     score, accepted = method.candidate_scores(pp.count)  # type: ignore[attr-defined]
     v = verifier.decide(ev, la, lb, score, accepted)
@@ -321,104 +376,105 @@ def verify(params: DedupParams, idf: IdfTable | None, pp: PairPart, *answers: Ev
         v.score[near],
         v.ok[near],
         v.method_ok[near],
+        pp.slot_vid,
+        pp.slot_doc,
+        pp.bucket_docs,
+        sigs,
+        ev.take(np.searchsorted(pp.needed, pp.bucket_docs)),
     )
 
 
-def borderline_of(v: Verified) -> Verified:
-    """Only the borderline pairs (what the client re-checks)."""
-    return replace(v, a=_e(), b=_e(), score=np.zeros(0))
-
-
 @dataclass(frozen=True)
-class Accepted:
-    """A pair partition's accepted pairs (a < b) with their scores."""
+class Borderline:
+    """A pair partition's borderline pairs (what the client re-checks from the texts)."""
 
     a: IntArray
     b: IntArray
     score: FloatArray
+    ok: BoolArray
+    method_ok: BoolArray
 
 
-def accepted(v: Verified, a: IntArray, b: IntArray, score: FloatArray) -> Accepted:
+def borderline_of(v: Verified) -> Borderline:
+    return Borderline(v.near_a, v.near_b, v.near_score, v.near_ok, v.near_method_ok)
+
+
+def accepted(v: Verified, a: IntArray, b: IntArray, score: FloatArray) -> Verified:
     """Decided pairs plus the re-checked ones (given by the client) that passed."""
-    return Accepted(np.r_[v.a, a], np.r_[v.b, b], np.r_[v.score, score])
+    return replace(v, a=np.r_[v.a, a], b=np.r_[v.b, b], score=np.r_[v.score, score])
 
 
-def accepted_edges(acc: Accepted) -> Edges:
-    return Edges(acc.a, acc.b)
-
-
-def accepted_pairs(acc: Accepted) -> tuple[IntArray, IntArray, FloatArray]:
-    return acc.a, acc.b, acc.score
+def pair_edges(v: Verified, with_buckets: bool) -> Edges:
+    """Accepted pairs and (keep-aware removal) big-bucket memberships as graph edges."""
+    if not with_buckets:
+        return Edges(v.a, v.b)
+    return Edges(np.r_[v.a, v.slot_doc], np.r_[v.b, v.slot_vid])
 
 
 # -- 5. removal per component ------------------------------------------------------------------------
 def labels_split(ls: LargeStar, parts: int, starts: IntArray, n: int) -> Split:
+    """Component labels of documents, to the partitions holding them."""
     docs = ls.nodes < n
     return split_by(_owner(starts, ls.nodes[docs]), parts, ls.nodes[docs], ls.mins[docs])
 
 
-def pairs_to_components(acc: Accepted, ls: LargeStar, parts: int) -> Split:
-    """Accepted pairs to their component's partition (``ls`` holds the labels of their a)."""
-    label = ls.mins[np.searchsorted(ls.nodes, acc.a)]
-    return split_by(route(label, parts), parts, acc.a, acc.b, acc.score)
+def _label(ls: LargeStar, docs: IntArray) -> IntArray:
+    return ls.mins[np.searchsorted(ls.nodes, docs)]
 
 
 @dataclass(frozen=True)
-class DocRecords:
-    """Documents of components bound for one component partition (positions ascending)."""
+class ToComponent:
+    """What one component partition receives from one pair partition."""
 
-    doc: IntArray
-    group: IntArray
-    length: IntArray
-    priority: IntArray
+    a: IntArray
+    b: IntArray
+    score: FloatArray
     slot_vid: IntArray
     slot_doc: IntArray
-    sig_docs: IntArray  # documents in big buckets, with their signature and evidence rows
-    sigs: Signatures
-    ev: Evidence
+    bucket_docs: IntArray
+    bucket_sigs: Signatures
+    bucket_ev: Evidence
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.doc, self.group, self.length, self.priority, self.slot_vid, self.slot_doc)
-        return sum(int(x.nbytes) for x in arrays) + self.sigs.nbytes + self.ev.nbytes
+        arrays = (self.a, self.b, self.score, self.slot_vid, self.slot_doc, self.bucket_docs)
+        extra = self.bucket_sigs.nbytes + self.bucket_ev.nbytes
+        return sum(int(x.nbytes) for x in arrays) + extra
 
 
-def docs_to_components(
-    part: Part, parts: int, with_buckets: bool, *labels: tuple[IntArray, IntArray]
-) -> Split:
-    """Each document in a component, with what its component's removal needs of it (big-bucket
-    slots and their members' rows when keep-aware removal checks big buckets)."""
-    if not with_buckets:
-        part = replace(part, slot_vid=_e(), slot_doc=_e())
+def pairs_to_components(v: Verified, ls: LargeStar, parts: int, with_buckets: bool) -> Split:
+    """Accepted pairs, big-bucket slots and members' rows to their components (the pair
+    partition holds the documents with ``route(doc) == d``: ``ls`` has their labels)."""
+    pair_dest = route(_label(ls, v.a), parts)
+    slot_dest = route(_label(ls, v.slot_doc), parts) if with_buckets else np.zeros(0, np.int64)
+    bucket_dest = route(_label(ls, v.bucket_docs), parts) if with_buckets else slot_dest
+    pieces = []
+    for d in range(parts):
+        pm, sm, bm = pair_dest == d, slot_dest == d, np.flatnonzero(bucket_dest == d)
+        pieces.append(
+            ToComponent(
+                v.a[pm],
+                v.b[pm],
+                v.score[pm],
+                v.slot_vid[sm],
+                v.slot_doc[sm],
+                v.bucket_docs[bm],
+                v.bucket_sigs.take(bm),
+                v.bucket_ev.take(bm),
+            )
+        )
+    return Split(pieces, sum(p.nbytes for p in pieces))
+
+
+def docs_to_components(part: Part, parts: int, *labels: tuple[IntArray, IntArray]) -> Split:
+    """Records of the partition's documents in components, to their component partitions."""
     doc = _cat([p[0] for p in labels])
     label = _cat([p[1] for p in labels])
     order = np.argsort(doc)
     doc, label = doc[order], label[order]
-    rows = doc - part.start
     dest = route(label, parts)
-    slot_rows = part.slot_doc - part.start
-    slot_dest = route(label[np.searchsorted(doc, part.slot_doc)], parts)
-    in_bucket = np.unique(slot_rows)
-    bucket_dest = route(label[np.searchsorted(doc, in_bucket + part.start)], parts)
-    prio = part.priority[rows] if part.priority is not None else doc
-    pieces = []
-    for d in range(parts):
-        mine = dest == d
-        slots = slot_dest == d
-        brows = in_bucket[bucket_dest == d]
-        pieces.append(
-            DocRecords(
-                doc[mine],
-                part.groups[rows[mine]],
-                part.block.lengths[rows[mine]],
-                prio[mine],
-                part.slot_vid[slots],
-                part.slot_doc[slots],
-                brows + part.start,
-                part.block.signatures.take(brows),
-                part.block.evidence.take(brows),
-            )
-        )
+    recs = _records(part, doc - part.start)
+    pieces = [recs.take(np.flatnonzero(dest == d)) for d in range(parts)]
     return Split(pieces, sum(p.nbytes for p in pieces))
 
 
@@ -442,35 +498,31 @@ def remove_components(
     params: DedupParams, idf: IdfTable | None, n_docs_pieces: int, *pieces: Any
 ) -> ComponentResult:
     """``engine.remove`` over whole components, in local numbering (positions ascending)."""
-    recs: list[DocRecords] = list(pieces[:n_docs_pieces])
-    pairs = pieces[n_docs_pieces:]
-    docs = _cat([r.doc for r in recs])
-    order = np.argsort(docs)
-    docs = docs[order]
+    from_pairs: list[ToComponent] = list(pieces[n_docs_pieces:])
+    recs = _cat_records(pieces[:n_docs_pieces])  # in partition order: positions ascending
+    docs = recs.doc
     m = len(docs)
-    groups = np.searchsorted(docs, _cat([r.group for r in recs])[order])
+    groups = np.searchsorted(docs, recs.group)
     if params.keep == "longest":
-        priority = _removal.priority_ranks(
-            m, "longest", lengths=_cat([r.length for r in recs])[order]
-        )
+        priority = _removal.priority_ranks(m, "longest", lengths=recs.length)
     else:  # "first": positions; "field": the global ranks
-        priority = _cat([r.priority for r in recs])[order]
-    a = np.searchsorted(docs, _cat([p[0] for p in pairs]))
-    b = np.searchsorted(docs, _cat([p[1] for p in pairs]))
-    score = _cat([p[2] for p in pairs], np.float64)
+        priority = recs.priority
+    a = np.searchsorted(docs, _cat([p.a for p in from_pairs]))
+    b = np.searchsorted(docs, _cat([p.b for p in from_pairs]))
+    score = _cat([p.score for p in from_pairs], np.float64)
     # Big buckets: slots grouped by bucket, members ascending; identical memberships once.
-    vid = _cat([r.slot_vid for r in recs])
-    mem = np.searchsorted(docs, _cat([r.slot_doc for r in recs]))
+    vid = _cat([p.slot_vid for p in from_pairs])
+    mem = np.searchsorted(docs, _cat([p.slot_doc for p in from_pairs]))
     o = np.lexsort((mem, vid))
     vid, mem = vid[o], mem[o]
     sizes = np.diff(np.flatnonzero(np.r_[True, vid[1:] != vid[:-1], True])) if len(vid) else _e()
     members, offsets = distinct_buckets([mem], [sizes.astype(np.int64)])
-    sig_docs = np.searchsorted(docs, _cat([r.sig_docs for r in recs]))
+    sig_docs = np.searchsorted(docs, _cat([p.bucket_docs for p in from_pairs]))
     so = np.argsort(sig_docs)
     sig_docs = sig_docs[so]
-    like = recs[0].sigs if recs else Signatures(np.zeros((0, 0), np.uint64))
-    sigs = Signatures.concat([r.sigs for r in recs], like).take(so)
-    ev = concat_evidence([r.ev for r in recs]).take(so)
+    like = from_pairs[0].bucket_sigs if from_pairs else None
+    sigs = Signatures.concat([p.bucket_sigs for p in from_pairs], like).take(so)
+    ev = concat_evidence([p.bucket_ev for p in from_pairs]).take(so)
     method = make_method(params, idf)
     verify_pairs = bucket_verifier(method, make_verifier(params), sigs, sig_docs, ev, sig_docs)
     removed = remove(params, m, a, b, score, priority, groups, members, offsets, verify_pairs)
@@ -492,66 +544,18 @@ def remove_components(
     )
 
 
-def results_split(cr: ComponentResult, parts: int, starts: IntArray) -> Split:
-    return split_by(
-        _owner(starts, cr.doc), parts, cr.doc, cr.kept, cr.duplicate_of, cr.score, cr.label
-    )
-
-
-def found_pairs(cr: ComponentResult) -> tuple[IntArray, IntArray, FloatArray]:
-    return cr.found_a, cr.found_b, cr.found_score
-
-
-@dataclass(frozen=True)
-class BlockResult:
-    """The engine's fitted arrays for one partition's documents."""
-
-    kept: BoolArray
-    duplicate_of: IntArray
-    score: FloatArray
-    clusters: IntArray
-    groups: IntArray
-    empty: BoolArray
-    in_big: int
-
-
-def block_result(part: Part, *pieces: tuple[np.ndarray, ...]) -> BlockResult:
-    n = part.n
-    kept = np.ones(n, dtype=np.bool_)
-    dup = np.full(n, -1, dtype=np.int64)
-    score = np.full(n, np.nan)
-    clusters = part.docs
-    for doc, k, d, s, lab in pieces:
-        rows = doc - part.start
-        kept[rows], dup[rows], score[rows], clusters[rows] = k, d, s, lab
-    return BlockResult(
-        kept,
-        dup,
-        score,
-        clusters,
-        part.groups,
-        part.block.canonical == EMPTY,
-        len(np.unique(part.slot_doc)),
-    )
-
-
 # -- the whole finish -------------------------------------------------------------------------------
 @dataclass
 class Finished:
-    """Futures of every partition's results, the pairs, and the counts for the stats."""
+    """Per-document results of the documents in components (the others are kept, alone), the
+    exact groups, the pairs, the counts for the stats, and the bytes each exchange moved."""
 
-    results: list[Any]
+    components: list[ComponentResult]
+    first: IntArray
+    dup: IntArray
     pairs: tuple[IntArray, IntArray, FloatArray]
     counts: dict[str, int]
     moved: dict[str, int]
-
-
-def _sum(values: Sequence[int]) -> int:
-    return int(sum(values))
-
-
-def _get(obj: Any, name: str) -> Any:
-    return getattr(obj, name)
 
 
 def finish_on_workers(
@@ -563,10 +567,14 @@ def finish_on_workers(
     priority: IntArray | None,
     fetch_texts: FetchTexts | None,
     parts: int,
+    workers: Sequence[str] = (),
 ) -> Finished:
-    """The engine's ``finish`` over blocks left on the workers (see the module docstring)."""
-    ex = Exchanges(client)
-    sub = ex.submit
+    """The engine's ``finish`` over blocks left on the workers (see the module docstring).
+
+    ``parts``: partitions of every shuffle; ``workers``: addresses their tasks are spread over
+    (round robin, as a preference), so every worker takes a share."""
+    ex = Exchanges(client, workers)
+    sub, at = ex.submit, ex.at
     starts = np.r_[0, np.cumsum(lengths)].astype(np.int64)
     n = int(starts[-1])
     n_blocks = len(blocks)
@@ -581,102 +589,103 @@ def finish_on_workers(
     ]
     # 1. exact groups
     pieces = ex.exchange("exact groups", state, hashes_split, parts)
-    groups = [sub(exact_groups, *pieces[d]) for d in range(parts)]
+    groups = [at(d, exact_groups, *pieces[d]) for d in range(parts)]
     back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
     state = [sub(with_groups, state[p], *back[p]) for p in range(n_blocks)]
     # 2. candidates
     pieces = ex.exchange("candidate keys", state, keys_split, parts, params, idf)
-    keyparts = [sub(key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
-    raw = ex.exchange("candidate pairs", keyparts, raw_pairs_split, parts)
-    method = make_method(params, idf)
-    pairparts = [sub(candidate_pairs, method.min_shared, n, *raw[d]) for d in range(parts)]
-    keep_aware = params.removal != "components"
-    slots = ex.exchange("big buckets", keyparts, slots_split, n_blocks, starts)
-    state = [sub(with_slots, state[p], *slots[p]) for p in range(n_blocks)]
-    # 3. verification: requests to the owners, evidence rows back
+    keyparts = [at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
+    raw = ex.exchange("candidate pairs", keyparts, pair_records_split, parts)
+    min_shared = make_method(params, idf).min_shared
+    pairparts = [at(d, candidate_pairs, min_shared, n, *raw[d]) for d in range(parts)]
+    # 3. verification: requests to the owners, rows back
     asks = ex.exchange("evidence", pairparts, requests_split, n_blocks, starts)
-    answers_split = [sub(answer, state[p], *asks[p]) for p in range(n_blocks)]
-    answers = ex.pieces("evidence", answers_split, parts)
-    verified = [sub(verify, params, idf, pairparts[d], *answers[d]) for d in range(parts)]
+    answers = ex.pieces(
+        "evidence", [sub(answer, state[p], *asks[p]) for p in range(n_blocks)], parts
+    )
+    verified = [at(d, verify, params, idf, pairparts[d], *answers[d]) for d in range(parts)]
     near = client.gather([sub(borderline_of, v) for v in verified])
     rechecked = _recheck(params, near, fetch_texts)
-    acc = []
-    for d in range(parts):
-        a, b, s = rechecked[d]
-        acc.append(sub(accepted, verified[d], a, b, s))
+    acc = [sub(accepted, verified[d], *rechecked[d]) for d in range(parts)]
     # 4. components
-    edges = [sub(group_edges, g) for g in groups] + [sub(accepted_edges, x) for x in acc]
-    if keep_aware:
-        edges += [sub(bucket_edges, k) for k in keyparts]
+    with_buckets = params.removal != "components"
+    edges = [sub(group_edges, g) for g in groups] + [sub(pair_edges, v, with_buckets) for v in acc]
     stars, rounds = star_components(ex, edges, parts)
     # 5. removal per component partition
     labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n)
-    doc_split = [
-        sub(docs_to_components, state[p], parts, keep_aware, *labels[p]) for p in range(n_blocks)
-    ]
-    docs_in = ex.pieces("removal", doc_split, parts)
-    pair_split = [sub(pairs_to_components, acc[d], stars[d], parts) for d in range(parts)]
-    pairs_in = ex.pieces("removal", pair_split, parts)
+    docs_in = ex.pieces(
+        "removal",
+        [sub(docs_to_components, state[p], parts, *labels[p]) for p in range(n_blocks)],
+        parts,
+    )
+    pairs_in = ex.pieces(
+        "removal",
+        [sub(pairs_to_components, acc[d], stars[d], parts, with_buckets) for d in range(parts)],
+        parts,
+    )
     comps = [
-        sub(remove_components, params, idf, n_blocks, *docs_in[d], *pairs_in[d])
+        at(d, remove_components, params, idf, n_blocks, *docs_in[d], *pairs_in[d])
         for d in range(parts)
     ]
-    back = ex.exchange("results", comps, results_split, n_blocks, starts)
-    results = [sub(block_result, state[p], *back[p]) for p in range(n_blocks)]
-    # small results: the pairs and the counts
-    pair_parts = client.gather(
-        [sub(group_pairs, g) for g in groups]
-        + [sub(accepted_pairs, x) for x in acc]
-        + [sub(found_pairs, c) for c in comps]
+    # the final merge in the client: results of documents in components, groups, pairs, counts
+    results = client.gather(comps)
+    group_parts = client.gather(groups)
+    pair_parts = client.gather([sub(_accepted_pairs, v) for v in acc])
+    first = _cat([g.first for g in group_parts])
+    dup = _cat([g.dup for g in group_parts])
+    pa = _cat([first, *(p[0] for p in pair_parts), *(c.found_a for c in results)])
+    pb = _cat([dup, *(p[1] for p in pair_parts), *(c.found_b for c in results)])
+    ps = _cat(
+        [np.ones(len(dup)), *(p[2] for p in pair_parts), *(c.found_score for c in results)],
+        np.float64,
     )
-    pa = _cat([p[0] for p in pair_parts])
-    pb = _cat([p[1] for p in pair_parts])
-    ps = _cat([p[2] for p in pair_parts], np.float64)
     order = np.lexsort((pb, pa))
-    comp_meta = client.gather([sub(_comp_counts, c) for c in comps])
     counts = {
-        "exact_duplicates": _sum(client.gather([sub(_len_dup, g) for g in groups])),
-        "candidate_pairs": _sum(client.gather([sub(_get, v, "candidates") for v in verified])),
-        "big_buckets": _sum(client.gather([sub(_get, k, "big_buckets") for k in keyparts])),
-        "clusters": _sum([c[0] for c in comp_meta]),
-        "rechecked_pairs": sum(len(v.near_a) for v in near),
+        "exact_duplicates": len(dup),
+        "candidate_pairs": sum(p[3] for p in pair_parts),
+        "big_buckets": _sum(client.gather([sub(_big_buckets, k) for k in keyparts])),
+        "big_bucket_docs": sum(p[4] for p in pair_parts),
+        "clusters": sum(c.clusters for c in results),
+        "rechecked_pairs": sum(len(v.a) for v in near),
         "rounds": rounds,
+        "accepted_pairs": len(pa) - len(dup),
     }
-    bucket: dict[str, int] = {}
-    for _, stats in comp_meta:
-        for k, v in stats.items():
-            bucket[k] = bucket.get(k, 0) + v
-    counts.update(bucket)
-    counts["accepted_pairs"] = len(pa) - counts["exact_duplicates"]
-    return Finished(results, (pa[order], pb[order], ps[order]), counts, ex.moved())
+    for c in results:
+        for k, v in c.bucket_stats.items():
+            counts[k] = counts.get(k, 0) + v
+    return Finished(results, first, dup, (pa[order], pb[order], ps[order]), counts, ex.moved())
 
 
-def _len_dup(g: Groups) -> int:
-    return len(g.dup)
+def _sum(values: Sequence[int]) -> int:
+    return int(sum(values))
 
 
-def _comp_counts(c: ComponentResult) -> tuple[int, dict[str, int]]:
-    return c.clusters, c.bucket_stats
+def _big_buckets(k: KeyPart) -> int:
+    return k.big_buckets
+
+
+def _accepted_pairs(v: Verified) -> tuple[IntArray, IntArray, FloatArray, int, int]:
+    return v.a, v.b, v.score, v.candidates, len(v.bucket_docs)
 
 
 def _recheck(
-    params: DedupParams, near: Sequence[Verified], fetch: FetchTexts | None
+    params: DedupParams, near: Sequence[Borderline], fetch: FetchTexts | None
 ) -> list[tuple[IntArray, IntArray, FloatArray]]:
     """The verifier's ``recheck`` of every partition's borderline pairs at once (in the
     client: they are few, and the texts come from wherever ``fetch`` reads them)."""
     verifier = make_verifier(params)
-    a = _cat([v.near_a for v in near])
-    b = _cat([v.near_b for v in near])
+    a = _cat([v.a for v in near])
+    b = _cat([v.b for v in near])
     out = [(_e(), _e(), np.zeros(0)) for _ in near]
     if len(a) == 0:
         return out
     verdict = Verdict(
-        _cat([v.near_score for v in near], np.float64),
-        _cat([v.near_ok for v in near], np.bool_),
-        _cat([v.near_method_ok for v in near], np.bool_),
+        _cat([v.score for v in near], np.float64),
+        _cat([v.ok for v in near], np.bool_),
+        _cat([v.method_ok for v in near], np.bool_),
     )
     done = verifier.recheck(a, b, verdict, fetch)
-    cuts = np.cumsum([0, *(len(v.near_a) for v in near)])
+    cuts = np.cumsum([0, *(len(v.a) for v in near)])
     for d in range(len(near)):
         lo, hi = cuts[d], cuts[d + 1]
         ok = done.ok[lo:hi]
