@@ -71,6 +71,34 @@ def split_by(dest: IntArray, parts: int, *columns: np.ndarray) -> Split:
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
+@dataclass(frozen=True)
+class Bundle:
+    """The pieces of several sources (those on one worker) bound for one destination."""
+
+    items: list[tuple[int, Any]]  # (source index, piece)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(nbytes_of(p) for _, p in self.items)
+
+
+def unbundle(pieces: Sequence[Any]) -> list[Any]:
+    """A destination's pieces in source order, whether they came one by one or in bundles."""
+    if not any(isinstance(p, Bundle) for p in pieces):
+        return list(pieces)
+    items = [item for b in pieces for item in b.items]
+    items.sort(key=lambda item: item[0])
+    return [p for _, p in items]
+
+
+def _bundle(indices: list[int], parts: int, *splits: Split) -> Split:
+    pieces = [
+        Bundle([(i, s.pieces[d]) for i, s in zip(indices, splits, strict=True)])
+        for d in range(parts)
+    ]
+    return Split(pieces, sum(s.nbytes for s in splits))
+
+
 def _piece(split: Split, d: int) -> Any:
     return split.pieces[d]
 
@@ -111,9 +139,36 @@ class Exchanges:
         return self.pieces(name, splits, parts)
 
     def pieces(self, name: str, splits: Sequence[Any], parts: int) -> list[list[Any]]:
-        """pieces[d][s] of splits already computed (futures of ``Split``)."""
+        """pieces[d]: the pieces of ``splits`` (futures of ``Split``) for destination d. With
+        more sources than workers, each worker first bundles its sources' pieces (one task
+        where they are), so an exchange costs sources + workers x (parts + 1) small tasks
+        rather than sources x (parts + 2); ``unbundle`` restores the source order."""
+        if self.workers and len(splits) > len(self.workers):
+            splits = self._bundled(splits, parts)
         self._sizes.setdefault(name, []).extend(self.submit(_size, f) for f in splits)
         return [[self.submit(_piece, f, d) for f in splits] for d in range(parts)]
+
+    def _bundled(self, splits: Sequence[Any], parts: int) -> list[Any]:
+        from distributed import wait
+
+        wait(splits)
+        who = self.client.who_has(list(splits))
+        by_worker: dict[str, list[int]] = {}
+        for i, f in enumerate(splits):
+            holders = sorted(who.get(f.key) or self.workers[:1])
+            by_worker.setdefault(holders[0], []).append(i)
+        return [
+            self.client.submit(
+                _bundle,
+                idx,
+                parts,
+                *[splits[i] for i in idx],
+                pure=False,
+                workers=[w],
+                allow_other_workers=True,
+            )
+            for w, idx in sorted(by_worker.items())
+        ]
 
     def moved(self) -> dict[str, int]:
         """Bytes of all pieces of each exchange (an upper bound of what crossed the network:
@@ -183,7 +238,7 @@ def _runs(u: IntArray) -> tuple[IntArray, IntArray]:
 
 def large_star(*pieces: tuple[IntArray, IntArray]) -> LargeStar:
     """Each node u with neighbours N(u): link every larger neighbour to m = min(N(u) + {u})."""
-    u, v = _unique_edges(pieces)
+    u, v = _unique_edges(unbundle(pieces))
     starts, ends = _runs(u)
     nodes = u[starts]
     # v is sorted within each run: the smallest neighbour is the run's first.
@@ -198,7 +253,7 @@ def large_star(*pieces: tuple[IntArray, IntArray]) -> LargeStar:
 
 def small_star(*pieces: tuple[IntArray, IntArray]) -> Edges:
     """Each node u with its smaller neighbours N: link N and u to m = min(N) (edges u > v)."""
-    u, v = _unique_edges(pieces)
+    u, v = _unique_edges(unbundle(pieces))
     starts, ends = _runs(u)
     m = np.repeat(v[starts], ends - starts)  # smallest neighbour: each run's first
     nodes = u[starts]

@@ -45,6 +45,7 @@ from .dask_shuffle import (
     route,
     split_by,
     star_components,
+    unbundle,
 )
 from .engine import bucket_verifier, remove
 from .methods import KeyedCandidates, Signatures, make_method
@@ -124,6 +125,7 @@ def hashes_split(part: Part, parts: int) -> Split:
 
 def exact_groups(*pieces: tuple[npt.NDArray[np.uint64], IntArray]) -> Groups:
     """The engine's rule: a group is the first document (smallest position) with its hash."""
+    pieces = tuple(unbundle(pieces))
     h = _cat([p[0] for p in pieces], np.uint64)
     d = _cat([p[1] for p in pieces])
     order = np.lexsort((d, h))
@@ -143,7 +145,7 @@ def groups_split(g: Groups, parts: int, starts: IntArray) -> Split:
 
 def with_groups(part: Part, *pieces: tuple[IntArray, IntArray]) -> Part:
     groups = part.docs
-    for dup, first in pieces:
+    for dup, first in unbundle(pieces):
         groups[dup - part.start] = first
     return replace(part, groups=groups)
 
@@ -174,17 +176,23 @@ def keys_split(part: Part, parts: int, params: DedupParams, idf: IdfTable | None
     if keys.ndim == 1:
         keys = keys[:, None]
     keys = np.ascontiguousarray(keys.T)  # column-major: (k, reps)
-    width = keys.shape[0]
+    width, n = keys.shape
     cols = np.arange(width, dtype=np.int64)[:, None]
-    dest = np.asarray(column_keys(cols, keys) % np.uint64(parts), dtype=np.int64)
-    dest[keys == EMPTY] = -1
-    offsets = reps.astype(np.uint32)
+    small = np.int16 if parts < 2**15 - 1 else np.int64  # a radix sort for small destinations
+    dest = np.asarray(column_keys(cols, keys) % np.uint64(parts)).astype(small)
+    dest[keys == EMPTY] = parts  # no key: dropped
+    flat = np.argsort(dest.ravel(), kind="stable")  # by destination, then column, then row
+    column = np.repeat(np.arange(width, dtype=np.int64), n)
+    per = np.bincount(dest.ravel().astype(np.int64) * width + column, minlength=(parts + 1) * width)
+    per = per.reshape(parts + 1, width)
+    cuts = np.r_[0, np.cumsum(per.sum(axis=1))]
+    key = keys.ravel()[flat]
+    offset = reps.astype(np.uint32)[flat % max(n, 1)]
     start = np.array([part.start], dtype=np.int64)
-    pieces = []
-    for d in range(parts):
-        mine = dest == d
-        _, row = np.nonzero(mine)  # column by column, rows ascending
-        pieces.append((mine.sum(axis=1).astype(np.int64), keys[mine], offsets[row], start))
+    pieces = [
+        (per[d].astype(np.int64), key[cuts[d] : cuts[d + 1]], offset[cuts[d] : cuts[d + 1]], start)
+        for d in range(parts)
+    ]
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
@@ -203,6 +211,7 @@ def key_buckets(
     params: DedupParams, idf: IdfTable | None, index: int, n: int, *pieces: tuple[Any, ...]
 ) -> KeyPart:
     """Each column's buckets, as ``candidate_pairs`` forms them (``column_buckets``)."""
+    pieces = tuple(unbundle(pieces))
     method = make_method(params, idf)
     max_bucket = int(getattr(method, "max_bucket", 2**62))
     stats = np.zeros(_kc.N_STATS, dtype=np.int64)
@@ -264,6 +273,7 @@ class PairPart:
 
 def candidate_pairs(min_shared: int, n: int, *pieces: tuple[Any, ...]) -> PairPart:
     """Pairs listed at least ``min_shared`` times (``candidates.shared_pairs``)."""
+    pieces = tuple(unbundle(pieces))
     kind = _cat([p[0] for p in pieces], np.int8)
     x = _cat([p[1] for p in pieces])
     y = _cat([p[2] for p in pieces])
@@ -290,7 +300,7 @@ def answer(part: Part, *requests: tuple[IntArray, IntArray]) -> Split:
     """Rows asked for by each pair partition (one piece per asker): evidence, and signatures
     of big-bucket members."""
     pieces = []
-    for ev_docs, sig_docs in requests:
+    for ev_docs, sig_docs in unbundle(requests):
         pieces.append(
             (
                 part.block.evidence.take(ev_docs - part.start),
@@ -357,6 +367,7 @@ def verify(
     params: DedupParams, idf: IdfTable | None, pp: PairPart, *answers: tuple[Any, ...]
 ) -> Verified:
     """The verifier decides the candidates from the evidence joined back to them."""
+    answers = tuple(unbundle(answers))
     method = make_method(params, idf)
     verifier = make_verifier(params)
     ev = concat_evidence([x[0] for x in answers])
@@ -468,6 +479,7 @@ def pairs_to_components(v: Verified, ls: LargeStar, parts: int, with_buckets: bo
 
 def docs_to_components(part: Part, parts: int, *labels: tuple[IntArray, IntArray]) -> Split:
     """Records of the partition's documents in components, to their component partitions."""
+    labels = tuple(unbundle(labels))
     doc = _cat([p[0] for p in labels])
     label = _cat([p[1] for p in labels])
     order = np.argsort(doc)
@@ -498,8 +510,8 @@ def remove_components(
     params: DedupParams, idf: IdfTable | None, n_docs_pieces: int, *pieces: Any
 ) -> ComponentResult:
     """``engine.remove`` over whole components, in local numbering (positions ascending)."""
-    from_pairs: list[ToComponent] = list(pieces[n_docs_pieces:])
-    recs = _cat_records(pieces[:n_docs_pieces])  # in partition order: positions ascending
+    from_pairs: list[ToComponent] = unbundle(pieces[n_docs_pieces:])
+    recs = _cat_records(unbundle(pieces[:n_docs_pieces]))  # partition order: ascending
     docs = recs.doc
     m = len(docs)
     groups = np.searchsorted(docs, recs.group)
@@ -624,7 +636,7 @@ def finish_on_workers(
         parts,
     )
     comps = [
-        at(d, remove_components, params, idf, n_blocks, *docs_in[d], *pairs_in[d])
+        at(d, remove_components, params, idf, len(docs_in[d]), *docs_in[d], *pairs_in[d])
         for d in range(parts)
     ]
     # the final merge in the client: results of documents in components, groups, pairs, counts
