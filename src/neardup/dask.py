@@ -2,25 +2,46 @@
 
 The engine's ``Deduplicator`` with its per-batch blocks left on the workers. Nothing here is an
 algorithm of its own: every partition runs the very method and verifier objects the engine
-builds (``make_method``, ``make_verifier``), and ``finish`` is the engine's own ``finish``,
-which fetches the rows it needs from the workers. Document identity is the global position:
-partitions in order, offsets within them, never arrival order, so the results are
-byte-identical to ``Deduplicator(params).fit(texts)`` whatever the partitioning or the number
-of workers.
+builds (``make_method``, ``make_verifier``), and ``finish`` runs the engine's own pieces where
+the data lives (``neardup.dask_stages``: exact groups, ``candidates.column_buckets`` per key
+partition, ``verifier.decide``, ``engine.remove`` per partition of whole components), joined by
+shuffles between the workers (``neardup.dask_shuffle``). Document identity is the global
+position: partitions in order, offsets within them, never arrival order, so the results are
+byte-identical to ``Deduplicator(params).fit(texts)`` whatever the partitioning, the number of
+workers or of shuffle partitions.
 
-Where each stage runs and what moves (per document; k keys, t sketch values):
+Where each stage runs and what moves (per document unless said; k keys, t sketch values; the
+figures are the 1M-document benchmark's, t=0.8, k=38, ``verify=sketch``):
 
-=========================  ===========  ==================================================
-stage                      runs on      moves to the coordinating process (the client)
-=========================  ===========  ==================================================
-read, shingle, sketch,     workers,     nothing; blocks stay on the workers (spillable)
-signatures, evidence       per part
-exact groups (hash)        client       content hash + length: 16 B
-candidate pairs            client       signatures of group representatives: 8k B
-verification               client       evidence of documents in candidate pairs: 2t B
-hybrid re-check            client       texts of borderline documents, from their partition
-removal, outputs           client       pairs (24 B each); kept mask back to the writers
-=========================  ===========  ==================================================
+=============================  ==================  =============================  ==============
+stage                          runs on             moves between workers          to the client
+=============================  ==================  =============================  ==============
+read, shingle, sketch,         workers, per        nothing: blocks stay            sizes only
+signatures, evidence           partition           (spillable)
+exact groups (content hash)    workers, by hash    hash + position: 16 B           nothing
+candidate keys -> buckets      workers, by key     (column, key, offset): 12 B     nothing
+                                                   per key (~400 B)
+pairs sharing >= r keys        workers, by doc     16 B per pair record            nothing
+verification                   workers, by doc     evidence rows of pair docs:    nothing
+                                                   2t B each (request + answer)
+hybrid re-check                client              texts of borderline docs       the borderline
+                                                   read again from partitions     pairs (few)
+connected components           workers, by node    16 B per edge per round        1 bool per
+(large-star / small-star)                                                         partition/round
+removal (keep-aware, big       workers, by         records of docs in components  nothing
+buckets, components)           component           (32 B) and their pairs
+final merge                    client              -                              results of docs
+                                                                                  in components
+                                                                                  (33 B each),
+                                                                                  pairs (24 B)
+=============================  ==================  =============================  ==============
+
+The client holds O(partitions) sizes and futures, the borderline pairs, and at the end the
+fitted arrays (``kept_`` ... one value per document, as ``Deduplicator`` has them; documents
+outside components are filled in there, not fetched). Methods without candidate keys
+(``methods.KeyedCandidates``: SimHash, sampled containment) run the engine's own ``finish`` in
+the client instead, fetching content hashes (16 B), the signatures of group representatives
+and the evidence of documents in pairs.
 
 ``DaskDeduplicator`` is a drop-in for ``Deduplicator`` (``run.dedup_source`` feeds it batches
 read on the client; the CLI's ``--dask``). ``dedup`` runs over a ``dask.bag`` or
@@ -61,6 +82,9 @@ IntArray = npt.NDArray[np.int64]
 
 #: Seconds to wait for a scheduler named by address before giving up.
 CONNECT_TIMEOUT = 10.0
+
+#: Documents per shuffle partition by default (their keys: ~400 B each at t=0.8).
+DOCS_PER_SHUFFLE_PARTITION = 150_000
 
 #: Name of the manifest written last into a per-partition output folder.
 MANIFEST = "manifest.json"
@@ -317,7 +341,7 @@ class DaskDeduplicator(Deduplicator):
         self.shuffled_: dict[str, int] = {}
         #: Large-star / small-star rounds the connected components took.
         self.rounds_ = 0
-        #: Partitions of each shuffle (keys, pairs, components); default one per worker.
+        #: Partitions of each shuffle (keys, pairs, components); default ``shuffle_partitions``.
         self.shuffle_partitions = shuffle_partitions
 
     @property
@@ -477,7 +501,7 @@ class DaskDeduplicator(Deduplicator):
             self.idf,
             priority,
             fetch_texts,
-            self.shuffle_partitions or max(len(workers), 1),
+            self.shuffle_partitions or shuffle_partitions(n, len(workers)),
             workers,
         )
         comps = done.components
@@ -525,6 +549,12 @@ class DaskDeduplicator(Deduplicator):
             bucket_unresolved=c.get("bucket_unresolved", 0),
         )
         self._finished = True
+
+
+def shuffle_partitions(n: int, workers: int) -> int:
+    """Partitions of each shuffle: one per worker, and more for big corpora, so that a key
+    partition holds about ``DOCS_PER_SHUFFLE_PARTITION`` documents' keys (~60 MB at k=38)."""
+    return max(workers, 1, -(-n // DOCS_PER_SHUFFLE_PARTITION))
 
 
 # -- clusters -------------------------------------------------------------------------------------

@@ -87,16 +87,13 @@ def _owner(starts: IntArray, docs: IntArray) -> IntArray:
 # -- per-partition state ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Part:
-    """A partition's block, where it starts, and its exact groups (stays on its worker)."""
+    """Where a partition's block starts, and its exact groups (stays on its worker). The block
+    is passed beside it, never inside: a spilled Part must not carry a second copy of it."""
 
-    block: Any
     start: int
+    n: int
     priority: IntArray | None  # keep="field": global ranks of its documents
     groups: IntArray  # each document's exact-duplicate group (its first document's position)
-
-    @property
-    def n(self) -> int:
-        return int(self.block.canonical.shape[0])
 
     @property
     def docs(self) -> IntArray:
@@ -105,7 +102,7 @@ class Part:
 
 def make_part(block: Any, start: int, priority: IntArray | None) -> Part:
     n = int(block.canonical.shape[0])
-    return Part(block, start, priority, np.arange(start, start + n, dtype=np.int64))
+    return Part(start, n, priority, np.arange(start, start + n, dtype=np.int64))
 
 
 # -- 1. exact groups ------------------------------------------------------------------------------
@@ -117,9 +114,9 @@ class Groups:
     dup: IntArray
 
 
-def hashes_split(part: Part, parts: int) -> Split:
-    ok = part.block.canonical != EMPTY
-    h = part.block.canonical[ok]
+def hashes_split(block: SignedBlock, part: Part, parts: int) -> Split:
+    ok = block.canonical != EMPTY
+    h = block.canonical[ok]
     return split_by(route(h, parts), parts, h, part.docs[ok])
 
 
@@ -159,11 +156,13 @@ def group_pairs(g: Groups) -> tuple[IntArray, IntArray, FloatArray]:
 
 
 # -- 2. candidates --------------------------------------------------------------------------------
-def _reps(part: Part) -> BoolArray:
-    return np.asarray((part.groups == part.docs) & (part.block.canonical != EMPTY))
+def _reps(block: SignedBlock, part: Part) -> BoolArray:
+    return np.asarray((part.groups == part.docs) & (block.canonical != EMPTY))
 
 
-def keys_split(part: Part, parts: int, params: DedupParams, idf: IdfTable | None) -> Split:
+def keys_split(
+    block: SignedBlock, part: Part, parts: int, params: DedupParams, idf: IdfTable | None
+) -> Split:
     """(column, key, doc) of every candidate key of the partition's group representatives, in
     12 bytes a key: a piece lists its keys column by column (a count per column), documents
     ascending within a column, each as its offset in the partition (uint32), with the
@@ -171,8 +170,8 @@ def keys_split(part: Part, parts: int, params: DedupParams, idf: IdfTable | None
     method = make_method(params, idf)
     if not isinstance(method, KeyedCandidates):  # pragma: no cover - checked by the caller
         raise TypeError(f"{type(method).__name__} has no candidate keys")
-    reps = np.flatnonzero(_reps(part))
-    keys = np.asarray(method.candidate_keys(part.block.signatures.take(reps)), dtype=np.uint64)
+    reps = np.flatnonzero(_reps(block, part))
+    keys = np.asarray(method.candidate_keys(block.signatures.take(reps)), dtype=np.uint64)
     if keys.ndim == 1:
         keys = keys[:, None]
     keys = np.ascontiguousarray(keys.T)  # column-major: (k, reps)
@@ -296,15 +295,15 @@ def requests_split(pp: PairPart, parts: int, starts: IntArray) -> Split:
     return Split(pieces, sum(nbytes_of(x) for x in pieces))
 
 
-def answer(part: Part, *requests: tuple[IntArray, IntArray]) -> Split:
+def answer(block: SignedBlock, part: Part, *requests: tuple[IntArray, IntArray]) -> Split:
     """Rows asked for by each pair partition (one piece per asker): evidence, and signatures
     of big-bucket members."""
     pieces = []
     for ev_docs, sig_docs in unbundle(requests):
         pieces.append(
             (
-                part.block.evidence.take(ev_docs - part.start),
-                part.block.signatures.take(sig_docs - part.start),
+                block.evidence.take(ev_docs - part.start),
+                block.signatures.take(sig_docs - part.start),
             )
         )
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
@@ -327,10 +326,10 @@ class DocRecords:
         return DocRecords(self.doc[rows], self.group[rows], self.length[rows], self.priority[rows])
 
 
-def _records(part: Part, rows: IntArray) -> DocRecords:
+def _records(block: SignedBlock, part: Part, rows: IntArray) -> DocRecords:
     doc = rows + part.start
     prio = part.priority[rows] if part.priority is not None else doc
-    return DocRecords(doc, part.groups[rows], part.block.lengths[rows], prio)
+    return DocRecords(doc, part.groups[rows], block.lengths[rows], prio)
 
 
 def _cat_records(parts: Sequence[DocRecords]) -> DocRecords:
@@ -477,7 +476,9 @@ def pairs_to_components(v: Verified, ls: LargeStar, parts: int, with_buckets: bo
     return Split(pieces, sum(p.nbytes for p in pieces))
 
 
-def docs_to_components(part: Part, parts: int, *labels: tuple[IntArray, IntArray]) -> Split:
+def docs_to_components(
+    block: SignedBlock, part: Part, parts: int, *labels: tuple[IntArray, IntArray]
+) -> Split:
     """Records of the partition's documents in components, to their component partitions."""
     labels = tuple(unbundle(labels))
     doc = _cat([p[0] for p in labels])
@@ -485,7 +486,7 @@ def docs_to_components(part: Part, parts: int, *labels: tuple[IntArray, IntArray
     order = np.argsort(doc)
     doc, label = doc[order], label[order]
     dest = route(label, parts)
-    recs = _records(part, doc - part.start)
+    recs = _records(block, part, doc - part.start)
     pieces = [recs.take(np.flatnonzero(dest == d)) for d in range(parts)]
     return Split(pieces, sum(p.nbytes for p in pieces))
 
@@ -600,12 +601,14 @@ def finish_on_workers(
         for p, blk in enumerate(blocks)
     ]
     # 1. exact groups
-    pieces = ex.exchange("exact groups", state, hashes_split, parts)
+    hashes = [sub(hashes_split, blocks[p], state[p], parts) for p in range(n_blocks)]
+    pieces = ex.pieces("exact groups", hashes, parts)
     groups = [at(d, exact_groups, *pieces[d]) for d in range(parts)]
     back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
     state = [sub(with_groups, state[p], *back[p]) for p in range(n_blocks)]
     # 2. candidates
-    pieces = ex.exchange("candidate keys", state, keys_split, parts, params, idf)
+    keys = [sub(keys_split, blocks[p], state[p], parts, params, idf) for p in range(n_blocks)]
+    pieces = ex.pieces("candidate keys", keys, parts)
     keyparts = [at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
     raw = ex.exchange("candidate pairs", keyparts, pair_records_split, parts)
     min_shared = make_method(params, idf).min_shared
@@ -613,7 +616,7 @@ def finish_on_workers(
     # 3. verification: requests to the owners, rows back
     asks = ex.exchange("evidence", pairparts, requests_split, n_blocks, starts)
     answers = ex.pieces(
-        "evidence", [sub(answer, state[p], *asks[p]) for p in range(n_blocks)], parts
+        "evidence", [sub(answer, blocks[p], state[p], *asks[p]) for p in range(n_blocks)], parts
     )
     verified = [at(d, verify, params, idf, pairparts[d], *answers[d]) for d in range(parts)]
     near = client.gather([sub(borderline_of, v) for v in verified])
@@ -627,7 +630,7 @@ def finish_on_workers(
     labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n)
     docs_in = ex.pieces(
         "removal",
-        [sub(docs_to_components, state[p], parts, *labels[p]) for p in range(n_blocks)],
+        [sub(docs_to_components, blocks[p], state[p], parts, *labels[p]) for p in range(n_blocks)],
         parts,
     )
     pairs_in = ex.pieces(
