@@ -16,6 +16,7 @@ Two tools the Dask backend composes (``neardup.dask_stages`` holds what each sta
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -93,14 +94,20 @@ def unbundle(pieces: Sequence[Any]) -> list[Any]:
 
 def _bundle(indices: list[int], parts: int, *splits: Split) -> Split:
     pieces = [
-        Bundle([(i, s.pieces[d]) for i, s in zip(indices, splits, strict=True)])
+        Bundle([(i, _own(s.pieces[d])) for i, s in zip(indices, splits, strict=True)])
         for d in range(parts)
     ]
     return Split(pieces, sum(s.nbytes for s in splits))
 
 
+def _own(piece: Any) -> Any:
+    """A copy owning its memory: pieces are views into their split's arrays, and a key that
+    shares buffers with another defeats Dask's memory accounting (spilling one frees nothing)."""
+    return copy.deepcopy(piece)
+
+
 def _piece(split: Split, d: int) -> Any:
-    return split.pieces[d]
+    return _own(split.pieces[d])
 
 
 def _size(split: Split) -> int:
