@@ -1,7 +1,7 @@
 """Signed partitions on Dask workers -> exact groups, candidates, verified pairs, removal, on workers.
 
 The engine's ``finish`` cut at its seams so each piece runs where its data lives; every piece
-calls the engine's own functions (``exact``-group rule, ``candidates.column_buckets`` and
+calls the engine's own functions (``engine.exact_groups``, ``candidates.column_buckets`` and
 ``shared_pairs``, the verifier's ``decide``, ``engine.remove`` with ``engine.bucket_verifier``).
 Document identity is the global position (``start`` of the partition + offset). The stages, each
 an exchange between partitions (``neardup.dask_shuffle``):
@@ -10,17 +10,22 @@ an exchange between partitions (``neardup.dask_shuffle``):
    the group; (duplicate, first) records go back to the duplicates' partitions.
 2. candidates: (column, key, doc) records of group representatives shuffled on (column, key);
    each key partition emits its buckets' pairs column by column (big buckets chained and
-   listed, as one machine does); pair records shuffled on the first doc; pairs listed at least
-   ``min_shared`` times are the candidates.
+   listed, as one machine does); pair records and big-bucket slots shuffled on a document;
+   pairs listed at least ``min_shared`` times are the candidates.
 3. verification: each pair partition asks the owning partitions for the evidence rows of its
-   documents (a request and an answer exchange) and decides its pairs; pairs the verifier
-   re-checks from texts (hybrid's borderline ones) go to the client, few and small.
-4. components: (exact groups, accepted pairs, big-bucket memberships) as edges; labels by
-   large-star / small-star rounds.
-5. removal: documents of each component (with their group, priority, big-bucket slots and,
-   for bucket members, signature and evidence rows) and its pairs meet in one component
-   partition, which runs ``engine.remove`` on them; per-document results go back to their
-   partitions.
+   documents (and the signature rows of its big-bucket members), one request and one answer
+   exchange, and decides its pairs; pairs the verifier re-checks from texts (hybrid's
+   borderline ones) go to the client, few and small.
+4. components: exact groups, accepted pairs and (keep-aware) big-bucket memberships as edges;
+   labels by large-star / small-star rounds (``dask_shuffle.star_components``).
+5. removal: the labels go to the documents' partitions, which send each document's record
+   (group, length, priority) to its component's partition; the pair partitions send the pairs,
+   bucket slots and members' rows there (they hold the labels of their documents: both are
+   partitioned by ``route`` of a document). Each component partition runs ``engine.remove``
+   on whole components; its per-document results go to the client's final merge.
+
+With ``keep="field"`` the client sends each partition the priority ranks of its documents
+(computed from the keys the caller gave ``finish``); "first" and "longest" need nothing.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from .dask_shuffle import (
     star_components,
     unbundle,
 )
-from .engine import bucket_verifier, remove
+from .engine import bucket_verifier, exact_groups, remove
 from .methods import KeyedCandidates, Signatures, make_method
 from .methods.base import column_keys
 from .params import DedupParams
@@ -120,18 +125,14 @@ def hashes_split(block: SignedBlock, part: Part, parts: int) -> Split:
     return split_by(route(h, parts), parts, h, part.docs[ok])
 
 
-def exact_groups(*pieces: tuple[npt.NDArray[np.uint64], IntArray]) -> Groups:
-    """The engine's rule: a group is the first document (smallest position) with its hash."""
+def hash_groups(*pieces: tuple[npt.NDArray[np.uint64], IntArray]) -> Groups:
+    """``engine.exact_groups`` over one hash partition (every copy of a hash is in it)."""
     pieces = tuple(unbundle(pieces))
     h = _cat([p[0] for p in pieces], np.uint64)
     d = _cat([p[1] for p in pieces])
-    order = np.lexsort((d, h))
+    order = np.argsort(d)
     h, d = h[order], d[order]
-    if len(h) == 0:
-        return Groups(_e(), _e())
-    run = np.cumsum(np.r_[True, h[1:] != h[:-1]]) - 1
-    starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
-    first = d[starts][run]
+    first = d[exact_groups(h)]
     dup = first != d
     return Groups(first[dup], d[dup])
 
@@ -603,7 +604,7 @@ def finish_on_workers(
     # 1. exact groups
     hashes = [sub(hashes_split, blocks[p], state[p], parts) for p in range(n_blocks)]
     pieces = ex.pieces("exact groups", hashes, parts)
-    groups = [at(d, exact_groups, *pieces[d]) for d in range(parts)]
+    groups = [at(d, hash_groups, *pieces[d]) for d in range(parts)]
     back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
     state = [sub(with_groups, state[p], *back[p]) for p in range(n_blocks)]
     # 2. candidates
