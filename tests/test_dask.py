@@ -5,11 +5,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 distributed = pytest.importorskip("distributed")
 db = pytest.importorskip("dask.bag")
@@ -204,3 +207,105 @@ def test_a_worker_that_dies_fails_the_run_cleanly_without_output(
         with pytest.raises(NeardupError, match="worker died"):
             nd.dedup(bag, DedupParams(), client=c, output_dir=out)
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+# -- the distributed finish: shuffles, components, removal per component partition ------------------
+def _chains_corpus() -> list[str]:
+    """Chains (each document overlaps the next, not the one after: keep-aware and components
+    disagree), exact copies placed after their originals and before, big buckets of one template,
+    and documents without tokens."""
+    words = random_documents(1, seed=31, words=(2000, 2000))[0].split()
+    chain = [" ".join(words[20 * i : 20 * i + 100]) for i in range(12)]
+    other = [" ".join(words[1000 + 20 * i : 1000 + 20 * i + 100]) for i in range(6)]
+    template = " ".join(words[1500:1650])
+    boiler = [f"{template} tail {i} {i * 7}" for i in range(30)]
+    corpus = [chain[5], *chain, "", *other, chain[3], "  !! ", *boiler, other[2], chain[0], "?"]
+    corpus += random_documents(40, seed=32, words=(30, 120))
+    return corpus
+
+
+@pytest.mark.parametrize("removal", ["keep-aware", "components"])
+def test_chains_groups_big_buckets_and_empty_texts_give_the_local_result(
+    client: object, removal: str
+) -> None:
+    corpus = _chains_corpus()
+    params = DedupParams(
+        threshold=0.55, verify="sketch", removal=removal, method=MinhashParams(max_bucket=6)
+    )
+    want = Deduplicator(params).fit(corpus)
+    other = "components" if removal == "keep-aware" else "keep-aware"
+    assert not np.array_equal(
+        want.kept_, Deduplicator(replace(params, removal=other)).fit(corpus).kept_
+    )
+    assert (
+        want.stats_.big_buckets > 0 and want.stats_.exact_duplicates >= 4 and want.empty_.sum() == 3
+    )
+    for parts in (1, 7):
+        got = nd.dedup(_bag(corpus, parts), params, client=client).dedup
+        assert_identical(got, want)
+        assert "candidate keys" in got.shuffled_ and "signatures" not in got.moved_
+        assert got.rounds_ >= 2  # the chains needed more than one large-star round
+
+
+def test_the_number_of_shuffle_partitions_changes_nothing(client: object, texts: list[str]) -> None:
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    params = DedupParams(threshold=0.8, method=MinhashParams(max_bucket=8), keep="longest")
+    want = Deduplicator(params).fit(texts)
+    for shuffle in (1, 5):
+        dd = nd.DaskDeduplicator(params, client, shuffle_partitions=shuffle)
+        dd.feed_partitions(list(_bag(texts, 7).to_delayed()))
+        assert_identical(dd.finish(), want)
+
+
+def test_only_small_results_reach_the_client(client: object, texts: list[str]) -> None:
+    """Per-document arrays stay on the workers; the client receives the results of documents in
+    components and the pairs (the engine's own finish fetched 16 B per document and more)."""
+    if len(client.scheduler_info()["workers"]) != 3:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    got = nd.dedup(_bag(texts, 7), DedupParams(threshold=0.8), client=client).dedup
+    assert set(got.moved_) <= {"component results", "pairs", "texts"}
+    in_components = int((np.bincount(got.clusters_) >= 2).sum())
+    assert in_components and got.moved_["component results"] < 40 * len(texts)
+
+
+class _Done:
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+class _SyncClient:
+    """Runs each task at once in this process: the exchanges' logic without a cluster."""
+
+    def submit(self, fn: Callable[..., object], *args: object, **_: object) -> _Done:
+        return _Done(fn(*[a.value if isinstance(a, _Done) else a for a in args]))
+
+    def gather(self, futures: list[_Done]) -> list[object]:
+        return [f.value for f in futures]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=60),
+    st.integers(1, 4),
+    st.integers(1, 3),
+)
+def test_star_components_label_every_node_with_its_components_smallest(
+    edges: list[tuple[int, int]], sources: int, parts: int
+) -> None:
+    from neardup.clusters import cluster_labels
+    from neardup.dask_shuffle import Edges, Exchanges, star_components
+
+    u = np.array([e[0] for e in edges], dtype=np.int64)
+    v = np.array([e[1] for e in edges], dtype=np.int64)
+    chunks = np.array_split(np.arange(len(u)), sources)
+    ex = Exchanges(_SyncClient())
+    stars, _ = star_components(ex, [_Done(Edges(u[c], v[c])) for c in chunks], parts)
+    got = {}
+    for s in stars:
+        got.update(zip(s.value.nodes.tolist(), s.value.mins.tolist(), strict=True))
+    want = cluster_labels(41, u, v)
+    nodes = set(u.tolist()) | set(v.tolist())
+    assert got == {
+        x: int(want[x]) for x in nodes if (u[v == x] != x).any() or (v[u == x] != x).any()
+    }

@@ -154,9 +154,6 @@ def candidate_pairs(
             )
         ident = np.ascontiguousarray(ident_arr.astype(np.int64, copy=False))
 
-    shift = max(1, (n - 1).bit_length())
-    low = np.uint64((1 << shift) - 1)
-    docs = np.arange(n, dtype=np.uint64)
     in_big = np.zeros(n, dtype=np.bool_)
     stats = np.zeros(_k.N_STATS, dtype=np.int64)
     parts_a: list[npt.NDArray[np.int64]] = []
@@ -165,10 +162,8 @@ def candidate_pairs(
     size_parts: list[npt.NDArray[np.int64]] = []
     collect = bool(list_big_buckets)
     for j in range(k):
-        col = np.ascontiguousarray(arr[:, j])
-        packed = np.sort((col & ~low) | docs)
-        pa, pb, bm, bs = _k.column_pairs(
-            packed, col, shift, int(max_bucket), ident, use_ident, in_big, stats, collect
+        pa, pb, bm, bs = column_buckets(
+            arr[:, j], int(max_bucket), ident if use_ident else None, in_big, stats, collect
         )
         parts_a.append(pa)
         parts_b.append(pb)
@@ -176,16 +171,12 @@ def candidate_pairs(
         size_parts.append(bs)
 
     raw = sum(int(p.shape[0]) for p in parts_a)
-    if raw:
-        codes = np.concatenate(parts_a) * np.int64(n) + np.concatenate(parts_b)
-        codes.sort()
-        uniq, count = _k.count_runs(codes, int(r))
-        a = uniq // n
-        b = uniq - a * n
-    else:
-        a = np.zeros(0, dtype=np.int64)
-        b = np.zeros(0, dtype=np.int64)
-        count = np.zeros(0, dtype=np.int32)
+    a, b, count = shared_pairs(
+        np.concatenate([_no_members(), *parts_a]),
+        np.concatenate([_no_members(), *parts_b]),
+        n,
+        int(r),
+    )
     st = CandidateStats(
         n_docs=int(n),
         n_keys=int(k),
@@ -200,11 +191,53 @@ def candidate_pairs(
     )
     if not collect:
         return CandidateResult(a=a, b=b, count=count, stats=st)
-    big_members, big_offsets = _distinct_buckets(big_parts, size_parts)
+    big_members, big_offsets = distinct_buckets(big_parts, size_parts)
     return CandidateResult(a, b, count, st, big_members, big_offsets)
 
 
-def _distinct_buckets(
+def column_buckets(
+    values: npt.NDArray[np.uint64],
+    max_bucket: int,
+    identical: npt.NDArray[np.int64] | None,
+    in_big: npt.NDArray[np.bool_],
+    stats: npt.NDArray[np.int64],
+    collect: bool,
+) -> tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]:
+    """One key column (one value per document, EMPTY = none) -> the pairs of its buckets.
+
+    Returns (a, b, big members, big sizes); buckets hold documents ascending, so the result is
+    the same for any subset of documents that keeps every bucket whole (what lets the Dask
+    backend run it on one key partition). ``in_big`` and ``stats`` are updated in place.
+    """
+    n = values.shape[0]
+    col = np.ascontiguousarray(values, dtype=np.uint64)
+    shift = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << shift) - 1)
+    packed = np.sort((col & ~low) | np.arange(n, dtype=np.uint64))
+    ident = np.zeros(0, dtype=np.int64) if identical is None else identical
+    pa, pb, bm, bs = _k.column_pairs(
+        packed, col, shift, int(max_bucket), ident, identical is not None, in_big, stats, collect
+    )
+    return pa, pb, bm, bs
+
+
+def shared_pairs(
+    a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], n: int, r: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    """Pairs (a < b, documents below n) listed at least r times, once each, sorted; with counts."""
+    if len(a) == 0:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e.copy(), np.zeros(0, dtype=np.int32)
+    codes = a * np.int64(n) + b
+    codes.sort()
+    uniq, count = _k.count_runs(codes, int(r))
+    first = uniq // n
+    return first, uniq - first * n, count
+
+
+def distinct_buckets(
     member_parts: list[npt.NDArray[np.int64]], size_parts: list[npt.NDArray[np.int64]]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Big buckets of every column as one CSR, each distinct membership once, in first-seen order.

@@ -2,25 +2,46 @@
 
 The engine's ``Deduplicator`` with its per-batch blocks left on the workers. Nothing here is an
 algorithm of its own: every partition runs the very method and verifier objects the engine
-builds (``make_method``, ``make_verifier``), and ``finish`` is the engine's own ``finish``,
-which fetches the rows it needs from the workers. Document identity is the global position:
-partitions in order, offsets within them, never arrival order, so the results are
-byte-identical to ``Deduplicator(params).fit(texts)`` whatever the partitioning or the number
-of workers.
+builds (``make_method``, ``make_verifier``), and ``finish`` runs the engine's own pieces where
+the data lives (``neardup.dask_stages``: exact groups, ``candidates.column_buckets`` per key
+partition, ``verifier.decide``, ``engine.remove`` per partition of whole components), joined by
+shuffles between the workers (``neardup.dask_shuffle``). Document identity is the global
+position: partitions in order, offsets within them, never arrival order, so the results are
+byte-identical to ``Deduplicator(params).fit(texts)`` whatever the partitioning, the number of
+workers or of shuffle partitions.
 
-Where each stage runs and what moves (per document; k keys, t sketch values):
+Where each stage runs and what moves (per document unless said; k keys, t sketch values; the
+figures are the 1M-document benchmark's, t=0.8, k=38, ``verify=sketch``):
 
-=========================  ===========  ==================================================
-stage                      runs on      moves to the coordinating process (the client)
-=========================  ===========  ==================================================
-read, shingle, sketch,     workers,     nothing; blocks stay on the workers (spillable)
-signatures, evidence       per part
-exact groups (hash)        client       content hash + length: 16 B
-candidate pairs            client       signatures of group representatives: 8k B
-verification               client       evidence of documents in candidate pairs: 2t B
-hybrid re-check            client       texts of borderline documents, from their partition
-removal, outputs           client       pairs (24 B each); kept mask back to the writers
-=========================  ===========  ==================================================
+=============================  ==================  =============================  ==============
+stage                          runs on             moves between workers          to the client
+=============================  ==================  =============================  ==============
+read, shingle, sketch,         workers, per        nothing: blocks stay            sizes only
+signatures, evidence           partition           (spillable)
+exact groups (content hash)    workers, by hash    hash + position: 16 B           nothing
+candidate keys -> buckets      workers, by key     (column, key, offset): 12 B     nothing
+                                                   per key (~400 B)
+pairs sharing >= r keys        workers, by doc     16 B per pair record            nothing
+verification                   workers, by doc     evidence rows of pair docs:    nothing
+                                                   2t B each (request + answer)
+hybrid re-check                client              texts of borderline docs       the borderline
+                                                   read again from partitions     pairs (few)
+connected components           workers, by node    16 B per edge per round        1 bool per
+(large-star / small-star)                                                         partition/round
+removal (keep-aware, big       workers, by         records of docs in components  nothing
+buckets, components)           component           (32 B) and their pairs
+final merge                    client              -                              results of docs
+                                                                                  in components
+                                                                                  (33 B each),
+                                                                                  pairs (24 B)
+=============================  ==================  =============================  ==============
+
+The client holds O(partitions) sizes and futures, the borderline pairs, and at the end the
+fitted arrays (``kept_`` ... one value per document, as ``Deduplicator`` has them; documents
+outside components are filled in there, not fetched). Methods without candidate keys
+(``methods.KeyedCandidates``: SimHash, sampled containment) run the engine's own ``finish`` in
+the client instead, fetching content hashes (16 B), the signatures of group representatives
+and the evidence of documents in pairs.
 
 ``DaskDeduplicator`` is a drop-in for ``Deduplicator`` (``run.dedup_source`` feeds it batches
 read on the client; the CLI's ``--dask``). ``dedup`` runs over a ``dask.bag`` or
@@ -34,6 +55,7 @@ import contextlib
 import itertools
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +64,10 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from .engine import Deduplicator
+from ._kernels.hashing import EMPTY
+from .dask_shuffle import nbytes_of
+from .dask_stages import finish_on_workers, keyed
+from .engine import Deduplicator, DedupStats
 from .errors import InputError, NeardupError, ParamError
 from .io import atomic_dir, atomic_write, key_ranks
 from .methods import Signatures, make_method, needs_fit
@@ -57,6 +82,9 @@ IntArray = npt.NDArray[np.int64]
 
 #: Seconds to wait for a scheduler named by address before giving up.
 CONNECT_TIMEOUT = 10.0
+
+#: Documents per shuffle partition by default (their keys: ~400 B each at t=0.8).
+DOCS_PER_SHUFFLE_PARTITION = 150_000
 
 #: Name of the manifest written last into a per-partition output folder.
 MANIFEST = "manifest.json"
@@ -87,10 +115,11 @@ class Block:
 
 @dataclass(frozen=True)
 class BlockMeta:
-    """What the client learns of a block: the 16 bytes per document it keeps, and sizes."""
+    """What the client learns of a block: its sizes (and ids or keys when asked for)."""
 
-    canonical: npt.NDArray[np.uint64]
-    lengths: IntArray
+    n: int
+    chars: int
+    empty: IntArray  # offsets of documents without tokens
     sig_template: np.ndarray
     sig_nbytes: int
     ev_nbytes: int
@@ -169,14 +198,19 @@ def map_block(
 
 def _meta(block: Block) -> BlockMeta:
     return BlockMeta(
-        block.canonical,
-        block.lengths,
+        int(block.canonical.shape[0]),
+        int(block.lengths.sum()),
+        np.flatnonzero(block.canonical == EMPTY).astype(np.int64),
         block.signatures.data[:0],
         block.signatures.nbytes,
         block.evidence.nbytes,
         block.ids,
         block.keys,
     )
+
+
+def _hashes_lengths(block: Block) -> tuple[npt.NDArray[np.uint64], IntArray]:
+    return block.canonical, block.lengths
 
 
 def _take_signatures(block: Block, rows: IntArray) -> Signatures:
@@ -289,6 +323,7 @@ class DaskDeduplicator(Deduplicator):
         client: Any = None,
         idf: IdfTable | None = None,
         max_pending: int | None = None,
+        shuffle_partitions: int | None = None,
     ) -> None:
         super().__init__(params, idf)
         if client is None:
@@ -302,11 +337,17 @@ class DaskDeduplicator(Deduplicator):
         self.meta_: list[BlockMeta] = []
         #: Bytes fetched from the workers into this process, by kind (see the module docstring).
         self.moved_: dict[str, int] = {}
+        #: Bytes of the pieces exchanged between workers, by stage (``dask_shuffle.Exchanges``).
+        self.shuffled_: dict[str, int] = {}
+        #: Large-star / small-star rounds the connected components took.
+        self.rounds_ = 0
+        #: Partitions of each shuffle (keys, pairs, components); default ``shuffle_partitions``.
+        self.shuffle_partitions = shuffle_partitions
 
     @property
     def partition_lengths(self) -> list[int]:
         """Documents in each partition (known after ``finish``)."""
-        return [len(m.canonical) for m in self.meta_]
+        return [m.n for m in self.meta_]
 
     def partial_fit(self, texts: Sequence[str], nbytes: int | None = None) -> DaskDeduplicator:
         """Send one batch to the cluster as a partition (indices continue from the last)."""
@@ -375,7 +416,7 @@ class DaskDeduplicator(Deduplicator):
                     b.result()  # raises the worker's exception
 
     def collect(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Wait for every block; keep its 16 bytes per document here, the rest on the worker."""
+        """Wait for every block; learn its sizes (the arrays stay on the worker)."""
         distributed = _import_distributed()
         if self.meta_ or not self._blocks:
             return
@@ -386,21 +427,26 @@ class DaskDeduplicator(Deduplicator):
                 if progress is not None:
                     progress(done, len(metas))
             self.meta_ = self.client.gather(metas)
-        for m in self.meta_:
-            _tally(self.moved_, "hashes_lengths", m.canonical.nbytes + m.lengths.nbytes)
-        total = sum(len(m.canonical) for m in self.meta_)
         if self._parts:
-            self._n = total
-            self._bytes = sum(int(m.lengths.sum()) for m in self.meta_)
-        for block, m in zip(self._blocks, self.meta_, strict=True):
-            n = len(m.canonical)
+            self._n = sum(m.n for m in self.meta_)
+            self._bytes = sum(m.chars for m in self.meta_)
+
+    def _fetch_blocks(self) -> None:
+        """The engine's own ``finish`` path: content hashes and lengths (16 B per document) to
+        the client, signatures and evidence left on the workers behind ``take``."""
+        with cluster_errors():
+            hashes = self.client.gather(
+                [self.client.submit(_hashes_lengths, b, pure=False) for b in self._blocks]
+            )
+        for block, m, (canonical, lengths) in zip(self._blocks, self.meta_, hashes, strict=True):
+            _tally(self.moved_, "hashes_lengths", canonical.nbytes + lengths.nbytes)
             self._append_block(
-                m.canonical,
-                m.lengths,
+                canonical,
+                lengths,
                 RemoteSignatures(
-                    m.sig_template, ref=block, rows=n, size=m.sig_nbytes, moved=self.moved_
+                    m.sig_template, ref=block, rows=m.n, size=m.sig_nbytes, moved=self.moved_
                 ),
-                RemoteEvidence(block, n, m.ev_nbytes, self.moved_),
+                RemoteEvidence(block, m.n, m.ev_nbytes, self.moved_),
             )
 
     def fetch_texts(self, docs: IntArray) -> list[str]:
@@ -426,13 +472,89 @@ class DaskDeduplicator(Deduplicator):
     def finish(
         self, key: npt.ArrayLike | None = None, fetch_texts: FetchTexts | None = None
     ) -> DaskDeduplicator:
-        """Wait for the blocks, then the engine's own candidates, verification and removal."""
+        """Wait for the blocks, then candidates, verification and removal on the workers (the
+        engine's own ``finish`` in the client for methods without candidate keys)."""
         self.collect()
         if fetch_texts is None and self._parts:
             fetch_texts = self.fetch_texts
-        super().finish(key, fetch_texts)
+        if self._n and keyed(self.params, self.idf):
+            with cluster_errors():
+                self._finish_on_workers(key, fetch_texts)
+        else:
+            self._fetch_blocks()
+            super().finish(key, fetch_texts)
         self._blocks.clear()
         return self
+
+    def _finish_on_workers(self, key: npt.ArrayLike | None, fetch_texts: FetchTexts | None) -> None:
+        p = self.params
+        n = self._n
+        priority = None
+        if p.keep == "field":
+            priority = self._priority(n, np.zeros(0, dtype=np.int64), key)
+        workers = sorted(self.client.scheduler_info().get("workers", {}))
+        done = finish_on_workers(
+            self.client,
+            self._blocks,
+            self.partition_lengths,
+            p,
+            self.idf,
+            priority,
+            fetch_texts,
+            self.shuffle_partitions or shuffle_partitions(n, len(workers)),
+            workers,
+        )
+        comps = done.components
+        _tally(self.moved_, "component results", sum(nbytes_of(c) for c in comps))
+        _tally(self.moved_, "pairs", nbytes_of(done.pairs))
+        self.shuffled_ = done.moved
+        self.rounds_ = done.counts["rounds"]
+        # The final merge: documents outside components are kept, alone, their own group.
+        idx = np.arange(n, dtype=np.int64)
+        self.kept_ = np.ones(n, dtype=np.bool_)
+        self.duplicate_of_ = np.full(n, -1, dtype=np.int64)
+        self.duplicate_score_ = np.full(n, np.nan)
+        self.clusters_ = idx.copy()
+        for comp in comps:
+            self.kept_[comp.doc] = comp.kept
+            self.duplicate_of_[comp.doc] = comp.duplicate_of
+            self.duplicate_score_[comp.doc] = comp.score
+            self.clusters_[comp.doc] = comp.label
+        self.groups_ = idx
+        self.groups_[done.dup] = done.first
+        self.empty_ = np.zeros(n, dtype=np.bool_)
+        start = 0
+        for m in self.meta_:
+            self.empty_[start + m.empty] = True
+            start += m.n
+        self.pairs_ = done.pairs
+        c = done.counts
+        held = sum(m.sig_nbytes + m.ev_nbytes + 16 * m.n for m in self.meta_)
+        self.stats_ = DedupStats(
+            documents=n,
+            empty=int(self.empty_.sum()),
+            exact_duplicates=c["exact_duplicates"],
+            candidate_pairs=c["candidate_pairs"],
+            accepted_pairs=c["accepted_pairs"],
+            clusters=c["clusters"],
+            removed=int(n - self.kept_.sum()),
+            seconds=time.perf_counter() - self._started,
+            bytes_in=self._bytes,
+            bytes_per_doc_in_memory=held / max(n, 1),
+            big_buckets=c["big_buckets"],
+            big_bucket_docs=c["big_bucket_docs"],
+            rechecked_pairs=c["rechecked_pairs"],
+            bucket_checks=c.get("bucket_checks", 0),
+            bucket_pairs_found=c.get("bucket_pairs_found", 0),
+            bucket_unresolved=c.get("bucket_unresolved", 0),
+        )
+        self._finished = True
+
+
+def shuffle_partitions(n: int, workers: int) -> int:
+    """Partitions of each shuffle: one per worker, and more for big corpora, so that a key
+    partition holds about ``DOCS_PER_SHUFFLE_PARTITION`` documents' keys (~60 MB at k=38)."""
+    return max(workers, 1, -(-n // DOCS_PER_SHUFFLE_PARTITION))
 
 
 # -- clusters -------------------------------------------------------------------------------------
@@ -544,18 +666,14 @@ def dedup(
     have_ids = all(m.ids is not None for m in dd.meta_)
     for m in dd.meta_:
         start = len(ids)
-        ids.extend(
-            m.ids
-            if have_ids and m.ids is not None
-            else map(str, range(start, start + len(m.canonical)))
-        )
+        ids.extend(m.ids if have_ids and m.ids is not None else map(str, range(start, start + m.n)))
     if len(set(ids)) != len(ids):
         raise InputError(
             f"the ids in {id_field!r} are not unique; make them unique or id_field=None"
         )
     ranks = None
     if key_field:
-        keys = [k for m in dd.meta_ for k in (m.keys or [None] * len(m.canonical))]
+        keys = [k for m in dd.meta_ for k in (m.keys or [None] * m.n)]
         ranks = key_ranks(keys, params.keep_prefer)
     dd.finish(ranks)
     result = DaskDedupResult(dd, ids)

@@ -139,6 +139,89 @@ class SignedBatch:
     evidence: Evidence
 
 
+@dataclass(frozen=True)
+class Removed:
+    """The removal and every accepted pair (the verified ones, then those big buckets found)."""
+
+    removal: _removal.Removal
+    a: IntArray
+    b: IntArray
+    score: npt.NDArray[np.float64]
+    bucket_stats: dict[str, int]
+
+
+def remove(
+    p: DedupParams,
+    n: int,
+    a: IntArray,
+    b: IntArray,
+    score: npt.NDArray[np.float64],
+    priority: IntArray,
+    groups: IntArray,
+    big_members: IntArray,
+    big_offsets: IntArray,
+    verify: _removal.Verify,
+) -> Removed:
+    """Verified pairs -> the removal the parameters ask for: components, keep-aware, or
+    keep-aware with big buckets checked against their kept leaders (``verify`` scores them).
+
+    Components are independent: the result on a sub-graph holding whole components (with their
+    exact-duplicate groups and big buckets) is the result of the whole graph restricted to it,
+    which is what lets the Dask backend call this once per partition of components.
+    """
+    bucket_stats: dict[str, int] = {}
+    if p.removal == "components":
+        result = _removal.components(n, a, b, score, priority, groups=groups)
+    elif len(big_offsets) > 1:  # big buckets: check members against kept leaders
+        resolved = _removal.resolve_big_buckets(
+            n,
+            a,
+            b,
+            score,
+            priority,
+            big_members,
+            big_offsets,
+            verify,
+            p.resolved_threshold,
+            groups=groups,
+        )
+        result = resolved.removal
+        a = np.concatenate([a, resolved.a])
+        b = np.concatenate([b, resolved.b])
+        score = np.concatenate([score, resolved.score])
+        bs = resolved.stats
+        bucket_stats = {
+            "bucket_checks": bs.checks,
+            "bucket_pairs_found": bs.found,
+            "bucket_unresolved": bs.starved + bs.pending,
+        }
+    else:
+        result = _removal.keep_aware(n, a, b, score, priority, groups=groups)
+    return Removed(result, a, b, score, bucket_stats)
+
+
+def bucket_verifier(
+    method: Method,
+    verifier: Verifier,
+    sigs: Signatures,
+    sig_docs: IntArray,
+    ev: Evidence,
+    ev_docs: IntArray,
+) -> _removal.Verify:
+    """Scores of big-bucket checks (first members), decided like candidates; under hybrid by the
+    sketch alone, so the rounds never re-read the input. ``sigs`` and ``ev`` are the rows of the
+    sorted documents ``sig_docs`` and ``ev_docs``."""
+
+    def verify_pairs(x: IntArray, y: IntArray) -> npt.NDArray[np.float64]:
+        rx, ry = np.searchsorted(sig_docs, x), np.searchsorted(sig_docs, y)
+        own = method.score(sigs.take(rx), sigs.take(ry))
+        ex, ey = np.searchsorted(ev_docs, x), np.searchsorted(ev_docs, y)
+        v = verifier.decide(ev, ex, ey, own, method.accept(own))
+        return np.where(v.method_ok, v.score, -1.0)
+
+    return verify_pairs
+
+
 class Deduplicator:
     """Find near-duplicates in a collection: ``Deduplicator(p).fit(texts).kept_``.
 
@@ -352,44 +435,13 @@ class Deduplicator:
         ok = verdict.ok
         a, b, score = a[ok], b[ok], verdict.score[ok]
 
-        def verify_pairs(x: IntArray, y: IntArray) -> npt.NDArray[np.float64]:
-            """Scores of big-bucket checks (first members), decided like candidates; under
-            hybrid by the sketch alone, so the rounds never re-read the input."""
-            rx, ry = np.searchsorted(reps, x), np.searchsorted(reps, y)
-            own = self.method.score(sigs.take(rx), sigs.take(ry))
-            ex, ey = np.searchsorted(needed, x), np.searchsorted(needed, y)
-            v = self.verifier.decide(ev, ex, ey, own, self.method.accept(own))
-            return np.where(v.method_ok, v.score, -1.0)
-
+        verify_pairs = bucket_verifier(self.method, self.verifier, sigs, reps, ev, needed)
         priority = self._priority(n, lengths, key)
-        bucket_stats: dict[str, int] = {}
-        if p.removal == "components":
-            result = _removal.components(n, a, b, score, priority, groups=groups)
-        elif len(found.big_offsets) > 1:  # big buckets: check members against kept leaders
-            resolved = _removal.resolve_big_buckets(
-                n,
-                a,
-                b,
-                score,
-                priority,
-                in_buckets,
-                found.big_offsets,
-                verify_pairs,
-                p.resolved_threshold,
-                groups=groups,
-            )
-            result = resolved.removal
-            a = np.concatenate([a, resolved.a])
-            b = np.concatenate([b, resolved.b])
-            score = np.concatenate([score, resolved.score])
-            bs = resolved.stats
-            bucket_stats = {
-                "bucket_checks": bs.checks,
-                "bucket_pairs_found": bs.found,
-                "bucket_unresolved": bs.starved + bs.pending,
-            }
-        else:
-            result = _removal.keep_aware(n, a, b, score, priority, groups=groups)
+        removed = remove(
+            p, n, a, b, score, priority, groups, in_buckets, found.big_offsets, verify_pairs
+        )
+        result, a, b, score = removed.removal, removed.a, removed.b, removed.score
+        bucket_stats = removed.bucket_stats
 
         all_a = np.concatenate([groups[dup], a])
         all_b = np.concatenate([dup, b])

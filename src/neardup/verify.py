@@ -203,11 +203,15 @@ class HybridVerification(SketchVerification):
         t = self.threshold
         return float(HYBRID_Z * np.sqrt(t * (1 - t) / self.sketch.t))
 
+    def borderline(self, verdict: Verdict) -> BoolArray:
+        """Pairs ``recheck`` scores again from the texts (within the margin of the threshold)."""
+        return np.asarray(np.abs(verdict.score - self.threshold) <= self.margin())
+
     def recheck(
         self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
     ) -> Verdict:
         score = verdict.score.copy()
-        near = np.flatnonzero(np.abs(score - self.threshold) <= self.margin())
+        near = np.flatnonzero(self.borderline(verdict))
         if len(near) == 0:
             return verdict
         if fetch is None:
@@ -249,6 +253,15 @@ class ExactVerification:
         self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
     ) -> Verdict:
         return verdict
+
+
+def borderline(verifier: Verifier, verdict: Verdict) -> BoolArray:
+    """Pairs the verifier's ``recheck`` would score again from the texts (none for most): the
+    Dask backend decides the others where the evidence lives and re-checks only these."""
+    own = getattr(verifier, "borderline", None)
+    if own is None:
+        return np.zeros(len(verdict.score), dtype=np.bool_)
+    return np.asarray(own(verdict), dtype=np.bool_)
 
 
 def _rows(ev: Evidence) -> np.ndarray:

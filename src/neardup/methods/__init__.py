@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from ..params import DedupParams, MinhashParams, SampledParams, SimhashMethodParams
 from ..simhash import IdfTable
-from .base import Candidates, Method, Signatures, postings, query_candidates
+from .base import (
+    Candidates,
+    KeyedCandidates,
+    Method,
+    Signatures,
+    postings,
+    query_candidates,
+)
 from .minhash import MinHashMethod
 from .sampled import SampledMethod
 from .simhash import SimHashMethod
 
 __all__ = [
     "Candidates",
+    "KeyedCandidates",
     "Method",
     "MinHashMethod",
     "SampledMethod",

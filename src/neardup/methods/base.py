@@ -139,6 +139,23 @@ class Method(Protocol):
     def describe(self) -> str: ...
 
 
+@runtime_checkable
+class KeyedCandidates(Protocol):
+    """A method whose candidates are the pairs sharing at least ``min_shared`` of its
+    ``candidate_keys`` in the same column (buckets over ``max_bucket`` chained, as
+    ``candidates.candidate_pairs`` does), scored from the number of keys shared. Such candidates
+    can be generated key partition by key partition: the Dask backend does."""
+
+    min_shared: int
+    max_bucket: int
+
+    def candidate_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]: ...
+
+    def candidate_scores(
+        self, count: npt.NDArray[np.int32]
+    ) -> tuple[FloatArray, npt.NDArray[np.bool_]]: ...
+
+
 def postings(method: Method, sigs: Signatures) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:
     """(row, column, key) of every lookup key of ``sigs`` (EMPTY keys left out), by row."""
     own = getattr(method, "lookup_postings", None)

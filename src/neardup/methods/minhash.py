@@ -35,17 +35,36 @@ class MinHashMethod:
             keys = feature_combinations(keys, self.features.r)
         return Signatures(keys)
 
+    @property
+    def max_bucket(self) -> int:
+        """Buckets with more documents are chained (big buckets)."""
+        return self.params.max_bucket
+
+    def candidate_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]:
+        """The keys whose shared buckets make candidates: the features (or megashingles)."""
+        return np.asarray(sigs.data, dtype=np.uint64)
+
+    def candidate_scores(
+        self, count: npt.NDArray[np.int32]
+    ) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+        """Every candidate scores 1.0 and is accepted: the features already decided."""
+        n = len(count)
+        return np.ones(n, dtype=np.float64), np.ones(n, dtype=np.bool_)
+
     def candidates(self, sigs: Signatures) -> Candidates:
         found = candidates.candidate_pairs(
-            sigs.data, self.min_shared, max_bucket=self.params.max_bucket, list_big_buckets=True
+            self.candidate_keys(sigs),
+            self.min_shared,
+            max_bucket=self.max_bucket,
+            list_big_buckets=True,
         )
-        n = len(found.a)
         st = found.stats
+        score, accepted = self.candidate_scores(found.count)
         return Candidates(
             a=found.a,
             b=found.b,
-            score=np.ones(n, dtype=np.float64),
-            accepted=np.ones(n, dtype=np.bool_),
+            score=score,
+            accepted=accepted,
             stats={"big_buckets": st.big_buckets, "big_bucket_docs": st.big_bucket_docs},
             big_members=found.big_members,
             big_offsets=found.big_offsets,

@@ -1,0 +1,297 @@
+"""Records on Dask workers -> records regrouped by key on other workers; edges -> components.
+
+Two tools the Dask backend composes (``neardup.dask_stages`` holds what each stage computes):
+
+- ``exchange``: an all-to-all shuffle between partitions that live on the workers. Each source
+  splits its records into one piece per destination (a task where the source lives); each
+  destination's task then receives only its pieces, worker to worker, never through the client.
+  The client holds futures and the byte count of each piece (O(sources x destinations) numbers).
+- ``star_components``: connected components of an edge list partitioned by node, by alternating
+  large-star and small-star rounds (Kiveris et al., "Connected Components in MapReduce and
+  Beyond", 2014). Each round is one exchange; labels are the smallest node of each component.
+  The rounds stop when every partition sees only stars: every node either has only larger
+  neighbours (a root) or exactly one neighbour, smaller (a leaf), which makes each component
+  one star around its smallest node.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def route(x: npt.ArrayLike, parts: int) -> IntArray:
+    """Destination partition of each value (splitmix64 of it, modulo ``parts``): spreads runs."""
+    z = np.asarray(x).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    z = z ^ (z >> np.uint64(31))
+    return np.asarray(z % np.uint64(parts), dtype=np.int64)
+
+
+def nbytes_of(obj: object) -> int:
+    """Bytes of the arrays in a piece (arrays, tuples and dataclasses of them)."""
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, tuple | list):
+        return sum(nbytes_of(x) for x in obj)
+    size = getattr(obj, "nbytes", None)
+    if isinstance(size, int):
+        return size
+    fields = getattr(obj, "__dataclass_fields__", None)
+    if fields is not None:
+        return sum(nbytes_of(getattr(obj, f)) for f in fields)
+    return 0
+
+
+@dataclass(frozen=True)
+class Split:
+    """One source's records cut into one piece per destination."""
+
+    pieces: list[Any]
+    nbytes: int
+
+
+def split_by(dest: IntArray, parts: int, *columns: np.ndarray) -> Split:
+    """Rows of ``columns`` grouped by destination (stable: rows keep their order in a piece)."""
+    order = np.argsort(dest, kind="stable")
+    cuts = np.searchsorted(dest[order], np.arange(parts + 1))
+    sorted_cols = [c[order] for c in columns]
+    pieces = [tuple(c[lo:hi] for c in sorted_cols) for lo, hi in itertools.pairwise(cuts)]
+    return Split(pieces, sum(nbytes_of(p) for p in pieces))
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """The pieces of several sources (those on one worker) bound for one destination."""
+
+    items: list[tuple[int, Any]]  # (source index, piece)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(nbytes_of(p) for _, p in self.items)
+
+
+def unbundle(pieces: Sequence[Any]) -> list[Any]:
+    """A destination's pieces in source order, whether they came one by one or in bundles."""
+    if not any(isinstance(p, Bundle) for p in pieces):
+        return list(pieces)
+    items = [item for b in pieces for item in b.items]
+    items.sort(key=lambda item: item[0])
+    return [p for _, p in items]
+
+
+def _bundle(indices: list[int], parts: int, *splits: Split) -> Split:
+    pieces = [
+        Bundle([(i, _own(s.pieces[d])) for i, s in zip(indices, splits, strict=True)])
+        for d in range(parts)
+    ]
+    return Split(pieces, sum(s.nbytes for s in splits))
+
+
+def _own(piece: Any) -> Any:
+    """A copy owning its memory: pieces are views into their split's arrays, and a key that
+    shares buffers with another defeats Dask's memory accounting (spilling one frees nothing)."""
+    return copy.deepcopy(piece)
+
+
+def _piece(split: Split, d: int) -> Any:
+    return _own(split.pieces[d])
+
+
+def _size(split: Split) -> int:
+    return split.nbytes
+
+
+class Exchanges:
+    """Runs exchanges on one client and counts the bytes of every piece, by stage name."""
+
+    def __init__(self, client: Any, workers: Sequence[str] = ()) -> None:
+        self.client = client
+        self.workers = list(workers)
+        self._sizes: dict[str, list[Any]] = {}
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """One task (where its inputs live); its result stays on the worker."""
+        return self.client.submit(fn, *args, pure=False)
+
+    def at(self, d: int, fn: Callable[..., Any], *args: Any) -> Any:
+        """The task of destination partition d, preferably on worker d mod W (spreads work)."""
+        if not self.workers:
+            return self.submit(fn, *args)
+        where = [self.workers[d % len(self.workers)]]
+        return self.client.submit(fn, *args, pure=False, workers=where, allow_other_workers=True)
+
+    def exchange(
+        self,
+        name: str,
+        sources: Sequence[Any],
+        split: Callable[..., Split],
+        parts: int,
+        *args: Any,
+    ) -> list[list[Any]]:
+        """``split(source, parts, *args)`` on each source; returns pieces[d][s] (futures)."""
+        splits = [self.submit(split, s, parts, *args) for s in sources]
+        return self.pieces(name, splits, parts)
+
+    def pieces(self, name: str, splits: Sequence[Any], parts: int) -> list[list[Any]]:
+        """pieces[d]: the pieces of ``splits`` (futures of ``Split``) for destination d. With
+        more sources than workers, each worker first bundles its sources' pieces (one task
+        where they are), so an exchange costs sources + workers x (parts + 1) small tasks
+        rather than sources x (parts + 2); ``unbundle`` restores the source order."""
+        if self.workers and len(splits) > len(self.workers):
+            splits = self._bundled(splits, parts)
+        self._sizes.setdefault(name, []).extend(self.submit(_size, f) for f in splits)
+        return [[self.submit(_piece, f, d) for f in splits] for d in range(parts)]
+
+    def _bundled(self, splits: Sequence[Any], parts: int) -> list[Any]:
+        from distributed import wait
+
+        wait(splits)
+        who = self.client.who_has(list(splits))
+        by_worker: dict[str, list[int]] = {}
+        for i, f in enumerate(splits):
+            holders = sorted(who.get(f.key) or self.workers[:1])
+            by_worker.setdefault(holders[0], []).append(i)
+        return [
+            self.client.submit(
+                _bundle,
+                idx,
+                parts,
+                *[splits[i] for i in idx],
+                pure=False,
+                workers=[w],
+                allow_other_workers=True,
+            )
+            for w, idx in sorted(by_worker.items())
+        ]
+
+    def moved(self) -> dict[str, int]:
+        """Bytes of all pieces of each exchange (an upper bound of what crossed the network:
+        pieces whose source and destination share a worker do not leave it)."""
+        return {
+            name: int(sum(self.client.gather(futs))) for name, futs in self._sizes.items() if futs
+        }
+
+
+# -- connected components by large-star / small-star rounds -----------------------------------------
+@dataclass(frozen=True)
+class Edges:
+    """Directed edges (u, v) held by one partition."""
+
+    u: IntArray
+    v: IntArray
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.u.nbytes + self.v.nbytes)
+
+
+@dataclass(frozen=True)
+class LargeStar:
+    """A large-star round's output edges, and what the partition saw of its input: each node's
+    smallest neighbour-or-self (the label once the input is all stars) and whether it was."""
+
+    out: Edges
+    nodes: IntArray
+    mins: IntArray
+    stars: bool
+
+
+def _both_ways(edges: Edges, parts: int) -> Split:
+    u = np.concatenate([edges.u, edges.v])
+    v = np.concatenate([edges.v, edges.u])
+    return split_by(route(u, parts), parts, u, v)
+
+
+def _larger_first(edges: Edges, parts: int) -> Split:
+    u = np.maximum(edges.u, edges.v)
+    v = np.minimum(edges.u, edges.v)
+    return split_by(route(u, parts), parts, u, v)
+
+
+def _unique_edges(pieces: Sequence[tuple[IntArray, IntArray]]) -> tuple[IntArray, IntArray]:
+    u = np.concatenate([np.zeros(0, np.int64), *(p[0] for p in pieces)])
+    v = np.concatenate([np.zeros(0, np.int64), *(p[1] for p in pieces)])
+    keep = u != v
+    u, v = u[keep], v[keep]
+    order = np.lexsort((v, u))
+    u, v = u[order], v[order]
+    if len(u):
+        new = np.r_[True, (u[1:] != u[:-1]) | (v[1:] != v[:-1])]
+        u, v = u[new], v[new]
+    return u, v
+
+
+def _runs(u: IntArray) -> tuple[IntArray, IntArray]:
+    """Start and end of each run of equal values of sorted ``u``."""
+    if len(u) == 0:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e.copy()
+    starts = np.flatnonzero(np.r_[True, u[1:] != u[:-1]])
+    return starts, np.r_[starts[1:], len(u)].astype(np.int64)
+
+
+def large_star(*pieces: tuple[IntArray, IntArray]) -> LargeStar:
+    """Each node u with neighbours N(u): link every larger neighbour to m = min(N(u) + {u})."""
+    u, v = _unique_edges(unbundle(pieces))
+    starts, ends = _runs(u)
+    nodes = u[starts]
+    # v is sorted within each run: the smallest neighbour is the run's first.
+    mins = np.minimum(nodes, v[starts]) if len(starts) else nodes.copy()
+    degree = ends - starts
+    is_root = v[starts] > nodes
+    is_leaf = (degree == 1) & (v[starts] < nodes)
+    m = np.repeat(mins, degree)
+    out = v > u
+    return LargeStar(Edges(v[out], m[out]), nodes, mins, bool(np.all(is_root | is_leaf)))
+
+
+def small_star(*pieces: tuple[IntArray, IntArray]) -> Edges:
+    """Each node u with its smaller neighbours N: link N and u to m = min(N) (edges u > v)."""
+    u, v = _unique_edges(unbundle(pieces))
+    starts, ends = _runs(u)
+    m = np.repeat(v[starts], ends - starts)  # smallest neighbour: each run's first
+    nodes = u[starts]
+    mins = v[starts]
+    out_u = np.concatenate([v, nodes])
+    out_v = np.concatenate([m, mins])
+    keep = out_u != out_v
+    return Edges(out_u[keep], out_v[keep])
+
+
+def _star_source(state: LargeStar) -> Edges:
+    return state.out
+
+
+def star_components(
+    ex: Exchanges, sources: Sequence[Any], parts: int, max_rounds: int = 200
+) -> tuple[list[Any], int]:
+    """Components of the edges held by ``sources`` (futures of ``Edges``): per partition d
+    (nodes u with ``route(u, parts) == d``), a future of ``LargeStar`` whose (nodes, mins) are
+    every node's component label (its smallest node). Returns (partitions, rounds)."""
+    current: Sequence[Any] = sources
+    for rounds in range(1, max_rounds + 1):
+        pieces = ex.exchange("components", current, _both_ways, parts)
+        stars = [ex.at(d, large_star, *pieces[d]) for d in range(parts)]
+        if all(ex.client.gather([ex.submit(_is_star, s) for s in stars])):
+            return stars, rounds
+        outs = [ex.submit(_star_source, s) for s in stars]
+        pieces = ex.exchange("components", outs, _larger_first, parts)
+        current = [ex.at(d, small_star, *pieces[d]) for d in range(parts)]
+    raise RuntimeError(f"connected components did not converge in {max_rounds} rounds")
+
+
+def _is_star(state: LargeStar) -> bool:
+    return state.stars
