@@ -14,7 +14,7 @@ import json
 import os
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +24,7 @@ import numpy as np
 from .engine import Deduplicator
 from .errors import ParamError
 from .io import (
+    DocBatch,
     Source,
     atomic_write,
     key_ranks,
@@ -172,7 +173,10 @@ def dedup_source(
         ids: list[str] = []
         keys: list[object] = []
         try:
-            batches = prefetch(source.batches(read.batch_size))
+            # --jobs 1 computes on one core: no read-ahead thread beside the signing.
+            batches: Iterator[DocBatch] = source.batches(read.batch_size)
+            if jobs > 1:
+                batches = prefetch(batches)
             for batch in dedup.feed(batches, lambda b: b.texts, lambda b: b.nbytes, jobs):
                 ids.extend(batch.ids)
                 if batch.keys is not None:
@@ -444,7 +448,9 @@ def dedup_index_source(
                 fresh = np.flatnonzero(~hit)
                 kept = np.zeros(len(batch), dtype=bool)
                 if len(fresh):
-                    within = Deduplicator(index.params).fit([batch.texts[i] for i in fresh])
+                    within = Deduplicator(index.params).fit(
+                        [batch.texts[i] for i in fresh.tolist()]
+                    )
                     kept[fresh[within.kept_]] = True
                 in_index += int(hit.sum())
                 in_input += int(len(fresh) - kept.sum())
