@@ -167,6 +167,8 @@ class Deduplicator:
         if memory_limit is not None:
             check_int("memory_limit", memory_limit, 0, 2**62)
         self.memory_limit = memory_limit
+        #: Threads ``finish`` may use for its kernels (the result never depends on it).
+        self.jobs = 1
         self._spill_dir = spill_dir
         self._spill: Spill | None = None
         #: Bytes of per-document blocks held in memory (not counting memory-mapped ones).
@@ -283,6 +285,7 @@ class Deduplicator:
 
         slices = (texts[i : i + batch_size] for i in range(0, len(texts), batch_size))
         jobs = check_int("jobs", jobs, 1, 1024)
+        self.jobs = jobs
         for _ in self.feed(slices, lambda batch: batch, lambda batch: None, jobs):
             if progress is not None:
                 progress(self._n, self._bytes)
@@ -340,7 +343,7 @@ class Deduplicator:
 
         sigs = _take_signatures(self._signatures, reps)
         self._signatures.clear()
-        found = self.method.candidates(sigs)
+        found = self.method.candidates(sigs, jobs=self.jobs)
         a, b = reps[found.a], reps[found.b]
         in_buckets = reps[found.big_members]
         needed = np.unique(np.concatenate([a, b, in_buckets]))

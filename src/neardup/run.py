@@ -159,6 +159,7 @@ def dedup_source(
         )
         dedup = make(params)
         dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
+        dedup.jobs = jobs
         from .methods import needs_fit
 
         if needs_fit(params):

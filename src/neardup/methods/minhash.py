@@ -35,9 +35,13 @@ class MinHashMethod:
             keys = feature_combinations(keys, self.features.r)
         return Signatures(keys)
 
-    def candidates(self, sigs: Signatures) -> Candidates:
+    def candidates(self, sigs: Signatures, jobs: int = 1) -> Candidates:
         found = candidates.candidate_pairs(
-            sigs.data, self.min_shared, max_bucket=self.params.max_bucket, list_big_buckets=True
+            sigs.data,
+            self.min_shared,
+            max_bucket=self.params.max_bucket,
+            list_big_buckets=True,
+            jobs=jobs,
         )
         n = len(found.a)
         st = found.stats
