@@ -316,16 +316,20 @@ class Source:
     ) -> LineBlock:
         """Default ids, unique ids and the block's bad lines, reported in line order."""
         recnos = block.recnos
-        for i in [i for i, rid in enumerate(block.ids) if rid is None]:
-            recno = int(recnos[i])
-            block.ids[i] = f"{entry.name}:{recno}" if many else str(recno)
+        if None in block.ids:
+            for i in [i for i, rid in enumerate(block.ids) if rid is None]:
+                recno = int(recnos[i])
+                block.ids[i] = f"{entry.name}:{recno}" if many else str(recno)
         keys = ((index << _RECNO_BITS) | recnos).tolist()
-        fresh = dict(zip(block.ids, keys, strict=True))
-        if len(fresh) == len(keys) and seen.keys().isdisjoint(fresh):
-            for recno, kind, problem, fix in block.problems:
-                problems.record(entry, recno, kind, problem, fix)
-            seen.update(fresh)  # type: ignore[arg-type]
-            return block
+        if seen.keys().isdisjoint(block.ids):  # two C passes when every id is new
+            before = len(seen)
+            seen.update(zip(block.ids, keys, strict=True))  # type: ignore[arg-type]
+            if len(seen) == before + len(keys):
+                for recno, kind, problem, fix in block.problems:
+                    problems.record(entry, recno, kind, problem, fix)
+                return block
+            for rid in block.ids:  # an id repeated inside the block: undo, go one by one
+                seen.pop(cast(str, rid), None)
         bad = iter(block.problems)
         nxt = next(bad, None)
         rows: list[int] = []
