@@ -204,7 +204,7 @@ def _digits(buf: np.ndarray, p: int, end: int) -> int:
     return p
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _number(buf: np.ndarray, p: int, end: int) -> tuple[int, bool]:
     """Scan a JSON number (or -Infinity) at p: (end or -1, is an integer)."""
     start = p
@@ -275,7 +275,7 @@ _INT = 2
 _OTHER = 3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _record(
     buf: np.ndarray,
     p: int,
