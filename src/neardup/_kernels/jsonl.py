@@ -329,31 +329,26 @@ def _record(
                 else:
                     state = _VALUE
                 continue
-            if c == 0x22:  # a string
+            if c == 0x22:  # a string: one scanner call (inlined: twice as fast on short lines)
+                into, q0 = out_t, 0
                 if target & _TEXT:
                     q0 = t0
-                    p, q, lone = _string(buf, p + 1, end, out_t, q0, True)
-                    if p < 0:
-                        return ASK_PYTHON, t0, ID_ABSENT, i0, 0
+                elif target & _ID:
+                    into, q0 = out_i, i0
+                p, q, lone = _string(buf, p + 1, end, into, q0, target != 0)
+                if p < 0 or (lone and target & _ID):
+                    return ASK_PYTHON, t0, ID_ABSENT, i0, 0
+                if target & _TEXT:
                     text_kind = _STR
                     t_end = q
                     if target & _ID:  # the same field names both: copy it
-                        if lone:
-                            return ASK_PYTHON, t0, ID_ABSENT, i0, 0
                         for x in range(q - q0):
                             out_i[i0 + x] = out_t[q0 + x]
                         i_end = i0 + q - q0
                         id_kind = _STR
                 elif target & _ID:
-                    p, q, lone = _string(buf, p + 1, end, out_i, i0, True)
-                    if p < 0 or lone:
-                        return ASK_PYTHON, t0, ID_ABSENT, i0, 0
                     id_kind = _STR
                     i_end = q
-                else:
-                    p, q, lone = _string(buf, p + 1, end, out_t, 0, False)
-                    if p < 0:
-                        return ASK_PYTHON, t0, ID_ABSENT, i0, 0
                 target = 0
                 state = _AFTER
                 continue
