@@ -477,11 +477,28 @@ def _split(lengths: list[int], rows: IntArray) -> list[tuple[int, IntArray]]:
 
 
 def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
-    """Rows ``rows`` (sorted global indices) of the concatenated signatures, without it."""
-    picked = [parts[i].take(local) for i, local in _split([len(p) for p in parts], rows)]
-    if not picked and parts:
-        return parts[0].take(rows[:0])
-    return Signatures.concat(picked)
+    """Rows ``rows`` (sorted global indices) of the concatenated signatures, without it.
+
+    Consumes ``parts``: each block is dropped once its rows are copied out (memory-mapped ones
+    are unmapped), so the peak holds the blocks or their rows, not both and a concatenation.
+    """
+    split = _split([len(p) for p in parts], rows)
+    like = parts[0] if parts else None
+    local_rows = all(type(p) is Signatures and p.offsets is None for p in parts)
+    if like is None or not local_rows or not split:
+        picked = [parts[i].take(local) for i, local in split]
+        if not picked and like is not None:
+            return like.take(rows[:0])
+        return Signatures.concat(picked)
+    first = parts[split[0][0]].take(split[0][1][:0]).data
+    out = np.empty((len(rows), *first.shape[1:]), dtype=first.dtype)
+    at = 0
+    for i, local in split:
+        block = parts[i].data
+        out[at : at + len(local)] = block[local]
+        at += len(local)
+        parts[i] = Signatures(block[:0])  # released now, not at the end
+    return Signatures(out)
 
 
 def _take_evidence(parts: list[Evidence], rows: IntArray) -> Evidence:
