@@ -291,7 +291,8 @@ def texts_at_spans(entry: Entry, wanted: IntArray, text_field: str, id_field: st
         return []
     starts, ends, firsts = _spans(entry)
     s, e = starts[wanted], ends[wanted]
-    data = b"".join(_read_runs(entry, s, e, s, firsts[wanted]))
+    # Each piece copied at once: a view would keep its whole read chunk alive until the join.
+    data = b"".join([bytes(piece) for piece in _read_runs(entry, s, e, s, firsts[wanted])])
     if not data.endswith(b"\n"):  # the file's last line, without a newline
         data += b"\n"
     block, n_lines = parse_block(data, text_field, id_field, 1, 0)
