@@ -497,7 +497,9 @@ def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
         block = parts[i].data
         out[at : at + len(local)] = block[local]
         at += len(local)
-        parts[i] = Signatures(block[:0])  # released now, not at the end
+        # Released now, not at the end (an empty array, not a view that would keep a
+        # memory-mapped block mapped).
+        parts[i] = Signatures(np.zeros((0, *block.shape[1:]), dtype=block.dtype))
     return Signatures(out)
 
 
