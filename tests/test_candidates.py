@@ -168,3 +168,24 @@ def test_candidate_pairs_reject_bad_input() -> None:
         candidate_pairs(good, identical=np.zeros(2, dtype=np.int64))
     with pytest.raises(InputError, match="empty"):
         candidate_pairs(good, empty=np.zeros(3, dtype=np.int64))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(0, 60),
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.integers(2, 5),
+    st.integers(0, 2**32),
+)
+def test_threads_over_columns_change_nothing(n: int, k: int, r: int, cap: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    keys = rng.integers(0, 4, size=(n, k)).astype(np.uint64)  # few values: big buckets too
+    r = min(r, k)
+    one = candidate_pairs(keys, r, max_bucket=cap, list_big_buckets=True)
+    for jobs in (2, 3):
+        many = candidate_pairs(keys, r, max_bucket=cap, list_big_buckets=True, jobs=jobs)
+        assert np.array_equal(many.a, one.a) and np.array_equal(many.b, one.b)
+        assert np.array_equal(many.count, one.count) and many.stats == one.stats
+        assert np.array_equal(many.big_members, one.big_members)
+        assert np.array_equal(many.big_offsets, one.big_offsets)

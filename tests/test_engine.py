@@ -220,7 +220,7 @@ def test_a_third_method_plugs_in_without_touching_the_engine() -> None:
             rows = [frozenset(sets.doc(i).tolist()) for i in range(len(sets))]
             return Signatures(np.array([*rows, None], dtype=object)[:-1])
 
-        def candidates(self, sigs: Signatures) -> Candidates:
+        def candidates(self, sigs: Signatures, jobs: int = 1) -> Candidates:
             n = len(sigs)
             a, b = np.triu_indices(n, k=1)
             score = np.array(

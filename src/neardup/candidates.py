@@ -119,6 +119,7 @@ def candidate_pairs(
     identical: npt.ArrayLike | None = None,
     empty: npt.ArrayLike | None = None,
     list_big_buckets: bool = False,
+    jobs: int = 1,
 ) -> CandidateResult:
     """Document pairs sharing at least r keys in the same column, by sorting.
 
@@ -129,6 +130,7 @@ def candidate_pairs(
       inside big buckets only documents of the same group are chained.
     empty: optional bool[n]; documents marked True get no keys.
     list_big_buckets: also return the big buckets' members (for keep-aware removal).
+    jobs: columns processed at once in threads (the result does not depend on it).
     Output is deterministic: sorted by a, then b.
     """
     arr = _check_features(keys, empty)
@@ -154,21 +156,32 @@ def candidate_pairs(
             )
         ident = np.ascontiguousarray(ident_arr.astype(np.int64, copy=False))
 
-    in_big = np.zeros(n, dtype=np.bool_)
-    stats = np.zeros(_k.N_STATS, dtype=np.int64)
+    in_big = np.zeros(n, dtype=np.bool_)  # only ever set to True: columns may share it
     parts_a: list[npt.NDArray[np.int64]] = []
     parts_b: list[npt.NDArray[np.int64]] = []
     big_parts: list[npt.NDArray[np.int64]] = []
     size_parts: list[npt.NDArray[np.int64]] = []
     collect = bool(list_big_buckets)
-    for j in range(k):
-        pa, pb, bm, bs = column_buckets(
-            arr[:, j], int(max_bucket), ident if use_ident else None, in_big, stats, collect
+
+    def column(j: int) -> tuple[tuple[np.ndarray, ...], npt.NDArray[np.int64]]:
+        """One column's pairs and statistics (sorting and the kernel release the GIL)."""
+        own = np.zeros(_k.N_STATS, dtype=np.int64)
+        found = column_buckets(
+            arr[:, j], int(max_bucket), ident if use_ident else None, in_big, own, collect
         )
+        return found, own
+
+    from .io._prefetch import ordered_map
+
+    stats = np.zeros(_k.N_STATS, dtype=np.int64)
+    for _, ((pa, pb, bm, bs), own) in ordered_map(column, range(k), jobs):
         parts_a.append(pa)
         parts_b.append(pb)
         big_parts.append(bm)
         size_parts.append(bs)
+        largest = max(int(stats[_k.LARGEST]), int(own[_k.LARGEST]))
+        stats += own
+        stats[_k.LARGEST] = largest  # a maximum, not a sum
 
     raw = sum(int(p.shape[0]) for p in parts_a)
     a, b, count = shared_pairs(

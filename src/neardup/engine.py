@@ -250,6 +250,8 @@ class Deduplicator:
         if memory_limit is not None:
             check_int("memory_limit", memory_limit, 0, 2**62)
         self.memory_limit = memory_limit
+        #: Threads ``finish`` may use for its kernels (the result never depends on it).
+        self.jobs = 1
         self._spill_dir = spill_dir
         self._spill: Spill | None = None
         #: Bytes of per-document blocks held in memory (not counting memory-mapped ones).
@@ -366,6 +368,7 @@ class Deduplicator:
 
         slices = (texts[i : i + batch_size] for i in range(0, len(texts), batch_size))
         jobs = check_int("jobs", jobs, 1, 1024)
+        self.jobs = jobs
         for _ in self.feed(slices, lambda batch: batch, lambda batch: None, jobs):
             if progress is not None:
                 progress(self._n, self._bytes)
@@ -423,7 +426,7 @@ class Deduplicator:
 
         sigs = _take_signatures(self._signatures, reps)
         self._signatures.clear()
-        found = self.method.candidates(sigs)
+        found = self.method.candidates(sigs, jobs=self.jobs)
         a, b = reps[found.a], reps[found.b]
         in_buckets = reps[found.big_members]
         needed = np.unique(np.concatenate([a, b, in_buckets]))
@@ -526,11 +529,30 @@ def _split(lengths: list[int], rows: IntArray) -> list[tuple[int, IntArray]]:
 
 
 def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
-    """Rows ``rows`` (sorted global indices) of the concatenated signatures, without it."""
-    picked = [parts[i].take(local) for i, local in _split([len(p) for p in parts], rows)]
-    if not picked and parts:
-        return parts[0].take(rows[:0])
-    return Signatures.concat(picked)
+    """Rows ``rows`` (sorted global indices) of the concatenated signatures, without it.
+
+    Consumes ``parts``: each block is dropped once its rows are copied out (memory-mapped ones
+    are unmapped), so the peak holds the blocks or their rows, not both and a concatenation.
+    """
+    split = _split([len(p) for p in parts], rows)
+    like = parts[0] if parts else None
+    local_rows = all(type(p) is Signatures and p.offsets is None for p in parts)
+    if like is None or not local_rows or not split:
+        picked = [parts[i].take(local) for i, local in split]
+        if not picked and like is not None:
+            return like.take(rows[:0])
+        return Signatures.concat(picked)
+    first = parts[split[0][0]].take(split[0][1][:0]).data
+    out = np.empty((len(rows), *first.shape[1:]), dtype=first.dtype)
+    at = 0
+    for i, local in split:
+        block = parts[i].data
+        out[at : at + len(local)] = block[local]
+        at += len(local)
+        # Released now, not at the end (an empty array, not a view that would keep a
+        # memory-mapped block mapped).
+        parts[i] = Signatures(np.zeros((0, *block.shape[1:]), dtype=block.dtype))
+    return Signatures(out)
 
 
 def _take_evidence(parts: list[Evidence], rows: IntArray) -> Evidence:

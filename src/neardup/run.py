@@ -24,6 +24,7 @@ import numpy as np
 from .engine import Deduplicator
 from .errors import ParamError
 from .io import (
+    DocBatch,
     Source,
     atomic_write,
     key_ranks,
@@ -162,6 +163,7 @@ def dedup_source(
         )
         dedup = make(params)
         dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
+        dedup.jobs = jobs
         from .methods import needs_fit
 
         if needs_fit(params):
@@ -176,7 +178,10 @@ def dedup_source(
         ids: list[str] = []
         keys: list[object] = []
         try:
-            batches = prefetch(source.batches(read.batch_size))
+            # --jobs 1 computes on one core: no read-ahead thread beside the signing.
+            batches: Iterator[DocBatch] = source.batches(read.batch_size)
+            if jobs > 1:
+                batches = prefetch(batches)
             for batch in dedup.feed(batches, lambda b: b.texts, lambda b: b.nbytes, jobs):
                 ids.extend(batch.ids)
                 if batch.keys is not None:
@@ -344,7 +349,9 @@ def index_add_source(
             bar = Progress(progress, source.input_bytes)
             sizes: deque[int] = deque()
 
-            def batches() -> Iterator[tuple[list[str], list[str], None, list[str | None] | None]]:
+            def batches() -> Iterator[
+                tuple[list[str], Sequence[str], None, list[str | None] | None]
+            ]:
                 for batch in prefetch(source.batches(read.batch_size)):
                     sizes.append(batch.nbytes)
                     yield batch.ids, batch.texts, None, _dates(batch.keys)
@@ -460,7 +467,9 @@ def dedup_index_source(
                 fresh = np.flatnonzero(~hit)
                 kept = np.zeros(len(batch), dtype=bool)
                 if len(fresh):
-                    within = Deduplicator(index.params).fit([batch.texts[i] for i in fresh])
+                    within = Deduplicator(index.params).fit(
+                        [batch.texts[i] for i in fresh.tolist()]
+                    )
                     kept[fresh[within.kept_]] = True
                 in_index += int(hit.sum())
                 in_input += int(len(fresh) - kept.sum())

@@ -22,7 +22,7 @@ For a plan with acceptance curve P(ρ) and a threshold T, with ρ_i the measured
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
 
 #: A fresh pass over the corpus: batches of (texts, global positions).
-Batches = Callable[[], Iterator[tuple[list[str], npt.NDArray[np.int64]]]]
+Batches = Callable[[], Iterator[tuple[Sequence[str], npt.NDArray[np.int64]]]]
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,11 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -134,10 +136,100 @@ def encode_batch(texts: Sequence[str], nfkc: bool = False) -> tuple[np.ndarray, 
 
     Document i is ``buf[offsets[i]:offsets[i+1]]``. Lone surrogates are kept (``surrogatepass``)
     so that every Python string has a representation; kernels decode code points themselves.
+    ``Utf8Texts`` are already encoded: their buffer is returned as it is (offsets may not start
+    at 0).
     """
+    if isinstance(texts, Utf8Texts) and not nfkc:
+        return texts.buf, texts.offsets
     if nfkc:
         texts = [unicodedata.normalize("NFKC", t) for t in texts]
     encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+
+
+class Utf8Texts(Sequence[str]):
+    """Texts held as one UTF-8 buffer and offsets: text i is ``buf[offsets[i]:offsets[i+1]]``.
+
+    What the JSONL reader produces and the kernels read, without a Python string per document;
+    indexing decodes one text ("surrogatepass", so lone surrogates survive). Slices are views.
+    """
+
+    __slots__ = ("buf", "offsets")
+
+    def __init__(self, buf: np.ndarray, offsets: np.ndarray) -> None:
+        self.buf = buf
+        self.offsets = offsets
+
+    @classmethod
+    def from_strings(cls, texts: Sequence[str]) -> Utf8Texts:
+        """Encode Python strings (as ``encode_batch`` does)."""
+        return cls(*encode_batch(texts))
+
+    @classmethod
+    def concat(cls, parts: Sequence[Utf8Texts]) -> Utf8Texts:
+        """One sequence holding the texts of ``parts`` in order (copies the bytes)."""
+        if len(parts) == 1:
+            return parts[0]
+        bufs = [p.buf[p.offsets[0] : p.offsets[-1]] for p in parts]
+        sizes = [np.diff(p.offsets) for p in parts]
+        offsets = np.zeros(sum(len(s) for s in sizes) + 1, dtype=np.int64)
+        if len(offsets) > 1:
+            np.cumsum(np.concatenate(sizes), out=offsets[1:])
+        buf = np.concatenate(bufs) if bufs else np.zeros(0, dtype=np.uint8)
+        return cls(buf, offsets)
+
+    def take(self, rows: np.ndarray) -> Utf8Texts:
+        """The texts ``rows`` (int64 indices), in that order, copied into a new buffer."""
+        off = self.offsets
+        sizes = (off[rows + 1] - off[rows]).astype(np.int64)
+        new_off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=new_off[1:])
+        idx = np.repeat(off[rows] - new_off[:-1], sizes) + np.arange(new_off[-1], dtype=np.int64)
+        return Utf8Texts(self.buf[idx], new_off)
+
+    def lengths(self) -> np.ndarray:
+        """Characters of each text (``len`` of the decoded string), int64[n]."""
+        from ._kernels.jsonl import utf8_lengths
+
+        return utf8_lengths(self.buf, self.offsets)
+
+    @property
+    def nbytes(self) -> int:
+        """UTF-8 bytes of the texts."""
+        return int(self.offsets[-1] - self.offsets[0])
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Utf8Texts: ...
+
+    def __getitem__(self, i: int | slice) -> str | Utf8Texts:
+        n = len(self)
+        if isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            if step != 1:
+                return self.take(np.arange(start, stop, step, dtype=np.int64))
+            return Utf8Texts(self.buf, self.offsets[start : max(start, stop) + 1])
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("text index out of range")
+        lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
+        return self.buf[lo:hi].tobytes().decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        lo = int(self.offsets[0])
+        data = self.buf[lo : int(self.offsets[-1])].tobytes()
+        bounds = (self.offsets - lo).tolist()
+        for lo, hi in pairwise(bounds):
+            yield data[lo:hi].decode("utf-8", "surrogatepass")
+
+    def __reduce__(self) -> tuple[type[Utf8Texts], tuple[np.ndarray, np.ndarray]]:
+        lo, hi = int(self.offsets[0]), int(self.offsets[-1])
+        return Utf8Texts, (self.buf[lo:hi].copy(), self.offsets - lo)

@@ -16,10 +16,13 @@ from ._kernels.hashing import EMPTY
 from ._kernels.shingles import unique_per_doc
 from .params import ShingleParams, SketchParams
 from .shingles import ShingleBatch, shingle_sequence, shingle_texts
+from .text import Utf8Texts
 
 
 def check_texts(texts: object, what: str = "texts") -> Sequence[str]:
     """A sequence of strings, or a TypeError naming the first element that is not one."""
+    if isinstance(texts, Utf8Texts):  # strings by construction
+        return texts
     if isinstance(texts, str | bytes):
         raise TypeError(
             f"{what} must be a list of strings, not one {type(texts).__name__}; wrap it: [text]"
@@ -67,6 +70,8 @@ class TextBatch:
     @property
     def lengths(self) -> npt.NDArray[np.int64]:
         """Characters of each text."""
+        if isinstance(self.texts, Utf8Texts):
+            return self.texts.lengths()
         return np.fromiter(map(len, self.texts), dtype=np.int64, count=len(self.texts))
 
     def shingles(self) -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal, TypeVar
 
+import numpy as np
+import numpy.typing as npt
+
 from ..errors import InputError
 
 _T = TypeVar("_T")
@@ -72,6 +75,8 @@ class Entry:
 
     ``skipped`` holds the 1-based record numbers (JSONL line, Parquet row) dropped in pass 1;
     ``start`` and ``n_docs`` give the contiguous range of global positions its documents took.
+    ``spans`` (JSONL files read in blocks): each accepted record's byte range and first byte,
+    as blocks of (starts, ends, firsts) arrays; None when pass 1 read the file line by line.
     """
 
     name: str  # as the user wrote it: used in messages and as the id of text files
@@ -84,6 +89,9 @@ class Entry:
     skipped: set[int] = field(default_factory=set)
     start: int = 0
     n_docs: int = 0
+    spans: (
+        list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]] | None
+    ) = None
 
     def where(self, recno: int | None) -> str:
         if recno is None or self.fmt == "text":
@@ -95,6 +103,7 @@ class Entry:
         self.skipped = set()
         self.start = 0
         self.n_docs = 0
+        self.spans = None
 
 
 class Problems:

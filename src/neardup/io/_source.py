@@ -25,8 +25,15 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ..errors import InputError, ParamError
+from ..text import Utf8Texts
 from ._atomic import Output, atomic_dir, open_output
 from ._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
+from ._jsonl_blocks import (
+    LineBlock,
+    copy_kept_spans,
+    scan_jsonl_blocks,
+    texts_at_spans,
+)
 from ._keys import KeyCheck
 from ._parquet import ParquetSink, SchemaRef, copy_kept_parquet, scan_parquet
 from ._report import (
@@ -51,6 +58,10 @@ _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjs
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _STDIN_NAME = "<stdin>"
 _RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
+_DUPLICATE_FIX = (
+    "make the ids unique (with --on-error skip the first record with an id is kept and later "
+    "ones are dropped)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +76,7 @@ class DocBatch:
     """
 
     ids: list[str]
-    texts: list[str]
+    texts: Sequence[str]
     positions: npt.NDArray[np.int64]
     nbytes: int
     keys: list[object] | None = None
@@ -196,6 +207,13 @@ class Source:
         for index, entry in enumerate(self._entries):
             entry.reset()
             entry.start = pos
+            if self._in_blocks(entry):
+                if ids:  # records of earlier files first, in their own batch
+                    yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
+                    ids, texts, nbytes = [], [], 0
+                yield from self._pass1_blocks(entry, index, many, seen, problems, batch_size)
+                pos += entry.n_docs
+                continue
             for recno, rid, text, size, raw_key in self._scan(entry, problems, first):
                 if check is not None:
                     try:
@@ -213,8 +231,7 @@ class Source:
                         recno,
                         DUPLICATE_ID,
                         f"id {rid!r} is already used by {self._where(earlier)}",
-                        "make the ids unique (with --on-error skip the first record with an id "
-                        "is kept and later ones are dropped)",
+                        _DUPLICATE_FIX,
                     )
                     continue
                 ids.append(rid)
@@ -235,6 +252,107 @@ class Source:
             yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
         self._schema = first.schema
         self.n_docs = pos
+
+    def _in_blocks(self, entry: Entry) -> bool:
+        """JSONL files are read in blocks by a kernel (streams and key fields line by line)."""
+        return (
+            self.fmt == "jsonl"
+            and entry.stream is None
+            and entry.path is not None
+            and self.key_field is None
+        )
+
+    def _pass1_blocks(
+        self,
+        entry: Entry,
+        index: int,
+        many: bool,
+        seen: dict[str, int],
+        problems: Problems,
+        batch_size: int,
+    ) -> Generator[DocBatch, None, None]:
+        """Pass 1 over one JSONL file in blocks: the same records, ids, checks and messages as
+        the line-by-line path, without per-record Python when a block has no problem."""
+        entry.stamp = _stamp(cast(Path, entry.path))
+        entry.spans = []
+        pos = entry.start
+        ids: list[str] = []
+        texts: list[Utf8Texts] = []
+        sizes: list[npt.NDArray[np.int64]] = []
+        for block in scan_jsonl_blocks(entry, self.text_field, self.id_field, problems):
+            block = self._accept(entry, index, many, seen, problems, block)
+            if not len(block):
+                continue
+            entry.spans.append((block.starts, block.ends, block.firsts))
+            entry.n_docs += len(block)
+            ids.extend(cast(list[str], block.ids))
+            texts.append(block.texts)
+            sizes.append(block.ends - block.starts)
+            if len(ids) < batch_size:
+                continue
+            joined, size = Utf8Texts.concat(texts), np.concatenate(sizes)
+            cut = 0
+            while len(ids) - cut >= batch_size:
+                end = cut + batch_size
+                yield DocBatch(
+                    ids[cut:end], joined[cut:end], np.arange(pos, pos + batch_size),
+                    int(size[cut:end].sum()),
+                )  # fmt: skip
+                pos += batch_size
+                cut = end
+            ids, texts, sizes = ids[cut:], [joined[cut:]], [size[cut:]]
+        if ids:
+            joined, size = Utf8Texts.concat(texts), np.concatenate(sizes)
+            yield DocBatch(ids, joined, np.arange(pos, pos + len(ids)), int(size.sum()))
+
+    def _accept(
+        self,
+        entry: Entry,
+        index: int,
+        many: bool,
+        seen: dict[str, int],
+        problems: Problems,
+        block: LineBlock,
+    ) -> LineBlock:
+        """Default ids, unique ids and the block's bad lines, reported in line order."""
+        recnos = block.recnos
+        if None in block.ids:
+            for i in [i for i, rid in enumerate(block.ids) if rid is None]:
+                recno = int(recnos[i])
+                block.ids[i] = f"{entry.name}:{recno}" if many else str(recno)
+        keys = ((index << _RECNO_BITS) | recnos).tolist()
+        if seen.keys().isdisjoint(block.ids):  # two C passes when every id is new
+            before = len(seen)
+            seen.update(zip(block.ids, keys, strict=True))  # type: ignore[arg-type]
+            if len(seen) == before + len(keys):
+                for recno, kind, problem, fix in block.problems:
+                    problems.record(entry, recno, kind, problem, fix)
+                return block
+            for rid in block.ids:  # an id repeated inside the block: undo, go one by one
+                seen.pop(cast(str, rid), None)
+        bad = iter(block.problems)
+        nxt = next(bad, None)
+        rows: list[int] = []
+        for i, (rid, key) in enumerate(zip(block.ids, keys, strict=True)):
+            recno = key & ((1 << _RECNO_BITS) - 1)
+            while nxt is not None and nxt[0] < recno:
+                problems.record(entry, *nxt)
+                nxt = next(bad, None)
+            earlier = seen.setdefault(cast(str, rid), key)
+            if earlier != key:
+                problems.record(
+                    entry,
+                    recno,
+                    DUPLICATE_ID,
+                    f"id {rid!r} is already used by {self._where(earlier)}",
+                    _DUPLICATE_FIX,
+                )
+                continue
+            rows.append(i)
+        while nxt is not None:
+            problems.record(entry, *nxt)
+            nxt = next(bad, None)
+        return block.take(np.asarray(rows, dtype=np.int64))
 
     def _where(self, key: int) -> str:
         entry = self._entries[key >> _RECNO_BITS]
@@ -305,7 +423,10 @@ class Source:
                             "not modify the input while neardup runs"
                         )
                     local = docs[lo:hi] - entry.start
-                    texts.extend(texts_at_jsonl(entry, local, self.text_field))
+                    if entry.spans is not None:
+                        texts.extend(texts_at_spans(entry, local, self.text_field, self.id_field))
+                    else:
+                        texts.extend(texts_at_jsonl(entry, local, self.text_field))
             return texts
         found: dict[int, str] = {}
         for batch in self.batches(batch_size):
@@ -364,7 +485,10 @@ class Source:
         else:
             with open_output(out) as handle:
                 for entry in self._entries:
-                    copy_kept_jsonl(entry, part(entry), handle)
+                    if entry.spans is not None:
+                        copy_kept_spans(entry, part(entry), handle)
+                    else:
+                        copy_kept_jsonl(entry, part(entry), handle)
         return int(mask.sum())
 
 

@@ -4,7 +4,8 @@ Batch deduplication, the standing index, the service and the Dask backend all us
 through these few calls, so none of them asks which method it runs:
 
 - ``signatures(batch)``: per-document arrays (``Signatures``) the method needs later.
-- ``candidates(sigs)``: candidate pairs among a collection, by sorting, never all pairs.
+- ``candidates(sigs, jobs)``: candidate pairs among a collection, by sorting, never all pairs
+  (``jobs`` threads may share the work; the result never depends on it).
 - ``lookup_keys(sigs)`` and ``min_shared``: keys to store in an inverted table; a stored
   document is a candidate for a query when they share at least ``min_shared`` keys in the same
   column. ``query_candidates`` does this in memory; the index does it with its own tables.
@@ -128,7 +129,9 @@ class Method(Protocol):
 
     def signatures(self, batch: TextBatch) -> Signatures: ...
 
-    def candidates(self, sigs: Signatures) -> Candidates: ...
+    def candidates(self, sigs: Signatures, jobs: int = 1) -> Candidates:
+        """Pairs among the documents; ``jobs`` threads may share the work (same result)."""
+        ...
 
     def lookup_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]: ...
 

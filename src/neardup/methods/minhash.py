@@ -51,12 +51,13 @@ class MinHashMethod:
         n = len(count)
         return np.ones(n, dtype=np.float64), np.ones(n, dtype=np.bool_)
 
-    def candidates(self, sigs: Signatures) -> Candidates:
+    def candidates(self, sigs: Signatures, jobs: int = 1) -> Candidates:
         found = candidates.candidate_pairs(
             self.candidate_keys(sigs),
             self.min_shared,
             max_bucket=self.max_bucket,
             list_big_buckets=True,
+            jobs=jobs,
         )
         st = found.stats
         score, accepted = self.candidate_scores(found.count)

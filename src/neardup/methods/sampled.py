@@ -59,7 +59,7 @@ class SampledMethod:
         out[row, np.arange(len(row)) - off[row]] = key
         return out
 
-    def candidates(self, sigs: Signatures) -> Candidates:
+    def candidates(self, sigs: Signatures, jobs: int = 1) -> Candidates:
         row, _, key = self.lookup_postings(sigs)
         order = np.lexsort((row, key))
         k, r = key[order], row[order]

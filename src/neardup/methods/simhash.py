@@ -44,7 +44,7 @@ class SimHashMethod:
         fps, offsets = batch.sequence(self.fingerprint.shingle_params())
         return Signatures(simhash_from_sequence(fps, offsets, self.fingerprint, self.idf).fps)
 
-    def candidates(self, sigs: Signatures) -> Candidates:
+    def candidates(self, sigs: Signatures, jobs: int = 1) -> Candidates:
         k = self.params.max_distance
         self.plan_ = plan_tables(k, max(len(sigs), 2))
         a, b, dist = hamming_pairs(sigs.data, k, self.plan_)

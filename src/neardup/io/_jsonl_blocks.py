@@ -1,0 +1,301 @@
+"""JSONL files -> blocks of records parsed by a kernel; kept records and chosen texts by byte span.
+
+Pass 1 reads a file in chunks of whole lines and parses each chunk with
+``_kernels.jsonl.parse_lines`` (no Python object per line, no GIL), so reading runs beside the
+other kernels. Lines the kernel does not vouch for go to ``_jsonl.parse_record``, the judge of
+every record, so accepted records, ids, texts and error messages (line numbers included) are
+those of the line-by-line reader. Each accepted record's byte span in the (decompressed) file is
+remembered, so pass 2 copies the kept lines as runs of bytes and re-reads only the lines it
+needs instead of walking every line in Python.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from .._kernels import jsonl as _k
+from ..text import Utf8Texts
+from ._jsonl import open_jsonl, parse_record
+from ._report import UNREADABLE, Entry, Problems, RecordProblem, raise_changed
+
+#: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
+CHUNK = 8 << 20
+#: Bytes gathered per write of kept lines (a reader that goes away is noticed soon).
+WRITE = 1 << 20
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass
+class LineBlock:
+    """Records of consecutive lines: line numbers, ids (None: no id field), texts, byte spans
+    (``starts``, ``ends`` in the decompressed file) and first bytes (pass 2 checks them), and
+    the bad lines among them, in order, as ``(line number, kind, problem, fix)`` to report."""
+
+    recnos: IntArray
+    ids: list[str | None]
+    texts: Utf8Texts
+    starts: IntArray
+    ends: IntArray
+    firsts: npt.NDArray[np.uint8]
+    problems: list[tuple[int, str, str, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, rows: IntArray) -> LineBlock:
+        """The records ``rows`` (sorted indices); problems are not carried."""
+        ids = self.ids
+        return LineBlock(
+            self.recnos[rows],
+            [ids[i] for i in rows.tolist()],
+            self.texts.take(rows),
+            self.starts[rows],
+            self.ends[rows],
+            self.firsts[rows],
+        )
+
+
+def _key_bytes(name: str) -> npt.NDArray[np.uint8]:
+    return np.frombuffer(name.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def _ids(buf: np.ndarray, offsets: IntArray, absent: np.ndarray) -> list[str | None]:
+    """Python strings from UTF-8 ids (one C loop), None where the record had no id field."""
+    n = len(offsets) - 1
+    array = pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(buf)
+    )
+    ids: list[str | None] = array.to_pylist()
+    for i in np.flatnonzero(absent).tolist():
+        ids[i] = None
+    return ids
+
+
+def parse_block(
+    data: bytes, text_field: str, id_field: str, first_recno: int, offset: int
+) -> tuple[LineBlock, int]:
+    """Whole lines ``data`` (the first is line ``first_recno``, at byte ``offset`` of the file)
+    -> (their records, number of lines)."""
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ends, status, t_ends, id_kinds, i_ends, tbuf, ibuf = _k.parse_lines(
+        buf, _key_bytes(text_field), _key_bytes(id_field)
+    )
+    n_lines = len(ends)
+    starts = np.zeros(n_lines, dtype=np.int64)
+    starts[1:] = ends[:-1]
+    rec = np.flatnonzero(status == _k.RECORD)
+    t_off = np.zeros(len(rec) + 1, dtype=np.int64)
+    t_off[1:] = t_ends[rec]
+    i_off = np.zeros(len(rec) + 1, dtype=np.int64)
+    i_off[1:] = i_ends[rec]
+    texts = Utf8Texts(tbuf, t_off)
+    ids = _ids(ibuf, i_off, id_kinds[rec] == _k.ID_ABSENT)
+    rows = rec
+    ask = np.flatnonzero(status == _k.ASK_PYTHON)
+    problems: list[tuple[int, str, str, str]] = []
+    if len(ask):  # the Python parser decides (and explains) these lines
+        more_rows: list[int] = []
+        more_ids: list[str | None] = []
+        more_texts: list[str] = []
+        for j in ask.tolist():
+            line = data[starts[j] : ends[j]]
+            try:
+                rid, text, _ = parse_record(line, text_field, id_field)
+            except RecordProblem as p:
+                problems.append((first_recno + j, p.kind, p.problem, p.fix))
+                continue
+            more_rows.append(j)
+            more_ids.append(rid)
+            more_texts.append(text)
+        if more_rows:
+            rows = np.concatenate([rec, np.asarray(more_rows, dtype=np.int64)])
+            order = np.argsort(rows, kind="stable")
+            rows = rows[order]
+            texts = Utf8Texts.concat([texts, Utf8Texts.from_strings(more_texts)]).take(order)
+            both = ids + more_ids
+            ids = [both[i] for i in order.tolist()]
+    at = starts[rows]
+    block = LineBlock(
+        rows + first_recno, ids, texts, at + offset, ends[rows] + offset, buf[at], problems
+    )
+    return block, n_lines
+
+
+def scan_jsonl_blocks(
+    entry: Entry, text_field: str, id_field: str, problems: Problems, chunk: int = CHUNK
+) -> Iterator[LineBlock]:
+    """Pass 1 over a JSONL file in blocks of records (see the module docstring). A read error
+    is reported as the line-by-line reader reports it, after the same records."""
+    handle = problems.opened(entry, lambda: open_jsonl(entry))
+    if handle is None:
+        return
+    lines = 0  # lines before the current chunk
+    offset = 0  # byte offset of the current chunk in the file
+    pieces: list[bytes] = []  # the start of a line longer than what was read so far
+    try:
+        while True:
+            try:
+                data = handle.read(chunk)
+            except _READ_ERRORS:
+                handle.close()
+                yield from _after_read_error(entry, text_field, id_field, problems, lines, offset)
+                return
+            if data:
+                cut = data.rfind(b"\n") + 1
+                if cut == 0:
+                    pieces.append(data)
+                    continue
+                whole = b"".join([*pieces, data[:cut]]) if pieces else data[:cut]
+                pieces = [data[cut:]] if cut < len(data) else []
+            else:
+                whole = b"".join(pieces)
+                pieces = []
+                if not whole:
+                    return
+            block, n_lines = parse_block(whole, text_field, id_field, lines + 1, offset)
+            lines += n_lines
+            offset += len(whole)
+            if len(block) or block.problems:
+                yield block
+            if not data:
+                return
+    finally:
+        handle.close()
+
+
+def _after_read_error(
+    entry: Entry, text_field: str, id_field: str, problems: Problems, done: int, offset: int
+) -> Iterator[LineBlock]:
+    """Read again from line ``done + 1`` line by line, so the records before a read error and
+    its message ("reading failed after line N") are those of the line-by-line reader."""
+    handle = problems.opened(entry, lambda: open_jsonl(entry))
+    if handle is None:  # pragma: no cover - it opened a moment ago
+        return
+    with handle:
+        recno = 0
+        pos = 0
+        lines = iter(handle)
+        while True:
+            try:
+                line = next(lines)
+            except StopIteration:
+                return
+            except _READ_ERRORS as exc:
+                problems.file(
+                    entry,
+                    UNREADABLE,
+                    f"reading failed after line {recno} ({exc})",
+                    "repair or re-create the file",
+                )
+                return
+            recno += 1
+            start, pos = pos, pos + len(line)
+            if recno <= done:
+                continue
+            block, _ = parse_block(line, text_field, id_field, recno, start)
+            if len(block) or block.problems:
+                yield block
+
+
+# -- pass 2 -------------------------------------------------------------------------------------
+
+
+def _spans(entry: Entry) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
+    spans = entry.spans or []
+    if not spans:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8)
+    return (
+        np.concatenate([x[0] for x in spans]),
+        np.concatenate([x[1] for x in spans]),
+        np.concatenate([x[2] for x in spans]),
+    )
+
+
+def _read_runs(
+    entry: Entry,
+    starts: IntArray,
+    ends: IntArray,
+    lines: IntArray,
+    firsts: npt.NDArray[np.uint8],
+) -> Iterator[memoryview]:
+    """The bytes of the file's ranges [starts[i], ends[i]) (sorted, disjoint), in pieces; seeks
+    over long gaps and never reads past the last range (a damaged tail read in pass 1 stays
+    unread). The lines starting at ``lines`` must still start with the bytes ``firsts`` seen in
+    pass 1; raises when they do not or the file ends early (it changed after pass 1)."""
+    stop = int(ends[-1]) if len(ends) else 0
+    with open_jsonl(entry) as handle:
+        pos = 0  # file offset of data[0]
+        data = memoryview(b"")
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+            while a < b:
+                if a >= pos + len(data):
+                    if a - pos - len(data) > CHUNK:
+                        handle.seek(a)
+                        pos, data = a, memoryview(b"")
+                    else:
+                        pos += len(data)
+                        data = memoryview(handle.read(min(CHUNK, stop - pos)))
+                        if not data:
+                            raise_changed(entry)
+                        lo, hi = np.searchsorted(lines, [pos, pos + len(data)])
+                        got = np.frombuffer(data, dtype=np.uint8)[lines[lo:hi] - pos]
+                        if not np.array_equal(got, firsts[lo:hi]):
+                            raise_changed(entry)
+                    continue
+                hi = min(b - pos, len(data))
+                yield data[a - pos : hi]
+                a = pos + hi
+
+
+def copy_kept_spans(entry: Entry, keep: npt.NDArray[np.bool_], out: object) -> None:
+    """Pass 2: write the kept records' lines to ``out`` byte for byte, as runs of adjacent lines
+    (``keep[i]`` is for the file's i-th accepted record); a last line without a newline gets
+    one."""
+    starts, ends, firsts = _spans(entry)
+    s, e = starts[keep], ends[keep]
+    if not len(s):
+        return
+    brk = np.flatnonzero(s[1:] != e[:-1]) + 1
+    run_s = s[np.concatenate([[0], brk])]
+    run_e = e[np.concatenate([brk - 1, [len(e) - 1]])]
+    write = out.write  # type: ignore[attr-defined]
+    pending: list[memoryview] = []
+    size = 0
+    last = memoryview(b"\n")
+    for run in _read_runs(entry, run_s, run_e, s, firsts[keep]):
+        for at in range(0, len(run), WRITE):
+            piece = run[at : at + WRITE]
+            pending.append(piece)
+            size += len(piece)
+            last = piece
+            if size >= WRITE:
+                write(b"".join(pending))
+                pending, size = [], 0
+    if len(last) and last[-1] != 0x0A:
+        pending.append(memoryview(b"\n"))
+    if pending:
+        write(b"".join(pending))
+
+
+def texts_at_spans(entry: Entry, wanted: IntArray, text_field: str, id_field: str) -> list[str]:
+    """The texts of the file's accepted records number ``wanted`` (sorted, 0-based among its
+    accepted records), reading and parsing only their lines."""
+    if not len(wanted):
+        return []
+    starts, ends, firsts = _spans(entry)
+    s, e = starts[wanted], ends[wanted]
+    # Each piece copied at once: a view would keep its whole read chunk alive until the join.
+    data = b"".join([bytes(piece) for piece in _read_runs(entry, s, e, s, firsts[wanted])])
+    if not data.endswith(b"\n"):  # the file's last line, without a newline
+        data += b"\n"
+    block, n_lines = parse_block(data, text_field, id_field, 1, 0)
+    if n_lines != len(wanted) or len(block) != len(wanted):
+        raise_changed(entry)
+    return list(block.texts)

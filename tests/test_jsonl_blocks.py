@@ -1,0 +1,237 @@
+"""JSONL read in blocks by a kernel: every line reads as the Python parser reads it (records,
+ids, texts, problems and their line numbers), whatever the chunk and batch sizes; pass 2 by
+byte spans writes what the line-by-line pass writes."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from neardup._kernels import jsonl as k
+from neardup.errors import InputError
+from neardup.io import Source, open_source
+from neardup.io import _jsonl_blocks as blocks
+from neardup.io._jsonl import parse_record
+from neardup.io._report import RecordProblem
+from neardup.params import ShingleParams
+from neardup.text import Utf8Texts
+from neardup.textbatch import TextBatch
+
+# Values a record may hold: the awkward ones included (escapes, surrogates, NaN, nesting).
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(["text", "id", "Text", "i\u0064", "t\u00e9xt", "meta", ""])
+
+
+@st.composite
+def jsonl_lines(draw: st.DrawFn) -> bytes:
+    """One line: a JSON record (text and id usually present), maybe damaged, maybe odd."""
+    fields = draw(st.lists(st.tuples(_KEYS, _values | st.text()), max_size=5))
+    if draw(st.booleans()):
+        fields.append(("text", draw(st.text())))
+    if draw(st.booleans()):
+        fields.append(("id", draw(st.text(max_size=6) | st.integers(-(2**66), 2**66))))
+    body = ", ".join(
+        json.dumps(key, ensure_ascii=draw(st.booleans()))
+        + ": "
+        + json.dumps(value, ensure_ascii=draw(st.booleans()))
+        for key, value in fields
+    )
+    line = ("{" + body + "}").encode("utf-8", "surrogatepass")
+    edit = draw(st.integers(0, 9))
+    if edit == 1 and line:  # cut short
+        line = line[: draw(st.integers(0, len(line) - 1))]
+    elif edit == 2:  # a stray byte somewhere
+        at = draw(st.integers(0, len(line)))
+        line = line[:at] + draw(st.binary(min_size=1, max_size=2)) + line[at:]
+    elif edit == 3:
+        line = draw(st.sampled_from([b"", b"  \t", b"\x0c", b"[1]", b"\xef\xbb\xbf" + line]))
+    elif edit == 4:
+        line = (
+            draw(st.sampled_from([b" ", b"\r", b""]))
+            + line
+            + draw(st.sampled_from([b" ", b"\r", b"{}"]))
+        )
+    return line.replace(b"\n", b"")  # one line
+
+
+def python_reading(lines: list[bytes]) -> list[tuple[int, object]]:
+    """Each non-blank line as the Python parser reads it: (line number, (id, text) or kind)."""
+    out: list[tuple[int, object]] = []
+    for recno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rid, text, _ = parse_record(line + b"\n", "text", "id")
+        except RecordProblem as p:
+            out.append((recno, p.kind))
+            continue
+        out.append((recno, (rid, text)))
+    return out
+
+
+def block_reading(lines: list[bytes]) -> list[tuple[int, object]]:
+    data = b"".join(line + b"\n" for line in lines)
+    block, n_lines = blocks.parse_block(data, "text", "id", 1, 0)
+    assert n_lines == len(lines)
+    got: list[tuple[int, object]] = [
+        (int(r), (i, t)) for r, i, t in zip(block.recnos, block.ids, block.texts, strict=True)
+    ]
+    got += [(recno, kind) for recno, kind, _, _ in block.problems]
+    return sorted(got, key=lambda x: x[0])
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(jsonl_lines(), max_size=6))
+@example(
+    [b'{"id": "a", "text": "x", "text": "last"}', b'{"id": -0, "text": "\\ud83d\\ude00\\ud800"}']
+)
+@example([b'{"text": "a", "id": 1.5}', b'{"text": NaN}', b'{"text": "b", "x": [NaN, -Infinity]}'])
+@example([b'{"text": "a", "id": "\\udc00"}', b'{"id": "1", "id": 2, "text": ""}'])
+def test_the_kernel_reads_every_line_as_the_python_parser(lines: list[bytes]) -> None:
+    assert block_reading(lines) == python_reading(lines)
+
+
+def test_the_kernel_itself_reads_ordinary_records() -> None:
+    lines = [
+        b'{"id": "a", "text": "plain"}',
+        b'{"text": "caf\\u00e9 \\ud83d\\ude00 \xe4\xb8\xad", "id": 7, "tags": [1, {"x": null}]}',
+        b"   ",
+        b'{"text": "no id", "score": 1e-3, "ok": true}',
+    ]
+    buf = np.frombuffer(b"\n".join(lines), dtype=np.uint8)
+    key = np.frombuffer(b"text", dtype=np.uint8)
+    _, status, *_ = k.parse_lines(buf, key, np.frombuffer(b"id", dtype=np.uint8))
+    assert status.tolist() == [k.RECORD, k.RECORD, k.BLANK, k.RECORD]
+    assert block_reading(lines) == python_reading(lines)
+
+
+@settings(deadline=None)
+@given(st.lists(st.text(), max_size=8))
+def test_utf8_texts_hold_the_strings_and_their_lengths(texts: list[str]) -> None:
+    u = Utf8Texts.from_strings(texts)
+    assert list(u) == texts and len(u) == len(texts)
+    assert [u[i] for i in range(len(texts))] == texts
+    assert u.lengths().tolist() == [len(t) for t in texts]
+    assert list(u[1:3]) == texts[1:3] and list(u[::2]) == texts[::2]
+    rows = np.arange(len(texts), dtype=np.int64)[::-1].copy()
+    assert list(u.take(rows)) == texts[::-1]
+    assert list(Utf8Texts.concat([u[:2], u[2:]])) == texts
+    assert list(pickle.loads(pickle.dumps(u[1:]))) == texts[1:]
+    plain = TextBatch(texts, ShingleParams())
+    same = TextBatch(u, ShingleParams())
+    assert np.array_equal(plain.canonical, same.canonical)
+    assert np.array_equal(plain.lengths, same.lengths)
+
+
+# ------------------------------------------------------------------ the Source, both paths
+LINES = [
+    b'{"id": "a", "text": "first doc"}\n',
+    b"\n",
+    b'{"id": "b", "text": "second \\u00e9"}\n',
+    b"not json\n",
+    b'{"id": "a", "text": "a repeated id"}\n',
+    b'{"id": 5, "text": "integer id"}\n',
+    b'{"text": "no id"}\n',
+    b'{"id": "c", "text": 3}\n',
+    b'{"id": "d", "text": "\\ud800 lone"}\n',
+    b'   {"id": "e", "text": "spaces"}  \r\n',
+    b'{"id": "f"}\n',
+    b'{"id": "g", "text": "last, no newline"}',
+]
+
+
+def read_all(
+    source: Source, batch_size: int
+) -> tuple[list[str], list[str], dict[str, int], list[str]]:
+    ids: list[str] = []
+    texts: list[str] = []
+    for batch in source.batches(batch_size):
+        assert len(batch) <= batch_size
+        ids += batch.ids
+        texts += list(batch.texts)
+    return ids, texts, dict(source.errors.counts), list(source.errors.examples)
+
+
+@pytest.mark.parametrize("chunk", [16, 64, 1 << 20])
+@pytest.mark.parametrize("batch_size", [1, 2, 5, 100])
+@pytest.mark.parametrize("gz", [False, True])
+def test_blocks_read_what_lines_read_and_write_the_same_kept_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int, batch_size: int, gz: bool
+) -> None:
+    monkeypatch.setattr(blocks, "CHUNK", chunk)
+    data = b"".join(LINES)
+    src = tmp_path / ("c.jsonl.gz" if gz else "c.jsonl")
+    src.write_bytes(gzip.compress(data) if gz else data)
+    by_lines = open_source(io.BytesIO(data), on_error="skip")  # a stream is read line by line
+    by_blocks = open_source(src, on_error="skip")
+    want = read_all(by_lines, batch_size)
+    got = read_all(by_blocks, batch_size)
+    got[3][:] = [m.replace(str(src), "<stdin>") for m in got[3]]
+    assert got == want
+    assert want[0] == ["a", "b", "5", "7", "d", "e", "g"]
+    assert by_blocks._entries[0].spans is not None  # the block path was taken
+    keep = np.array([i % 2 == 0 for i in range(len(want[0]))])
+    by_lines.write_kept(keep, tmp_path / "lines.jsonl")
+    by_blocks.write_kept(keep, tmp_path / "blocks.jsonl")
+    assert (tmp_path / "blocks.jsonl").read_bytes() == (tmp_path / "lines.jsonl").read_bytes()
+    assert by_blocks.texts_at([1, 4, 6]) == [want[1][1], want[1][4], want[1][6]]
+
+
+@pytest.mark.parametrize("bad", [3, 4, 7, 10])
+def test_stop_names_the_same_first_bad_line(tmp_path: Path, bad: int) -> None:
+    lines = [x for i, x in enumerate(LINES) if i in (0, 2, bad, 11)]
+    data = b"".join(lines)
+    src = tmp_path / "c.jsonl"
+    src.write_bytes(data)
+    with pytest.raises(InputError) as by_lines:
+        read_all(open_source(io.BytesIO(data)), 2)
+    with pytest.raises(InputError) as by_blocks:
+        read_all(open_source(src), 2)
+    assert str(by_blocks.value).replace(str(src), "<stdin>") == str(by_lines.value)
+    assert "line 3" in str(by_blocks.value)
+
+
+def test_a_repeated_id_and_a_bad_line_in_one_block_are_reported_in_line_order(
+    tmp_path: Path,
+) -> None:
+    data = b'{"id": "x", "text": "a"}\n{"id": "x", "text": "b"}\n[]\n{"id": "y", "text": "c"}\n'
+    src = tmp_path / "c.jsonl"
+    src.write_bytes(data)
+    lines = open_source(io.BytesIO(data), on_error="skip")
+    got = open_source(src, on_error="skip")
+    assert read_all(got, 10)[:3] == read_all(lines, 10)[:3]
+    assert "line 2" in got.errors.examples[0] and "line 3" in got.errors.examples[1]
+
+
+def test_a_changed_line_is_noticed_in_pass_two(tmp_path: Path) -> None:
+    src = tmp_path / "c.jsonl"
+    src.write_bytes(b'{"text": "a"}\n{"text": "b"}\n')
+    source = open_source(src)
+    read_all(source, 10)
+    stat = src.stat()  # same size and time: only the bytes tell
+    src.write_bytes(b'{"text": "a"}\n"text": "bb"}\n')
+    os.utime(src, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    with pytest.raises(InputError, match="changed between the two passes"):
+        source.texts_at([1])
