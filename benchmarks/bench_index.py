@@ -74,12 +74,11 @@ def queries(n_docs: int, n: int, mean_words: int) -> list[str]:
     return near + fresh
 
 
-def write_corpus(path: str, args: argparse.Namespace) -> int:
-    """The generated documents as JSONL (not timed); returns its size in bytes."""
+def write_corpus(path: str, args: argparse.Namespace) -> None:
+    """The generated documents as JSONL (not timed)."""
     with open(path, "w", encoding="utf-8") as out:
         for doc_id, text in corpus(args.docs, args.mean_words):
             out.write(json.dumps({"id": doc_id, "text": text}) + "\n")
-    return os.path.getsize(path)
 
 
 def add_phase(path: str, source: str, args: argparse.Namespace) -> dict[str, float]:
@@ -138,9 +137,8 @@ def datasketch_phase(args: argparse.Namespace) -> dict[str, float]:
 
     n = args.peer_docs
     with common.PeakRSS() as memory:  # high-water mark reset: the add phase ran before
-        return _datasketch(args, n, MinHash, MinHashLSH) | {
-            "datasketch_peak_rss_mb": round(memory.peak_mb)
-        }
+        results = _datasketch(args, n, MinHash, MinHashLSH)
+    return results | {"datasketch_peak_rss_mb": round(memory.peak_mb)}
 
 
 def _datasketch(
@@ -189,6 +187,9 @@ def main() -> None:
     )
     parser.add_argument("--progress", action="store_true", help="progress bar while adding")
     parser.add_argument("--workdir", help="folder for the corpus file and index [system temp]")
+    parser.add_argument(
+        "--corpus", help="the generated corpus as JSONL here (written if missing, else reused)"
+    )
     parser.add_argument("--queries", type=int, default=2000)
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument(
@@ -203,9 +204,11 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         path = args.path or os.path.join(tmp, "bench.db")
-        source = os.path.join(tmp, "corpus.jsonl")
+        source = args.corpus or os.path.join(tmp, "corpus.jsonl")
         results: dict[str, object] = {"docs": args.docs, "mean_words": args.mean_words}
-        results["corpus_mb"] = round(write_corpus(source, args) / 1e6, 1)
+        if not os.path.exists(source):
+            write_corpus(source, args)
+        results["corpus_mb"] = round(os.path.getsize(source) / 1e6, 1)
         results.update(add_phase(path, source, args))
         argv = [sys.executable, __file__, "--query-only", path, *sys.argv[1:]]
         out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
