@@ -228,6 +228,8 @@ class Segments:
                 dparts.append(db)
         keys = np.frombuffer(b"".join(kparts), dtype=np.uint64)
         docs = np.frombuffer(b"".join(dparts), dtype=_DOC).astype(np.int64)
+        if lo == 0 and hi == 1 << 64:
+            return keys, docs
         inside = (keys >= np.uint64(lo)) & (keys <= np.uint64(hi - 1))
         return keys[inside], docs[inside]
 
