@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import EMPTY, candidate_pairs
+from neardup.candidates import EMPTY, candidate_pairs, key_matches
 from neardup.errors import InputError, ParamError
 
 E = int(EMPTY)
@@ -189,3 +189,15 @@ def test_threads_over_columns_change_nothing(n: int, k: int, r: int, cap: int, s
         assert np.array_equal(many.count, one.count) and many.stats == one.stats
         assert np.array_equal(many.big_members, one.big_members)
         assert np.array_equal(many.big_offsets, one.big_offsets)
+
+
+@given(
+    st.lists(st.integers(0, 6), max_size=30),
+    st.lists(st.integers(0, 6), max_size=30),
+)
+def test_key_matches_lists_every_equal_key_pair_once(keys: list[int], probes: list[int]) -> None:
+    i, j = key_matches(np.array(keys, dtype=np.uint64), np.array(probes, dtype=np.uint64))
+    found = sorted(zip(i.tolist(), j.tolist(), strict=True))
+    expect = sorted((a, b) for a, x in enumerate(keys) for b, y in enumerate(probes) if x == y)
+    assert found == expect
+    assert list(j) == sorted(j)  # grouped by probe

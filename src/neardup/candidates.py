@@ -239,7 +239,7 @@ def column_buckets(
 def shared_pairs(
     a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], n: int, r: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int32]]:
-    """Pairs (a < b, documents below n) listed at least r times, once each, sorted; with counts."""
+    """Pairs (a, b) (b below n) listed at least r times, once each, sorted; with counts."""
     if len(a) == 0:
         e = np.zeros(0, dtype=np.int64)
         return e, e.copy(), np.zeros(0, dtype=np.int32)
@@ -294,24 +294,46 @@ def cross_pairs(
     empty = np.zeros(0, dtype=np.int64)
     if nq == 0 or ns == 0:
         return empty, empty.copy()
-    codes: list[npt.NDArray[np.int64]] = []
+    qs: list[npt.NDArray[np.int64]] = []
+    ss: list[npt.NDArray[np.int64]] = []
     for j in range(s_arr.shape[1]):
-        col = s_arr[:, j]
-        order = np.argsort(col, kind="stable").astype(np.int64)
-        ordered = col[order]
         qcol = q_arr[:, j]
-        lo = np.searchsorted(ordered, qcol, side="left")
-        hi = np.searchsorted(ordered, qcol, side="right")
-        counts = np.where(qcol == EMPTY, 0, hi - lo)
-        total = int(counts.sum())
-        if total == 0:
-            continue
-        qi = np.repeat(np.arange(nq, dtype=np.int64), counts)
-        first = np.cumsum(counts) - counts
-        pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
-        codes.append(qi * np.int64(ns) + order[pos])
-    if not codes:
+        si, qi = key_matches(s_arr[:, j], qcol)
+        real = qcol[qi] != EMPTY
+        qs.append(qi[real])
+        ss.append(si[real])
+    q, s, _ = shared_pairs(np.concatenate([empty, *qs]), np.concatenate([empty, *ss]), ns, r)
+    return q, s
+
+
+def key_matches(
+    keys: npt.NDArray[np.uint64], probes: npt.NDArray[np.uint64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Every (i, j) with keys[i] == probes[j], by sorting ``keys`` once and binary search: the
+    work is (keys + probes) log(keys) plus the matches. Grouped by j ascending."""
+    order = np.argsort(keys, kind="stable").astype(np.int64)
+    ordered = keys[order]
+    lo = np.searchsorted(ordered, probes, side="left")
+    counts = (np.searchsorted(ordered, probes, side="right") - lo).astype(np.int64)
+    total = int(counts.sum())
+    first = np.cumsum(counts) - counts
+    pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
+    return order[pos], np.repeat(np.arange(len(probes), dtype=np.int64), counts)
+
+
+def pairs_from_hits(
+    row: npt.NDArray[np.int64],
+    key: npt.NDArray[np.uint64],
+    hit_key: npt.NDArray[np.uint64],
+    hit_doc: npt.NDArray[np.int64],
+    r: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(row, doc) pairs sharing at least r keys, from postings (row, key) and hits (key, doc);
+    sorted by row, then doc."""
+    i, j = key_matches(key, hit_key)
+    if len(i) == 0:
+        empty = np.zeros(0, dtype=np.int64)
         return empty, empty.copy()
-    allc = np.sort(np.concatenate(codes))
-    uniq, _ = _k.count_runs(allc, int(r))
-    return uniq // ns, uniq % ns
+    docs = hit_doc[j]
+    q, d, _ = shared_pairs(row[i], docs, int(docs.max()) + 1, r)
+    return q, d

@@ -13,8 +13,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..candidates import pairs_from_hits
 from ..errors import NeardupError
-from .store import IntArray, KeyArray, NewDocs, StoredDocs, pairs_from_hits
+from .store import IntArray, KeyArray, NewDocs, StoredDocs
 
 #: Posting blocks kept before they are merged into one sorted block.
 _MAX_BLOCKS = 8

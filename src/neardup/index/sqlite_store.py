@@ -29,10 +29,11 @@ from hashlib import blake2b
 
 import numpy as np
 
+from ..candidates import key_matches, pairs_from_hits
 from ..errors import IndexMismatchError, InputError, NeardupError
 from ..methods.base import column_keys
 from .segments import MAX_DOCS, Segments, schema
-from .store import IntArray, KeyArray, NewDocs, StoredDocs, pairs_from_hits
+from .store import IntArray, KeyArray, NewDocs, StoredDocs
 
 _SCHEMA = (
     """
@@ -312,18 +313,13 @@ class SqliteStore:
         stored = sorted(self._column(np.unique(hit_doc), "hash"))
         sdoc = np.array([r[0] for r in stored], dtype=np.int64)
         shash = np.array([r[1] for r in stored], dtype=np.int64).view(np.uint64)
-        order = np.argsort(keys, kind="stable")
-        lo = np.searchsorted(keys[order], hit_key, side="left")
-        counts = np.searchsorted(keys[order], hit_key, side="right") - lo
-        total = int(counts.sum())
-        start = np.repeat(lo - (np.cumsum(counts) - counts), counts)
-        rows = order[start + np.arange(total, dtype=np.int64)]
-        docs = np.repeat(hit_doc, counts)
+        rows, at_hit = key_matches(keys, hit_key)
+        docs = hit_doc[at_hit]
         at = np.minimum(np.searchsorted(sdoc, docs), max(len(sdoc) - 1, 0))
         ok = (
             (sdoc[at] == docs) & (shash[at] == hashes[rows])
             if len(sdoc)
-            else np.zeros(total, dtype=bool)
+            else np.zeros(len(rows), dtype=bool)
         )
         return rows[ok], docs[ok]
 

@@ -105,30 +105,3 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def pairs_from_hits(
-    row: IntArray, key: KeyArray, hit_key: KeyArray, hit_doc: IntArray, min_shared: int
-) -> tuple[IntArray, IntArray]:
-    """(query row, doc) sharing >= min_shared keys, from (key, doc) hits of the query keys."""
-    from .._kernels.candidates import count_runs
-
-    empty = np.zeros(0, dtype=np.int64)
-    if len(hit_key) == 0 or len(key) == 0:
-        return empty, empty.copy()
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    lo = np.searchsorted(ordered, hit_key, side="left")
-    hi = np.searchsorted(ordered, hit_key, side="right")
-    counts = (hi - lo).astype(np.int64)
-    total = int(counts.sum())
-    if total == 0:
-        return empty, empty.copy()
-    first = np.cumsum(counts) - counts
-    pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
-    q = row[order[pos]]
-    d = np.repeat(hit_doc, counts)
-    width = np.int64(int(d.max()) + 1)
-    codes = np.sort(q * width + d)
-    uniq, _ = count_runs(codes, int(min_shared))
-    return uniq // width, uniq % width

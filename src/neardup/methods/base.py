@@ -200,26 +200,11 @@ def _posting_pairs(
     method: Method, stored: Signatures, queries: Signatures
 ) -> tuple[IntArray, IntArray]:
     """(query row, stored row) sharing at least ``min_shared`` (column, key) postings."""
-    from .._kernels.candidates import count_runs
+    from ..candidates import pairs_from_hits
 
     sr, sc, sk = postings(method, stored)
     qr, qc, qk = postings(method, queries)
-    ns = max(len(stored), 1)
-    skey, qkey = column_keys(sc, sk), column_keys(qc, qk)
-    order = np.argsort(skey, kind="stable")
-    ordered = skey[order]
-    lo = np.searchsorted(ordered, qkey, side="left")
-    hi = np.searchsorted(ordered, qkey, side="right")
-    counts = (hi - lo).astype(np.int64)
-    total = int(counts.sum())
-    empty = np.zeros(0, dtype=np.int64)
-    if total == 0:
-        return empty, empty.copy()
-    first = np.cumsum(counts) - counts
-    pos = np.repeat(lo - first, counts) + np.arange(total, dtype=np.int64)
-    codes = np.sort(np.repeat(qr, counts) * np.int64(ns) + sr[order[pos]])
-    uniq, _ = count_runs(codes, int(method.min_shared))
-    return uniq // ns, uniq % ns
+    return pairs_from_hits(qr, column_keys(qc, qk), column_keys(sc, sk), sr, method.min_shared)
 
 
 def column_keys(col: IntArray, key: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
