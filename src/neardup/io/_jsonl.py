@@ -158,20 +158,7 @@ def scan_jsonl(
         return
     recno = 0
     try:
-        lines = iter(handle)
-        while True:
-            try:
-                line = next(lines)
-            except StopIteration:
-                break
-            except _READ_ERRORS as exc:
-                problems.file(
-                    entry,
-                    UNREADABLE,
-                    f"reading failed after line {recno} ({exc})",
-                    "repair or re-create the file",
-                )
-                return
+        for line in read_lines(handle, entry, problems):
             recno += 1
             if tee is not None:
                 tee.write(line)
@@ -186,6 +173,28 @@ def scan_jsonl(
     finally:
         if entry.stream is None:
             handle.close()
+
+
+def read_lines(handle: Any, entry: Entry, problems: Problems) -> Iterator[bytes]:
+    """The file's lines; a read error (damaged gzip, I/O) ends them with one message naming the
+    last line read whole, "reading failed after line N"."""
+    recno = 0
+    lines = iter(handle)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except _READ_ERRORS as exc:
+            problems.file(
+                entry,
+                UNREADABLE,
+                f"reading failed after line {recno} ({exc})",
+                "repair or re-create the file",
+            )
+            return
+        recno += 1
+        yield line
 
 
 def _accepted_lines(entry: Entry) -> Generator[bytes, None, None]:

@@ -21,8 +21,8 @@ import pyarrow as pa
 
 from .._kernels import jsonl as _k
 from ..text import Utf8Texts
-from ._jsonl import open_jsonl, parse_record
-from ._report import UNREADABLE, Entry, Problems, RecordProblem, raise_changed
+from ._jsonl import open_jsonl, parse_record, read_lines
+from ._report import Entry, Problems, RecordProblem, raise_changed
 
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
 CHUNK = 8 << 20
@@ -181,20 +181,7 @@ def _after_read_error(
     with handle:
         recno = 0
         pos = 0
-        lines = iter(handle)
-        while True:
-            try:
-                line = next(lines)
-            except StopIteration:
-                return
-            except _READ_ERRORS as exc:
-                problems.file(
-                    entry,
-                    UNREADABLE,
-                    f"reading failed after line {recno} ({exc})",
-                    "repair or re-create the file",
-                )
-                return
+        for line in read_lines(handle, entry, problems):
             recno += 1
             start, pos = pos, pos + len(line)
             if recno <= done:

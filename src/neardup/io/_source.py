@@ -224,15 +224,7 @@ class Source:
                 if rid is None:
                     rid = f"{entry.name}:{recno}" if many else str(recno)
                 key = (index << _RECNO_BITS) | recno
-                earlier = seen.setdefault(rid, key)
-                if earlier != key:
-                    problems.record(
-                        entry,
-                        recno,
-                        DUPLICATE_ID,
-                        f"id {rid!r} is already used by {self._where(earlier)}",
-                        _DUPLICATE_FIX,
-                    )
+                if not self._claim(seen, rid, key, entry, recno, problems):
                     continue
                 ids.append(rid)
                 texts.append(text)
@@ -338,21 +330,30 @@ class Source:
             while nxt is not None and nxt[0] < recno:
                 problems.record(entry, *nxt)
                 nxt = next(bad, None)
-            earlier = seen.setdefault(cast(str, rid), key)
-            if earlier != key:
-                problems.record(
-                    entry,
-                    recno,
-                    DUPLICATE_ID,
-                    f"id {rid!r} is already used by {self._where(earlier)}",
-                    _DUPLICATE_FIX,
-                )
+            if not self._claim(seen, cast(str, rid), key, entry, recno, problems):
                 continue
             rows.append(i)
         while nxt is not None:
             problems.record(entry, *nxt)
             nxt = next(bad, None)
         return block.take(np.asarray(rows, dtype=np.int64))
+
+    def _claim(
+        self, seen: dict[str, int], rid: str, key: int, entry: Entry, recno: int, problems: Problems
+    ) -> bool:
+        """Record ``rid`` as the id of the record at ``key``; False (and a bad record) when an
+        earlier record has it."""
+        earlier = seen.setdefault(rid, key)
+        if earlier == key:
+            return True
+        problems.record(
+            entry,
+            recno,
+            DUPLICATE_ID,
+            f"id {rid!r} is already used by {self._where(earlier)}",
+            _DUPLICATE_FIX,
+        )
+        return False
 
     def _where(self, key: int) -> str:
         entry = self._entries[key >> _RECNO_BITS]
