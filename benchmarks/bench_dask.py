@@ -88,22 +88,12 @@ def run_dask(
 ) -> dict:
     """One run of neardup.dask over the corpus on a fresh LocalCluster."""
     import dask.bag as db
-    import distributed
 
-    from neardup.dask import DaskDeduplicator
+    from neardup.dask import DaskDeduplicator, connect
     from neardup.params import DedupParams
 
     params = DedupParams(threshold=args.threshold, verify=args.verify)
-    with (
-        distributed.LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=limit or "auto",
-            dashboard_address=":0",
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+    with connect(f"local:{workers}", memory_limit=limit) as client:  # as --dask local:N
         warm = DaskDeduplicator(params, client)
         warm.feed_partitions(
             db.from_sequence(["warm up text"] * 50, npartitions=workers).to_delayed()
