@@ -18,6 +18,7 @@ import pytest
 
 from neardup import Deduplicator, Index, IndexMismatchError, InputError, NeardupError, ParamError
 from neardup.cli import main
+from neardup.index import SCHEMA_VERSION
 from neardup.params import DedupParams, SampledParams, SimhashMethodParams
 from neardup.testing.synth import near_duplicate_corpus, random_documents
 
@@ -214,7 +215,7 @@ def test_bad_paths_versions_parameters_and_writers_give_one_clear_error(tmp_path
     db.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(IndexMismatchError, match="schema version 0; this neardup reads version 2"):
+    with pytest.raises(IndexMismatchError, match=f"schema version 0; this neardup reads version {SCHEMA_VERSION}"):
         Index.open(str(old))
     # a second writer waits, then gets a clear error; the first writer's work is intact
     first = Index.open(path, timeout=0.2)

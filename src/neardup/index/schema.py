@@ -23,7 +23,7 @@ from ..params import (
 )
 
 #: Version of the index layout (tables, blobs). Bump when either changes.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _METHODS: dict[str, type] = {
     "minhash": MinhashParams,

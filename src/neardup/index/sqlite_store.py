@@ -62,10 +62,13 @@ INSERT INTO meta VALUES ('next_doc', '0'), ('documents', '0');
 #: one run per key and segment, so fewer, smaller segments answer faster and cost more merging:
 #: the method's keys (many per document, a query's few looked up at a time) balance the two
 #: (measured at 1M documents: (64, 4) added 14.0k documents/s, (64, 8) 15.9k, (128, 8) 17.0k,
-#: with query p50 1.57, 1.46 and 1.88 ms); the id and content-hash keys (two per document, a
-#: batch's thousands looked up at a time, few bytes to rewrite) merge eagerly.
+#: with query p50 1.57, 1.46 and 1.88 ms). Writing costs per row more than per byte, so the id
+#: and content-hash keys (two per document, a batch's thousands looked up at a time) use runs of
+#: 32 and merge by fours: (8, 2) rewrote each key ~8 times in rows of 8, and spent as much time
+#: in those merges as in those of the 38 method keys per document (at 1M documents, writing
+#: thread CPU 56 s -> 46 s with (32, 4)).
 POST_SHAPE = (64, 8)
-KEY_SHAPE = (8, 2)
+KEY_SHAPE = (32, 4)
 
 #: Tags folding ids and content hashes into keys apart from the method's (column) keys.
 _ID_TAG = np.int64(1 << 40)
@@ -174,6 +177,7 @@ class SqliteStore:
         self._checkpointer: _Checkpointer | None = None
         self.post = Segments(self.db, "post", *POST_SHAPE)
         self.key = Segments(self.db, "key", *KEY_SHAPE)
+        self._ids_hashed: tuple[Sequence[str], KeyArray] | None = None
 
     # -- metadata and transactions -----------------------------------------------------------
     def read_meta(self) -> dict[str, str]:
@@ -212,6 +216,7 @@ class SqliteStore:
     def commit(self) -> None:
         self.db.execute("COMMIT")
         self._in_tx = False
+        self._ids_hashed = None
         self._checkpoint()
 
     def _checkpoint(self) -> None:
@@ -230,6 +235,7 @@ class SqliteStore:
         if self._in_tx:
             self.db.execute("ROLLBACK")
         self._in_tx = False
+        self._ids_hashed = None
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -281,7 +287,7 @@ class SqliteStore:
         )
         self.post.append(new.posting_key, docs[new.posting_row])
         self.key.append(
-            np.concatenate([id_keys(new.ids), hash_keys(new.hashes)]), np.r_[docs, docs]
+            np.concatenate([self._id_keys(new.ids), hash_keys(new.hashes)]), np.r_[docs, docs]
         )
         if self.post.dead == 0 and self.key.dead == 0:  # merges dropped every removed posting
             self.db.execute("DELETE FROM removed")
@@ -301,8 +307,14 @@ class SqliteStore:
         )
 
     # -- reads -------------------------------------------------------------------------------
+    def _id_keys(self, ids: Sequence[str]) -> KeyArray:
+        """``id_keys(ids)``, hashed once for the find_ids and insert of one batch."""
+        if self._ids_hashed is None or self._ids_hashed[0] is not ids:
+            self._ids_hashed = (ids, id_keys(ids))
+        return self._ids_hashed[1]
+
     def find_ids(self, ids: list[str]) -> IntArray:
-        _, hit_doc = self.key.lookup(id_keys(ids))
+        _, hit_doc = self.key.lookup(self._id_keys(ids))
         found = {value: doc for doc, value in self._column(np.unique(hit_doc), "id")}
         return np.array([found.get(i, -1) for i in ids], dtype=np.int64)
 
