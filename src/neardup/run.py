@@ -34,7 +34,7 @@ from .io import (
     write_pairs,
 )
 from .io._prefetch import prefetch
-from .params import DedupParams, check_int
+from .params import INDEX_ADD_BATCH_SIZE, DedupParams, check_int
 from .progress import Progress
 
 
@@ -339,7 +339,7 @@ def index_add_source(
 
     from .index import Index
 
-    read = read or ReadOptions()
+    read = read or ReadOptions(batch_size=INDEX_ADD_BATCH_SIZE)
     jobs = _check_jobs(jobs)
     started = time.perf_counter()
     docs = nbytes = 0
