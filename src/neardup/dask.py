@@ -324,6 +324,7 @@ class DaskDeduplicator(Deduplicator):
         idf: IdfTable | None = None,
         max_pending: int | None = None,
         shuffle_partitions: int | None = None,
+        bundle_bytes: int | None = None,
     ) -> None:
         super().__init__(params, idf)
         if client is None:
@@ -343,6 +344,9 @@ class DaskDeduplicator(Deduplicator):
         self.rounds_ = 0
         #: Partitions of each shuffle (keys, pairs, components); default ``shuffle_partitions``.
         self.shuffle_partitions = shuffle_partitions
+        #: Bytes of pieces one bundle task holds at most; default ``dask_shuffle.bundle_budget``
+        #: (1/16 of a worker's memory limit, at most 64 MB).
+        self.bundle_bytes = bundle_bytes
 
     @property
     def partition_lengths(self) -> list[int]:
@@ -503,6 +507,7 @@ class DaskDeduplicator(Deduplicator):
             fetch_texts,
             self.shuffle_partitions or shuffle_partitions(n, len(workers)),
             workers,
+            self.bundle_bytes,
         )
         comps = done.components
         _tally(self.moved_, "component results", sum(nbytes_of(c) for c in comps))

@@ -5,7 +5,10 @@ Two tools the Dask backend composes (``neardup.dask_stages`` holds what each sta
 - ``exchange``: an all-to-all shuffle between partitions that live on the workers. Each source
   splits its records into one piece per destination (a task where the source lives); each
   destination's task then receives only its pieces, worker to worker, never through the client.
-  The client holds futures and the byte count of each piece (O(sources x destinations) numbers).
+  The client holds futures and the byte count of each source's pieces. With more sources than
+  workers, the splits on one worker are first bundled per destination, a few at a time: a
+  bundle task holds its splits and its copy of them, so its splits total at most
+  ``bundle_bytes`` (a share of the worker's memory limit), whatever the corpus size.
 - ``star_components``: connected components of an edge list partitioned by node, by alternating
   large-star and small-star rounds (Kiveris et al., "Connected Components in MapReduce and
   Beyond", 2014). Each round is one exchange; labels are the smallest node of each component.
@@ -26,6 +29,11 @@ import numpy as np
 import numpy.typing as npt
 
 IntArray = npt.NDArray[np.int64]
+
+#: A bundle task's splits total at most this share of its worker's memory limit ...
+BUNDLE_SHARE = 1 / 16
+#: ... and at most this many bytes (fewer, larger bundles save little beyond it).
+BUNDLE_BYTES = 64 * 2**20
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -92,6 +100,39 @@ def unbundle(pieces: Sequence[Any]) -> list[Any]:
     return [p for _, p in items]
 
 
+def bundle_budget(client: Any, workers: Sequence[str]) -> int:
+    """Bytes of splits per bundle task: ``BUNDLE_SHARE`` of the smallest memory limit of the
+    workers, at most ``BUNDLE_BYTES`` (which workers without a limit get)."""
+    if not workers:
+        return BUNDLE_BYTES
+    info = client.scheduler_info().get("workers", {})
+    limits = [int(info.get(w, {}).get("memory_limit") or 0) for w in workers]
+    limits = [x for x in limits if x > 0]
+    return max(1, min([BUNDLE_BYTES, *(int(x * BUNDLE_SHARE) for x in limits)]))
+
+
+def bundle_runs(
+    holders: Sequence[str], sizes: Sequence[int], budget: int
+) -> list[tuple[str, list[int]]]:
+    """Sources cut into bundles: runs of sources held by one worker, in source order, each of
+    at most ``budget`` bytes (a bigger source alone). Returns (worker, source indices) pairs."""
+    by_worker: dict[str, list[int]] = {}
+    for i, w in enumerate(holders):
+        by_worker.setdefault(w, []).append(i)
+    runs: list[tuple[str, list[int]]] = []
+    for w, idx in sorted(by_worker.items()):
+        run: list[int] = []
+        total = 0
+        for i in idx:
+            if run and total + sizes[i] > budget:
+                runs.append((w, run))
+                run, total = [], 0
+            run.append(i)
+            total += sizes[i]
+        runs.append((w, run))
+    return runs
+
+
 def _bundle(indices: list[int], parts: int, *splits: Split) -> Split:
     pieces = [
         Bundle([(i, _own(s.pieces[d])) for i, s in zip(indices, splits, strict=True)])
@@ -117,9 +158,13 @@ def _size(split: Split) -> int:
 class Exchanges:
     """Runs exchanges on one client and counts the bytes of every piece, by stage name."""
 
-    def __init__(self, client: Any, workers: Sequence[str] = ()) -> None:
+    def __init__(
+        self, client: Any, workers: Sequence[str] = (), bundle_bytes: int | None = None
+    ) -> None:
         self.client = client
         self.workers = list(workers)
+        #: Bytes of splits one bundle task takes at most (one split always fits).
+        self.bundle_bytes = bundle_bytes or bundle_budget(client, self.workers)
         self._sizes: dict[str, list[Any]] = {}
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -147,23 +192,24 @@ class Exchanges:
 
     def pieces(self, name: str, splits: Sequence[Any], parts: int) -> list[list[Any]]:
         """pieces[d]: the pieces of ``splits`` (futures of ``Split``) for destination d. With
-        more sources than workers, each worker first bundles its sources' pieces (one task
-        where they are), so an exchange costs sources + workers x (parts + 1) small tasks
-        rather than sources x (parts + 2); ``unbundle`` restores the source order."""
+        more sources than workers, each worker first bundles its sources' pieces, a run of
+        sources of at most ``bundle_bytes`` per task, where they are: an exchange costs
+        sources + bundles x (parts + 1) small tasks rather than sources x (parts + 2), and no
+        task holds more than twice ``bundle_bytes`` of pieces. ``unbundle`` restores the
+        source order."""
+        sizes = [self.submit(_size, f) for f in splits]
+        self._sizes.setdefault(name, []).extend(sizes)
         if self.workers and len(splits) > len(self.workers):
-            splits = self._bundled(splits, parts)
-        self._sizes.setdefault(name, []).extend(self.submit(_size, f) for f in splits)
+            splits = self._bundled(splits, sizes, parts)
         return [[self.submit(_piece, f, d) for f in splits] for d in range(parts)]
 
-    def _bundled(self, splits: Sequence[Any], parts: int) -> list[Any]:
+    def _bundled(self, splits: Sequence[Any], sizes: Sequence[Any], parts: int) -> list[Any]:
         from distributed import wait
 
         wait(splits)
         who = self.client.who_has(list(splits))
-        by_worker: dict[str, list[int]] = {}
-        for i, f in enumerate(splits):
-            holders = sorted(who.get(f.key) or self.workers[:1])
-            by_worker.setdefault(holders[0], []).append(i)
+        holder = [sorted(who.get(f.key) or self.workers[:1])[0] for f in splits]
+        runs = bundle_runs(holder, self.client.gather(list(sizes)), self.bundle_bytes)
         return [
             self.client.submit(
                 _bundle,
@@ -174,7 +220,7 @@ class Exchanges:
                 workers=[w],
                 allow_other_workers=True,
             )
-            for w, idx in sorted(by_worker.items())
+            for w, idx in runs
         ]
 
     def moved(self) -> dict[str, int]:

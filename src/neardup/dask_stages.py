@@ -582,12 +582,16 @@ def finish_on_workers(
     fetch_texts: FetchTexts | None,
     parts: int,
     workers: Sequence[str] = (),
+    bundle_bytes: int | None = None,
 ) -> Finished:
     """The engine's ``finish`` over blocks left on the workers (see the module docstring).
 
     ``parts``: partitions of every shuffle; ``workers``: addresses their tasks are spread over
-    (round robin, as a preference), so every worker takes a share."""
-    ex = Exchanges(client, workers)
+    (round robin, as a preference), so every worker takes a share; ``bundle_bytes``: pieces
+    per bundle task (``dask_shuffle.Exchanges``). A future the client holds keeps its data on
+    a worker (in memory or spilled): each stage is a function, so its intermediate records
+    (the candidate keys: ~400 B per document, twice) are freed when it returns."""
+    ex = Exchanges(client, workers, bundle_bytes)
     sub, at = ex.submit, ex.at
     starts = np.r_[0, np.cumsum(lengths)].astype(np.int64)
     n = int(starts[-1])
@@ -601,28 +605,14 @@ def finish_on_workers(
         )
         for p, blk in enumerate(blocks)
     ]
-    # 1. exact groups
-    hashes = [sub(hashes_split, blocks[p], state[p], parts) for p in range(n_blocks)]
-    pieces = ex.pieces("exact groups", hashes, parts)
-    groups = [at(d, hash_groups, *pieces[d]) for d in range(parts)]
-    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
-    state = [sub(with_groups, state[p], *back[p]) for p in range(n_blocks)]
-    # 2. candidates
-    keys = [sub(keys_split, blocks[p], state[p], parts, params, idf) for p in range(n_blocks)]
-    pieces = ex.pieces("candidate keys", keys, parts)
-    keyparts = [at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
-    raw = ex.exchange("candidate pairs", keyparts, pair_records_split, parts)
-    min_shared = make_method(params, idf).min_shared
-    pairparts = [at(d, candidate_pairs, min_shared, n, *raw[d]) for d in range(parts)]
-    # 3. verification: requests to the owners, rows back
-    asks = ex.exchange("evidence", pairparts, requests_split, n_blocks, starts)
-    answers = ex.pieces(
-        "evidence", [sub(answer, blocks[p], state[p], *asks[p]) for p in range(n_blocks)], parts
-    )
-    verified = [at(d, verify, params, idf, pairparts[d], *answers[d]) for d in range(parts)]
+    groups, state = _exact_groups(ex, blocks, state, starts, parts)
+    pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts)
+    verified = _verification(ex, blocks, state, pairparts, starts, params, idf, parts)
+    del pairparts  # the verification tasks hold them while they need them
     near = client.gather([sub(borderline_of, v) for v in verified])
     rechecked = _recheck(params, near, fetch_texts)
     acc = [sub(accepted, verified[d], *rechecked[d]) for d in range(parts)]
+    del verified
     # 4. components
     with_buckets = params.removal != "components"
     edges = [sub(group_edges, g) for g in groups] + [sub(pair_edges, v, with_buckets) for v in acc]
@@ -659,7 +649,7 @@ def finish_on_workers(
     counts = {
         "exact_duplicates": len(dup),
         "candidate_pairs": sum(p[3] for p in pair_parts),
-        "big_buckets": _sum(client.gather([sub(_big_buckets, k) for k in keyparts])),
+        "big_buckets": _sum(client.gather(big_buckets)),
         "big_bucket_docs": sum(p[4] for p in pair_parts),
         "clusters": sum(c.clusters for c in results),
         "rechecked_pairs": sum(len(v.a) for v in near),
@@ -670,6 +660,61 @@ def finish_on_workers(
         for k, v in c.bucket_stats.items():
             counts[k] = counts.get(k, 0) + v
     return Finished(results, first, dup, (pa[order], pb[order], ps[order]), counts, ex.moved())
+
+
+def _exact_groups(
+    ex: Exchanges, blocks: Sequence[Any], state: Sequence[Any], starts: IntArray, parts: int
+) -> tuple[list[Any], list[Any]]:
+    """1. Hash partitions' groups, and each partition's state with its documents' groups."""
+    n_blocks = len(blocks)
+    hashes = [ex.submit(hashes_split, blocks[p], state[p], parts) for p in range(n_blocks)]
+    pieces = ex.pieces("exact groups", hashes, parts)
+    groups = [ex.at(d, hash_groups, *pieces[d]) for d in range(parts)]
+    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
+    return groups, [ex.submit(with_groups, state[p], *back[p]) for p in range(n_blocks)]
+
+
+def _candidates(
+    ex: Exchanges,
+    blocks: Sequence[Any],
+    state: Sequence[Any],
+    params: DedupParams,
+    idf: IdfTable | None,
+    n: int,
+    parts: int,
+) -> tuple[list[Any], list[Any]]:
+    """2. Pair partitions (``PairPart``), and each key partition's count of big buckets."""
+    keys = [
+        ex.submit(keys_split, b, s, parts, params, idf) for b, s in zip(blocks, state, strict=True)
+    ]
+    pieces = ex.pieces("candidate keys", keys, parts)
+    keyparts = [ex.at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
+    raw = ex.exchange("candidate pairs", keyparts, pair_records_split, parts)
+    min_shared = make_method(params, idf).min_shared
+    pairparts = [ex.at(d, candidate_pairs, min_shared, n, *raw[d]) for d in range(parts)]
+    return pairparts, [ex.submit(_big_buckets, k) for k in keyparts]
+
+
+def _verification(
+    ex: Exchanges,
+    blocks: Sequence[Any],
+    state: Sequence[Any],
+    pairparts: Sequence[Any],
+    starts: IntArray,
+    params: DedupParams,
+    idf: IdfTable | None,
+    parts: int,
+) -> list[Any]:
+    """3. Requests for evidence rows to their owners, the rows back; each pair partition's
+    ``Verified``."""
+    n_blocks = len(blocks)
+    asks = ex.exchange("evidence", pairparts, requests_split, n_blocks, starts)
+    answers = ex.pieces(
+        "evidence",
+        [ex.submit(answer, blocks[p], state[p], *asks[p]) for p in range(n_blocks)],
+        parts,
+    )
+    return [ex.at(d, verify, params, idf, pairparts[d], *answers[d]) for d in range(parts)]
 
 
 def _sum(values: Sequence[int]) -> int:
