@@ -295,6 +295,25 @@ def test_bundle_runs_take_each_source_once_within_the_budget(
             assert sum(sizes[i] for i in run) + sizes[nxt[0]] > budget
 
 
+def test_dask_measures_blocks_and_records_by_their_arrays(texts: list[str]) -> None:
+    """Dask's memory manager spills what it can measure: a block or a split counts its arrays
+    (Dask's default for an object is ~56 bytes, whatever it holds)."""
+    from dask.sizeof import sizeof
+
+    from neardup.dask_shuffle import Edges, route, split_by
+    from neardup.dask_stages import make_part
+
+    records = [{"text": t, "id": f"doc-{i}"} for i, t in enumerate(texts)]
+    block = nd.map_block(records, DedupParams(threshold=0.8), id_field="id")
+    arrays = block.canonical.nbytes + block.lengths.nbytes
+    arrays += block.signatures.nbytes + block.evidence.nbytes
+    assert arrays < sizeof(block) < arrays + 200 * len(texts)
+    docs = make_part(block, 0, None).docs
+    split = split_by(route(docs, 3), 3, docs, docs)
+    assert sizeof(split) == split.nbytes == 2 * docs.nbytes
+    assert sizeof(Edges(docs, docs)) == 2 * docs.nbytes
+
+
 def test_only_small_results_reach_the_client(client: object, texts: list[str]) -> None:
     """Per-document arrays stay on the workers; the client receives the results of documents in
     components and the pairs (the engine's own finish fetched 16 B per document and more)."""

@@ -65,7 +65,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels.hashing import EMPTY
-from .dask_shuffle import nbytes_of
+from .dask_shuffle import dask_sized, nbytes_of
 from .dask_stages import finish_on_workers, keyed
 from .engine import Deduplicator, DedupStats
 from .errors import InputError, NeardupError, ParamError
@@ -101,6 +101,7 @@ def _import_distributed() -> Any:
 
 
 # -- work done on the workers ---------------------------------------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Block:
     """One partition's arrays, computed and kept on a worker."""
@@ -111,6 +112,14 @@ class Block:
     evidence: Evidence
     ids: list[str] | None = None
     keys: list[object] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays, and Dask's estimate of its ids and keys."""
+        from dask.sizeof import sizeof
+
+        arrays = (self.canonical, self.lengths, self.signatures, self.evidence)
+        return nbytes_of(arrays) + sum(int(sizeof(x)) for x in (self.ids, self.keys) if x)
 
 
 @dataclass(frozen=True)

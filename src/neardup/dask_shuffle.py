@@ -23,12 +23,13 @@ import copy
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 IntArray = npt.NDArray[np.int64]
+_Class = TypeVar("_Class", bound=type)
 
 #: A bundle task's splits total at most this share of its worker's memory limit ...
 BUNDLE_SHARE = 1 / 16
@@ -63,6 +64,20 @@ def nbytes_of(obj: object) -> int:
     return 0
 
 
+def dask_sized(cls: _Class) -> _Class:
+    """Class decorator: Dask measures the class's objects by ``nbytes_of`` (their arrays).
+    Its ``sizeof`` sees any other object as ~56 bytes, so a worker would count blocks and
+    records as unmanaged memory (never spilling them to reach its target: only when the whole
+    process passes the spill threshold) and the scheduler would think moving them free."""
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:  # pragma: no cover - without the dask extra nothing is measured
+        return cls
+    sizeof.register(cls)(nbytes_of)
+    return cls
+
+
+@dask_sized
 @dataclass(frozen=True)
 class Split:
     """One source's records cut into one piece per destination."""
@@ -80,6 +95,7 @@ def split_by(dest: IntArray, parts: int, *columns: np.ndarray) -> Split:
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class Bundle:
     """The pieces of several sources (those on one worker) bound for one destination."""
@@ -232,6 +248,7 @@ class Exchanges:
 
 
 # -- connected components by large-star / small-star rounds -----------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Edges:
     """Directed edges (u, v) held by one partition."""
@@ -244,6 +261,7 @@ class Edges:
         return int(self.u.nbytes + self.v.nbytes)
 
 
+@dask_sized
 @dataclass(frozen=True)
 class LargeStar:
     """A large-star round's output edges, and what the partition saw of its input: each node's

@@ -46,6 +46,7 @@ from .dask_shuffle import (
     Exchanges,
     LargeStar,
     Split,
+    dask_sized,
     nbytes_of,
     route,
     split_by,
@@ -90,6 +91,7 @@ def _owner(starts: IntArray, docs: IntArray) -> IntArray:
 
 
 # -- per-partition state ------------------------------------------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Part:
     """Where a partition's block starts, and its exact groups (stays on its worker). The block
@@ -111,6 +113,7 @@ def make_part(block: Any, start: int, priority: IntArray | None) -> Part:
 
 
 # -- 1. exact groups ------------------------------------------------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Groups:
     """Exact-duplicate records of one hash partition: each duplicate and its group's first doc."""
@@ -196,6 +199,7 @@ def keys_split(
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class KeyPart:
     """One key partition's bucket pairs (a < b, one record per shared key) and big buckets."""
@@ -257,6 +261,7 @@ def pair_records_split(kp: KeyPart, parts: int) -> Split:
     return split_by(dest, parts, kind, x, y)
 
 
+@dask_sized
 @dataclass(frozen=True)
 class PairPart:
     """Candidate pairs of one pair partition (a < b, sorted) with the keys each shares, and the
@@ -310,6 +315,7 @@ def answer(block: SignedBlock, part: Part, *requests: tuple[IntArray, IntArray])
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class DocRecords:
     """What removal needs of documents: position, exact group, length, priority."""
@@ -342,6 +348,7 @@ def _cat_records(parts: Sequence[DocRecords]) -> DocRecords:
     )
 
 
+@dask_sized
 @dataclass(frozen=True)
 class Verified:
     """A pair partition's decided pairs, those left for the texts (borderline), and its big
@@ -395,6 +402,7 @@ def verify(
     )
 
 
+@dask_sized
 @dataclass(frozen=True)
 class Borderline:
     """A pair partition's borderline pairs (what the client re-checks from the texts)."""
@@ -433,6 +441,7 @@ def _label(ls: LargeStar, docs: IntArray) -> IntArray:
     return ls.mins[np.searchsorted(ls.nodes, docs)]
 
 
+@dask_sized
 @dataclass(frozen=True)
 class ToComponent:
     """What one component partition receives from one pair partition."""
@@ -492,6 +501,7 @@ def docs_to_components(
     return Split(pieces, sum(p.nbytes for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class ComponentResult:
     """Removal of one component partition: per document, and the pairs big buckets found."""
