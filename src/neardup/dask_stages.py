@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -68,13 +68,25 @@ BoolArray = npt.NDArray[np.bool_]
 VID_STRIDE = 1 << 31
 
 
-class SignedBlock(Protocol):
-    """What a partition's block holds (``neardup.dask.Block``)."""
+@dask_sized
+@dataclass(frozen=True)
+class Hashes:
+    """A partition's content hashes and token counts (16 B per document)."""
 
     canonical: npt.NDArray[np.uint64]
     lengths: IntArray
-    signatures: Signatures
-    evidence: Evidence
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Futures of one partition's arrays (``neardup.dask.map_block``), each stored on its own:
+    a stage loads only what it reads (and Dask reloads only that when it has spilled them):
+    ``Hashes`` for the exact groups and removal, ``Signatures`` for the candidate keys,
+    ``Evidence`` (and big-bucket members' signatures) for verification."""
+
+    hashes: Any
+    signatures: Any
+    evidence: Any
 
 
 def _e() -> IntArray:
@@ -94,8 +106,8 @@ def _owner(starts: IntArray, docs: IntArray) -> IntArray:
 @dask_sized
 @dataclass(frozen=True)
 class Part:
-    """Where a partition's block starts, and its exact groups (stays on its worker). The block
-    is passed beside it, never inside: a spilled Part must not carry a second copy of it."""
+    """Where a partition starts, and its exact groups (stays on its worker). Its arrays are
+    passed beside it, never inside: a spilled Part must not carry a second copy of them."""
 
     start: int
     n: int
@@ -105,11 +117,6 @@ class Part:
     @property
     def docs(self) -> IntArray:
         return np.arange(self.start, self.start + self.n, dtype=np.int64)
-
-
-def make_part(block: Any, start: int, priority: IntArray | None) -> Part:
-    n = int(block.canonical.shape[0])
-    return Part(start, n, priority, np.arange(start, start + n, dtype=np.int64))
 
 
 # -- 1. exact groups ------------------------------------------------------------------------------
@@ -122,10 +129,9 @@ class Groups:
     dup: IntArray
 
 
-def hashes_split(block: SignedBlock, part: Part, parts: int) -> Split:
-    ok = block.canonical != EMPTY
-    h = block.canonical[ok]
-    return split_by(route(h, parts), parts, h, part.docs[ok])
+def hashes_split(hashes: Hashes, start: int, parts: int) -> Split:
+    ok = np.flatnonzero(hashes.canonical != EMPTY)
+    return split_by(route(hashes.canonical[ok], parts), parts, hashes.canonical[ok], ok + start)
 
 
 def hash_groups(*pieces: tuple[npt.NDArray[np.uint64], IntArray]) -> Groups:
@@ -144,11 +150,14 @@ def groups_split(g: Groups, parts: int, starts: IntArray) -> Split:
     return split_by(_owner(starts, g.dup), parts, g.dup, g.first)
 
 
-def with_groups(part: Part, *pieces: tuple[IntArray, IntArray]) -> Part:
-    groups = part.docs
+def make_part(
+    start: int, n: int, priority: IntArray | None, *pieces: tuple[IntArray, IntArray]
+) -> Part:
+    """A partition's state, with the exact groups of its documents (the duplicates' pieces)."""
+    groups = np.arange(start, start + n, dtype=np.int64)
     for dup, first in unbundle(pieces):
-        groups[dup - part.start] = first
-    return replace(part, groups=groups)
+        groups[dup - start] = first
+    return Part(start, n, priority, groups)
 
 
 def group_edges(g: Groups) -> Edges:
@@ -160,12 +169,17 @@ def group_pairs(g: Groups) -> tuple[IntArray, IntArray, FloatArray]:
 
 
 # -- 2. candidates --------------------------------------------------------------------------------
-def _reps(block: SignedBlock, part: Part) -> BoolArray:
-    return np.asarray((part.groups == part.docs) & (block.canonical != EMPTY))
+def _reps(hashes: Hashes, part: Part) -> BoolArray:
+    return np.asarray((part.groups == part.docs) & (hashes.canonical != EMPTY))
 
 
 def keys_split(
-    block: SignedBlock, part: Part, parts: int, params: DedupParams, idf: IdfTable | None
+    hashes: Hashes,
+    signatures: Signatures,
+    part: Part,
+    parts: int,
+    params: DedupParams,
+    idf: IdfTable | None,
 ) -> Split:
     """(column, key, doc) of every candidate key of the partition's group representatives, in
     12 bytes a key: a piece lists its keys column by column (a count per column), documents
@@ -174,8 +188,8 @@ def keys_split(
     method = make_method(params, idf)
     if not isinstance(method, KeyedCandidates):  # pragma: no cover - checked by the caller
         raise TypeError(f"{type(method).__name__} has no candidate keys")
-    reps = np.flatnonzero(_reps(block, part))
-    keys = np.asarray(method.candidate_keys(block.signatures.take(reps)), dtype=np.uint64)
+    reps = np.flatnonzero(_reps(hashes, part))
+    keys = np.asarray(method.candidate_keys(signatures.take(reps)), dtype=np.uint64)
     if keys.ndim == 1:
         keys = keys[:, None]
     keys = np.ascontiguousarray(keys.T)  # column-major: (k, reps)
@@ -301,17 +315,14 @@ def requests_split(pp: PairPart, parts: int, starts: IntArray) -> Split:
     return Split(pieces, sum(nbytes_of(x) for x in pieces))
 
 
-def answer(block: SignedBlock, part: Part, *requests: tuple[IntArray, IntArray]) -> Split:
+def answer(
+    evidence: Evidence, signatures: Signatures, start: int, *requests: tuple[IntArray, IntArray]
+) -> Split:
     """Rows asked for by each pair partition (one piece per asker): evidence, and signatures
     of big-bucket members."""
     pieces = []
     for ev_docs, sig_docs in unbundle(requests):
-        pieces.append(
-            (
-                block.evidence.take(ev_docs - part.start),
-                block.signatures.take(sig_docs - part.start),
-            )
-        )
+        pieces.append((evidence.take(ev_docs - start), signatures.take(sig_docs - start)))
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
@@ -333,10 +344,10 @@ class DocRecords:
         return DocRecords(self.doc[rows], self.group[rows], self.length[rows], self.priority[rows])
 
 
-def _records(block: SignedBlock, part: Part, rows: IntArray) -> DocRecords:
+def _records(hashes: Hashes, part: Part, rows: IntArray) -> DocRecords:
     doc = rows + part.start
     prio = part.priority[rows] if part.priority is not None else doc
-    return DocRecords(doc, part.groups[rows], block.lengths[rows], prio)
+    return DocRecords(doc, part.groups[rows], hashes.lengths[rows], prio)
 
 
 def _cat_records(parts: Sequence[DocRecords]) -> DocRecords:
@@ -487,7 +498,7 @@ def pairs_to_components(v: Verified, ls: LargeStar, parts: int, with_buckets: bo
 
 
 def docs_to_components(
-    block: SignedBlock, part: Part, parts: int, *labels: tuple[IntArray, IntArray]
+    hashes: Hashes, part: Part, parts: int, *labels: tuple[IntArray, IntArray]
 ) -> Split:
     """Records of the partition's documents in components, to their component partitions."""
     labels = tuple(unbundle(labels))
@@ -496,7 +507,7 @@ def docs_to_components(
     order = np.argsort(doc)
     doc, label = doc[order], label[order]
     dest = route(label, parts)
-    recs = _records(block, part, doc - part.start)
+    recs = _records(hashes, part, doc - part.start)
     pieces = [recs.take(np.flatnonzero(dest == d)) for d in range(parts)]
     return Split(pieces, sum(p.nbytes for p in pieces))
 
@@ -584,7 +595,7 @@ class Finished:
 
 def finish_on_workers(
     client: Any,
-    blocks: Sequence[Any],
+    blocks: Sequence[Stored],
     lengths: Sequence[int],
     params: DedupParams,
     idf: IdfTable | None,
@@ -594,7 +605,8 @@ def finish_on_workers(
     workers: Sequence[str] = (),
     bundle_bytes: int | None = None,
 ) -> Finished:
-    """The engine's ``finish`` over blocks left on the workers (see the module docstring).
+    """The engine's ``finish`` over partitions' arrays left on the workers (see the module
+    docstring).
 
     ``parts``: partitions of every shuffle; ``workers``: addresses their tasks are spread over
     (round robin, as a preference), so every worker takes a share; ``bundle_bytes``: pieces
@@ -606,18 +618,9 @@ def finish_on_workers(
     starts = np.r_[0, np.cumsum(lengths)].astype(np.int64)
     n = int(starts[-1])
     n_blocks = len(blocks)
-    state = [
-        sub(
-            make_part,
-            blk,
-            int(starts[p]),
-            None if priority is None else priority[starts[p] : starts[p + 1]],
-        )
-        for p, blk in enumerate(blocks)
-    ]
-    groups, state = _exact_groups(ex, blocks, state, starts, parts)
+    groups, state = _exact_groups(ex, blocks, starts, priority, parts)
     pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts)
-    verified = _verification(ex, blocks, state, pairparts, starts, params, idf, parts)
+    verified = _verification(ex, blocks, starts, pairparts, params, idf, parts)
     del pairparts  # the verification tasks hold them while they need them
     near = client.gather([sub(borderline_of, v) for v in verified])
     rechecked = _recheck(params, near, fetch_texts)
@@ -631,7 +634,10 @@ def finish_on_workers(
     labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n)
     docs_in = ex.pieces(
         "removal",
-        [sub(docs_to_components, blocks[p], state[p], parts, *labels[p]) for p in range(n_blocks)],
+        [
+            sub(docs_to_components, blocks[p].hashes, state[p], parts, *labels[p])
+            for p in range(n_blocks)
+        ],
         parts,
     )
     pairs_in = ex.pieces(
@@ -673,20 +679,31 @@ def finish_on_workers(
 
 
 def _exact_groups(
-    ex: Exchanges, blocks: Sequence[Any], state: Sequence[Any], starts: IntArray, parts: int
+    ex: Exchanges,
+    blocks: Sequence[Stored],
+    starts: IntArray,
+    priority: IntArray | None,
+    parts: int,
 ) -> tuple[list[Any], list[Any]]:
-    """1. Hash partitions' groups, and each partition's state with its documents' groups."""
+    """1. Hash partitions' groups, and each partition's state (``Part``) with its groups."""
     n_blocks = len(blocks)
-    hashes = [ex.submit(hashes_split, blocks[p], state[p], parts) for p in range(n_blocks)]
+    hashes = [
+        ex.submit(hashes_split, b.hashes, int(starts[p]), parts) for p, b in enumerate(blocks)
+    ]
     pieces = ex.pieces("exact groups", hashes, parts)
     groups = [ex.at(d, hash_groups, *pieces[d]) for d in range(parts)]
     back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
-    return groups, [ex.submit(with_groups, state[p], *back[p]) for p in range(n_blocks)]
+    state = []
+    for p in range(n_blocks):
+        lo, hi = int(starts[p]), int(starts[p + 1])
+        prio = None if priority is None else priority[lo:hi]
+        state.append(ex.submit(make_part, lo, hi - lo, prio, *back[p]))
+    return groups, state
 
 
 def _candidates(
     ex: Exchanges,
-    blocks: Sequence[Any],
+    blocks: Sequence[Stored],
     state: Sequence[Any],
     params: DedupParams,
     idf: IdfTable | None,
@@ -695,7 +712,8 @@ def _candidates(
 ) -> tuple[list[Any], list[Any]]:
     """2. Pair partitions (``PairPart``), and each key partition's count of big buckets."""
     keys = [
-        ex.submit(keys_split, b, s, parts, params, idf) for b, s in zip(blocks, state, strict=True)
+        ex.submit(keys_split, b.hashes, b.signatures, s, parts, params, idf)
+        for b, s in zip(blocks, state, strict=True)
     ]
     pieces = ex.pieces("candidate keys", keys, parts)
     keyparts = [ex.at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
@@ -707,24 +725,22 @@ def _candidates(
 
 def _verification(
     ex: Exchanges,
-    blocks: Sequence[Any],
-    state: Sequence[Any],
-    pairparts: Sequence[Any],
+    blocks: Sequence[Stored],
     starts: IntArray,
+    pairparts: Sequence[Any],
     params: DedupParams,
     idf: IdfTable | None,
     parts: int,
 ) -> list[Any]:
     """3. Requests for evidence rows to their owners, the rows back; each pair partition's
     ``Verified``."""
-    n_blocks = len(blocks)
-    asks = ex.exchange("evidence", pairparts, requests_split, n_blocks, starts)
-    answers = ex.pieces(
-        "evidence",
-        [ex.submit(answer, blocks[p], state[p], *asks[p]) for p in range(n_blocks)],
-        parts,
-    )
-    return [ex.at(d, verify, params, idf, pairparts[d], *answers[d]) for d in range(parts)]
+    asks = ex.exchange("evidence", pairparts, requests_split, len(blocks), starts)
+    answers = [
+        ex.submit(answer, b.evidence, b.signatures, int(starts[p]), *asks[p])
+        for p, b in enumerate(blocks)
+    ]
+    rows = ex.pieces("evidence", answers, parts)
+    return [ex.at(d, verify, params, idf, pairparts[d], *rows[d]) for d in range(parts)]
 
 
 def _sum(values: Sequence[int]) -> int:
