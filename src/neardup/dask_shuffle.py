@@ -181,7 +181,8 @@ class Exchanges:
         self.workers = list(workers)
         #: Bytes of splits one bundle task takes at most (one split always fits).
         self.bundle_bytes = bundle_bytes or bundle_budget(client, self.workers)
-        self._sizes: dict[str, list[Any]] = {}
+        self._sizes: dict[str, list[Any]] = {}  # futures of split sizes, by exchange
+        self._counted: dict[str, int] = {}  # sizes the scheduler already knew, by exchange
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """One task (where its inputs live); its result stays on the worker."""
@@ -213,19 +214,25 @@ class Exchanges:
         sources + bundles x (parts + 1) small tasks rather than sources x (parts + 2), and no
         task holds more than twice ``bundle_bytes`` of pieces. ``unbundle`` restores the
         source order."""
-        sizes = [self.submit(_size, f) for f in splits]
-        self._sizes.setdefault(name, []).extend(sizes)
         if self.workers and len(splits) > len(self.workers):
-            splits = self._bundled(splits, sizes, parts)
+            splits = self._bundled(name, splits, parts)
+        else:
+            self._sizes.setdefault(name, []).extend(self.submit(_size, f) for f in splits)
         return [[self.submit(_piece, f, d) for f in splits] for d in range(parts)]
 
-    def _bundled(self, splits: Sequence[Any], sizes: Sequence[Any], parts: int) -> list[Any]:
+    def _bundled(self, name: str, splits: Sequence[Any], parts: int) -> list[Any]:
+        """Bundle tasks of the splits' runs (their sizes are the scheduler's: Dask measures a
+        ``Split`` by ``nbytes``, see ``dask_sized``)."""
         from distributed import wait
 
         wait(splits)
-        who = self.client.who_has(list(splits))
-        holder = [sorted(who.get(f.key) or self.workers[:1])[0] for f in splits]
-        runs = bundle_runs(holder, self.client.gather(list(sizes)), self.bundle_bytes)
+        keys = [f.key for f in splits]
+        who = self.client.who_has(keys)
+        known = self.client.nbytes(keys, summary=False)
+        holder = [sorted(who.get(k) or self.workers[:1])[0] for k in keys]
+        sizes = [int(known.get(k, 0)) for k in keys]
+        self._counted[name] = self._counted.get(name, 0) + sum(sizes)
+        runs = bundle_runs(holder, sizes, self.bundle_bytes)
         return [
             self.client.submit(
                 _bundle,
@@ -242,9 +249,10 @@ class Exchanges:
     def moved(self) -> dict[str, int]:
         """Bytes of all pieces of each exchange (an upper bound of what crossed the network:
         pieces whose source and destination share a worker do not leave it)."""
-        return {
-            name: int(sum(self.client.gather(futs))) for name, futs in self._sizes.items() if futs
-        }
+        moved = dict(self._counted)
+        for name, futs in self._sizes.items():
+            moved[name] = moved.get(name, 0) + int(sum(self.client.gather(futs)))
+        return {name: size for name, size in moved.items() if size}
 
 
 # -- connected components by large-star / small-star rounds -----------------------------------------
