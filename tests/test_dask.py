@@ -301,14 +301,15 @@ def test_dask_measures_blocks_and_records_by_their_arrays(texts: list[str]) -> N
     from dask.sizeof import sizeof
 
     from neardup.dask_shuffle import Edges, route, split_by
-    from neardup.dask_stages import make_part
+    from neardup.dask_stages import Hashes
 
     records = [{"text": t, "id": f"doc-{i}"} for i, t in enumerate(texts)]
     block = nd.map_block(records, DedupParams(threshold=0.8), id_field="id")
     arrays = block.canonical.nbytes + block.lengths.nbytes
     arrays += block.signatures.nbytes + block.evidence.nbytes
     assert arrays < sizeof(block) < arrays + 200 * len(texts)
-    docs = make_part(block, 0, None).docs
+    assert sizeof(Hashes(block.canonical, block.lengths)) == 16 * len(texts)
+    docs = np.arange(len(texts), dtype=np.int64)
     split = split_by(route(docs, 3), 3, docs, docs)
     assert sizeof(split) == split.nbytes == 2 * docs.nbytes
     assert sizeof(Edges(docs, docs)) == 2 * docs.nbytes
