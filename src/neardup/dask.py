@@ -363,8 +363,8 @@ class DaskDeduplicator(Deduplicator):
         self.rounds_ = 0
         #: Partitions of each shuffle (keys, pairs, components); default ``shuffle_partitions``.
         self.shuffle_partitions = shuffle_partitions
-        #: Bytes of pieces one bundle task holds at most; default ``dask_shuffle.bundle_budget``
-        #: (1/16 of a worker's memory limit, at most 64 MB).
+        #: Bytes of splits one bundle task takes at most (a bigger split alone); default
+        #: ``dask_shuffle.bundle_budget``: 1/16 of the smallest worker memory limit, <= 64 MB.
         self.bundle_bytes = bundle_bytes
 
     @property
