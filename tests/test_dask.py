@@ -258,6 +258,63 @@ def test_the_number_of_shuffle_partitions_changes_nothing(client: object, texts:
         assert_identical(dd.finish(), want)
 
 
+def test_bundles_cut_to_any_size_change_nothing(client: object, texts: list[str]) -> None:
+    """Each worker bundles its sources' pieces in runs of at most ``bundle_bytes``: one source
+    a bundle, a few, or all of a worker's give the same answer."""
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    params = DedupParams(threshold=0.8, method=MinhashParams(max_bucket=8))
+    want = Deduplicator(params).fit(texts)
+    for budget in (1, 20_000):
+        dd = nd.DaskDeduplicator(params, client, shuffle_partitions=3, bundle_bytes=budget)
+        dd.feed_partitions(list(_bag(texts, 64).to_delayed()))
+        assert_identical(dd.finish(), want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 50)), max_size=40),
+    st.integers(1, 120),
+)
+def test_bundle_runs_take_each_source_once_within_the_budget(
+    sources: list[tuple[str, int]], budget: int
+) -> None:
+    from neardup.dask_shuffle import bundle_runs
+
+    holders = [w for w, _ in sources]
+    sizes = [s for _, s in sources]
+    runs = bundle_runs(holders, sizes, budget)
+    assert sorted(i for _, run in runs for i in run) == list(range(len(sources)))
+    for w, run in runs:
+        assert run and run == sorted(run)
+        assert all(holders[i] == w for i in run)
+        assert len(run) == 1 or sum(sizes[i] for i in run) <= budget
+    # Greedy: a run closes only when the next source of its worker would not fit.
+    for (w, run), (w2, nxt) in itertools.pairwise(runs):
+        if w == w2:
+            assert sum(sizes[i] for i in run) + sizes[nxt[0]] > budget
+
+
+def test_dask_measures_blocks_and_records_by_their_arrays(texts: list[str]) -> None:
+    """Dask's memory manager spills what it can measure: a block or a split counts its arrays
+    (Dask's default for an object is ~56 bytes, whatever it holds)."""
+    from dask.sizeof import sizeof
+
+    from neardup.dask_shuffle import Edges, route, split_by
+    from neardup.dask_stages import Hashes
+
+    records = [{"text": t, "id": f"doc-{i}"} for i, t in enumerate(texts)]
+    block = nd.map_block(records, DedupParams(threshold=0.8), id_field="id")
+    arrays = block.canonical.nbytes + block.lengths.nbytes
+    arrays += block.signatures.nbytes + block.evidence.nbytes
+    assert arrays < sizeof(block) < arrays + 200 * len(texts)
+    assert sizeof(Hashes(block.canonical, block.lengths)) == 16 * len(texts)
+    docs = np.arange(len(texts), dtype=np.int64)
+    split = split_by(route(docs, 3), 3, docs, docs)
+    assert sizeof(split) == split.nbytes == 2 * docs.nbytes
+    assert sizeof(Edges(docs, docs)) == 2 * docs.nbytes
+
+
 def test_only_small_results_reach_the_client(client: object, texts: list[str]) -> None:
     """Per-document arrays stay on the workers; the client receives the results of documents in
     components and the pairs (the engine's own finish fetched 16 B per document and more)."""

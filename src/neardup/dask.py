@@ -65,8 +65,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels.hashing import EMPTY
-from .dask_shuffle import nbytes_of
-from .dask_stages import finish_on_workers, keyed
+from .dask_shuffle import dask_sized, nbytes_of
+from .dask_stages import Hashes, Stored, finish_on_workers, keyed
 from .engine import Deduplicator, DedupStats
 from .errors import InputError, NeardupError, ParamError
 from .io import atomic_dir, atomic_write, key_ranks
@@ -101,6 +101,7 @@ def _import_distributed() -> Any:
 
 
 # -- work done on the workers ---------------------------------------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Block:
     """One partition's arrays, computed and kept on a worker."""
@@ -111,6 +112,14 @@ class Block:
     evidence: Evidence
     ids: list[str] | None = None
     keys: list[object] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its arrays, and Dask's estimate of its ids and keys."""
+        from dask.sizeof import sizeof
+
+        arrays = (self.canonical, self.lengths, self.signatures, self.evidence)
+        return nbytes_of(arrays) + sum(int(sizeof(x)) for x in (self.ids, self.keys) if x)
 
 
 @dataclass(frozen=True)
@@ -209,16 +218,24 @@ def _meta(block: Block) -> BlockMeta:
     )
 
 
-def _hashes_lengths(block: Block) -> tuple[npt.NDArray[np.uint64], IntArray]:
-    return block.canonical, block.lengths
+def _hashes(block: Block) -> Hashes:
+    return Hashes(block.canonical, block.lengths)
 
 
-def _take_signatures(block: Block, rows: IntArray) -> Signatures:
-    return block.signatures.take(rows)
+def _signatures(block: Block) -> Signatures:
+    return block.signatures
 
 
-def _take_evidence(block: Block, rows: IntArray) -> Evidence:
-    return block.evidence.take(rows)
+def _evidence(block: Block) -> Evidence:
+    return block.evidence
+
+
+def _take_signatures(signatures: Signatures, rows: IntArray) -> Signatures:
+    return signatures.take(rows)
+
+
+def _take_evidence(evidence: Evidence, rows: IntArray) -> Evidence:
+    return evidence.take(rows)
 
 
 def _take_texts(part: Any, rows: IntArray, text_field: str) -> list[str]:
@@ -324,6 +341,7 @@ class DaskDeduplicator(Deduplicator):
         idf: IdfTable | None = None,
         max_pending: int | None = None,
         shuffle_partitions: int | None = None,
+        bundle_bytes: int | None = None,
     ) -> None:
         super().__init__(params, idf)
         if client is None:
@@ -331,7 +349,9 @@ class DaskDeduplicator(Deduplicator):
         self.client = client
         workers = len(client.scheduler_info().get("workers", {})) or 1
         self.max_pending = max_pending or 2 * workers + 2
-        self._blocks: list[Any] = []
+        # Each partition's arrays, stored apart (``dask_stages.Stored``), and its BlockMeta.
+        self._blocks: list[Stored] = []
+        self._metas: list[Any] = []
         self._parts: list[Any] = []  # the partitions (delayed) when fed by feed_partitions
         self._text_field = "text"
         self.meta_: list[BlockMeta] = []
@@ -343,6 +363,9 @@ class DaskDeduplicator(Deduplicator):
         self.rounds_ = 0
         #: Partitions of each shuffle (keys, pairs, components); default ``shuffle_partitions``.
         self.shuffle_partitions = shuffle_partitions
+        #: Bytes of splits one bundle task takes at most (a bigger split alone); default
+        #: ``dask_shuffle.bundle_budget``: 1/16 of the smallest worker memory limit, <= 64 MB.
+        self.bundle_bytes = bundle_bytes
 
     @property
     def partition_lengths(self) -> list[int]:
@@ -356,10 +379,11 @@ class DaskDeduplicator(Deduplicator):
         if self._parts:
             raise NeardupError("feed either batches (partial_fit) or partitions, not both")
         texts = list(check_texts(texts))
+        import dask
+
         with cluster_errors():
             [data] = self.client.scatter([texts], hash=False)
-            block = self.client.submit(map_block, data, self.params, self.idf, pure=False)
-        self._blocks.append(block)
+            self._store([dask.delayed(map_block, pure=False)(data, self.params, self.idf)])
         self._n += len(texts)
         self._bytes += nbytes if nbytes is not None else sum(map(len, texts))
         self._throttle()
@@ -397,36 +421,51 @@ class DaskDeduplicator(Deduplicator):
             for p in parts
         ]
         with cluster_errors():
-            self._blocks.extend(self.client.compute(tasks))
+            self._store(tasks)
         self._parts.extend(parts)
         return self
+
+    def _store(self, blocks: Sequence[Any]) -> None:
+        """Compute blocks (delayed ``map_block`` calls) on the cluster, keeping their meta,
+        hashes, signatures and evidence as separate results and not the block itself: a stage
+        then loads only what it reads, and Dask spills and reloads only that (a block is
+        776 B per document at t=0.8; the exact groups and removal read 16 of them)."""
+        import dask
+
+        parts = (_meta, _hashes, _signatures, _evidence)
+        tasks = [dask.delayed(fn, pure=True)(b) for b in blocks for fn in parts]
+        futures = self.client.compute(tasks)  # one graph: each block's parts right after it
+        for i in range(0, len(futures), len(parts)):
+            meta, hashes, signatures, evidence = futures[i : i + len(parts)]
+            self._metas.append(meta)
+            self._blocks.append(Stored(hashes, signatures, evidence))
 
     def _throttle(self) -> None:
         """Wait while too many blocks are queued (bounds the texts in flight on the cluster)."""
         distributed = _import_distributed()
         while True:
-            waiting = [b for b in self._blocks if not b.done()]
+            waiting = [m for m in self._metas if not m.done()]
             if len(waiting) <= self.max_pending:
                 break
             with cluster_errors():
                 distributed.wait(waiting, return_when="FIRST_COMPLETED")
-        for b in self._blocks:
-            if b.status == "error":
+        for m in self._metas:
+            if m.status == "error":
                 with cluster_errors():
-                    b.result()  # raises the worker's exception
+                    m.result()  # raises the worker's exception
 
     def collect(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Wait for every block; learn its sizes (the arrays stay on the worker)."""
         distributed = _import_distributed()
-        if self.meta_ or not self._blocks:
+        if self.meta_ or not self._metas:
             return
         with cluster_errors():
-            metas = [self.client.submit(_meta, b, pure=False) for b in self._blocks]
-            for done, fut in enumerate(distributed.as_completed(metas), 1):
+            for done, fut in enumerate(distributed.as_completed(self._metas), 1):
                 fut.result()
                 if progress is not None:
-                    progress(done, len(metas))
-            self.meta_ = self.client.gather(metas)
+                    progress(done, len(self._metas))
+            self.meta_ = self.client.gather(self._metas)
+        self._metas.clear()
         if self._parts:
             self._n = sum(m.n for m in self.meta_)
             self._bytes = sum(m.chars for m in self.meta_)
@@ -435,18 +474,20 @@ class DaskDeduplicator(Deduplicator):
         """The engine's own ``finish`` path: content hashes and lengths (16 B per document) to
         the client, signatures and evidence left on the workers behind ``take``."""
         with cluster_errors():
-            hashes = self.client.gather(
-                [self.client.submit(_hashes_lengths, b, pure=False) for b in self._blocks]
-            )
-        for block, m, (canonical, lengths) in zip(self._blocks, self.meta_, hashes, strict=True):
-            _tally(self.moved_, "hashes_lengths", canonical.nbytes + lengths.nbytes)
+            hashes = self.client.gather([b.hashes for b in self._blocks])
+        for block, m, h in zip(self._blocks, self.meta_, hashes, strict=True):
+            _tally(self.moved_, "hashes_lengths", h.canonical.nbytes + h.lengths.nbytes)
             self._append_block(
-                canonical,
-                lengths,
+                h.canonical,
+                h.lengths,
                 RemoteSignatures(
-                    m.sig_template, ref=block, rows=m.n, size=m.sig_nbytes, moved=self.moved_
+                    m.sig_template,
+                    ref=block.signatures,
+                    rows=m.n,
+                    size=m.sig_nbytes,
+                    moved=self.moved_,
                 ),
-                RemoteEvidence(block, m.n, m.ev_nbytes, self.moved_),
+                RemoteEvidence(block.evidence, m.n, m.ev_nbytes, self.moved_),
             )
 
     def fetch_texts(self, docs: IntArray) -> list[str]:
@@ -503,6 +544,7 @@ class DaskDeduplicator(Deduplicator):
             fetch_texts,
             self.shuffle_partitions or shuffle_partitions(n, len(workers)),
             workers,
+            self.bundle_bytes,
         )
         comps = done.components
         _tally(self.moved_, "component results", sum(nbytes_of(c) for c in comps))

@@ -5,7 +5,10 @@ Two tools the Dask backend composes (``neardup.dask_stages`` holds what each sta
 - ``exchange``: an all-to-all shuffle between partitions that live on the workers. Each source
   splits its records into one piece per destination (a task where the source lives); each
   destination's task then receives only its pieces, worker to worker, never through the client.
-  The client holds futures and the byte count of each piece (O(sources x destinations) numbers).
+  The client holds futures and the byte count of each source's pieces. With more sources than
+  workers, the splits on one worker are first bundled per destination, a few at a time: a
+  bundle task holds its splits and its copy of them, so its splits total at most
+  ``bundle_bytes`` (a share of the worker's memory limit), whatever the corpus size.
 - ``star_components``: connected components of an edge list partitioned by node, by alternating
   large-star and small-star rounds (Kiveris et al., "Connected Components in MapReduce and
   Beyond", 2014). Each round is one exchange; labels are the smallest node of each component.
@@ -20,12 +23,18 @@ import copy
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 IntArray = npt.NDArray[np.int64]
+_Class = TypeVar("_Class", bound=type)
+
+#: A bundle task's splits total at most this share of its worker's memory limit ...
+BUNDLE_SHARE = 1 / 16
+#: ... and at most this many bytes (fewer, larger bundles save little beyond it).
+BUNDLE_BYTES = 64 * 2**20
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -55,6 +64,20 @@ def nbytes_of(obj: object) -> int:
     return 0
 
 
+def dask_sized(cls: _Class) -> _Class:
+    """Class decorator: Dask measures the class's objects by ``nbytes_of`` (their arrays).
+    Its ``sizeof`` sees any other object as ~56 bytes, so a worker would count blocks and
+    records as unmanaged memory (never spilling them to reach its target: only when the whole
+    process passes the spill threshold) and the scheduler would think moving them free."""
+    try:
+        from dask.sizeof import sizeof
+    except ImportError:  # pragma: no cover - without the dask extra nothing is measured
+        return cls
+    sizeof.register(cls)(nbytes_of)
+    return cls
+
+
+@dask_sized
 @dataclass(frozen=True)
 class Split:
     """One source's records cut into one piece per destination."""
@@ -72,6 +95,7 @@ def split_by(dest: IntArray, parts: int, *columns: np.ndarray) -> Split:
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class Bundle:
     """The pieces of several sources (those on one worker) bound for one destination."""
@@ -90,6 +114,39 @@ def unbundle(pieces: Sequence[Any]) -> list[Any]:
     items = [item for b in pieces for item in b.items]
     items.sort(key=lambda item: item[0])
     return [p for _, p in items]
+
+
+def bundle_budget(client: Any, workers: Sequence[str]) -> int:
+    """Bytes of splits per bundle task: ``BUNDLE_SHARE`` of the smallest memory limit of the
+    workers, at most ``BUNDLE_BYTES`` (which workers without a limit get)."""
+    if not workers:
+        return BUNDLE_BYTES
+    info = client.scheduler_info().get("workers", {})
+    limits = [int(info.get(w, {}).get("memory_limit") or 0) for w in workers]
+    limits = [x for x in limits if x > 0]
+    return max(1, min([BUNDLE_BYTES, *(int(x * BUNDLE_SHARE) for x in limits)]))
+
+
+def bundle_runs(
+    holders: Sequence[str], sizes: Sequence[int], budget: int
+) -> list[tuple[str, list[int]]]:
+    """Sources cut into bundles: runs of sources held by one worker, in source order, each of
+    at most ``budget`` bytes (a bigger source alone). Returns (worker, source indices) pairs."""
+    by_worker: dict[str, list[int]] = {}
+    for i, w in enumerate(holders):
+        by_worker.setdefault(w, []).append(i)
+    runs: list[tuple[str, list[int]]] = []
+    for w, idx in sorted(by_worker.items()):
+        run: list[int] = []
+        total = 0
+        for i in idx:
+            if run and total + sizes[i] > budget:
+                runs.append((w, run))
+                run, total = [], 0
+            run.append(i)
+            total += sizes[i]
+        runs.append((w, run))
+    return runs
 
 
 def _bundle(indices: list[int], parts: int, *splits: Split) -> Split:
@@ -117,10 +174,15 @@ def _size(split: Split) -> int:
 class Exchanges:
     """Runs exchanges on one client and counts the bytes of every piece, by stage name."""
 
-    def __init__(self, client: Any, workers: Sequence[str] = ()) -> None:
+    def __init__(
+        self, client: Any, workers: Sequence[str] = (), bundle_bytes: int | None = None
+    ) -> None:
         self.client = client
         self.workers = list(workers)
-        self._sizes: dict[str, list[Any]] = {}
+        #: Bytes of splits one bundle task takes at most (one split always fits).
+        self.bundle_bytes = bundle_bytes or bundle_budget(client, self.workers)
+        self._sizes: dict[str, list[Any]] = {}  # futures of split sizes, by exchange
+        self._counted: dict[str, int] = {}  # sizes the scheduler already knew, by exchange
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """One task (where its inputs live); its result stays on the worker."""
@@ -147,23 +209,30 @@ class Exchanges:
 
     def pieces(self, name: str, splits: Sequence[Any], parts: int) -> list[list[Any]]:
         """pieces[d]: the pieces of ``splits`` (futures of ``Split``) for destination d. With
-        more sources than workers, each worker first bundles its sources' pieces (one task
-        where they are), so an exchange costs sources + workers x (parts + 1) small tasks
-        rather than sources x (parts + 2); ``unbundle`` restores the source order."""
+        more sources than workers, each worker first bundles its sources' pieces, a run of
+        sources of at most ``bundle_bytes`` per task, where they are: an exchange costs
+        sources + bundles x (parts + 1) small tasks rather than sources x (parts + 2), and no
+        task holds more than twice ``bundle_bytes`` of pieces. ``unbundle`` restores the
+        source order."""
         if self.workers and len(splits) > len(self.workers):
-            splits = self._bundled(splits, parts)
-        self._sizes.setdefault(name, []).extend(self.submit(_size, f) for f in splits)
+            splits = self._bundled(name, splits, parts)
+        else:
+            self._sizes.setdefault(name, []).extend(self.submit(_size, f) for f in splits)
         return [[self.submit(_piece, f, d) for f in splits] for d in range(parts)]
 
-    def _bundled(self, splits: Sequence[Any], parts: int) -> list[Any]:
+    def _bundled(self, name: str, splits: Sequence[Any], parts: int) -> list[Any]:
+        """Bundle tasks of the splits' runs (their sizes are the scheduler's: Dask measures a
+        ``Split`` by ``nbytes``, see ``dask_sized``)."""
         from distributed import wait
 
         wait(splits)
-        who = self.client.who_has(list(splits))
-        by_worker: dict[str, list[int]] = {}
-        for i, f in enumerate(splits):
-            holders = sorted(who.get(f.key) or self.workers[:1])
-            by_worker.setdefault(holders[0], []).append(i)
+        keys = [f.key for f in splits]
+        who = self.client.who_has(keys)
+        known = self.client.nbytes(keys, summary=False)
+        holder = [sorted(who.get(k) or self.workers[:1])[0] for k in keys]
+        sizes = [int(known.get(k, 0)) for k in keys]
+        self._counted[name] = self._counted.get(name, 0) + sum(sizes)
+        runs = bundle_runs(holder, sizes, self.bundle_bytes)
         return [
             self.client.submit(
                 _bundle,
@@ -174,18 +243,20 @@ class Exchanges:
                 workers=[w],
                 allow_other_workers=True,
             )
-            for w, idx in sorted(by_worker.items())
+            for w, idx in runs
         ]
 
     def moved(self) -> dict[str, int]:
         """Bytes of all pieces of each exchange (an upper bound of what crossed the network:
         pieces whose source and destination share a worker do not leave it)."""
-        return {
-            name: int(sum(self.client.gather(futs))) for name, futs in self._sizes.items() if futs
-        }
+        moved = dict(self._counted)
+        for name, futs in self._sizes.items():
+            moved[name] = moved.get(name, 0) + int(sum(self.client.gather(futs)))
+        return {name: size for name, size in moved.items() if size}
 
 
 # -- connected components by large-star / small-star rounds -----------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Edges:
     """Directed edges (u, v) held by one partition."""
@@ -198,6 +269,7 @@ class Edges:
         return int(self.u.nbytes + self.v.nbytes)
 
 
+@dask_sized
 @dataclass(frozen=True)
 class LargeStar:
     """A large-star round's output edges, and what the partition saw of its input: each node's

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,7 @@ from .dask_shuffle import (
     Exchanges,
     LargeStar,
     Split,
+    dask_sized,
     nbytes_of,
     route,
     split_by,
@@ -67,13 +68,25 @@ BoolArray = npt.NDArray[np.bool_]
 VID_STRIDE = 1 << 31
 
 
-class SignedBlock(Protocol):
-    """What a partition's block holds (``neardup.dask.Block``)."""
+@dask_sized
+@dataclass(frozen=True)
+class Hashes:
+    """A partition's content hashes and token counts (16 B per document)."""
 
     canonical: npt.NDArray[np.uint64]
     lengths: IntArray
-    signatures: Signatures
-    evidence: Evidence
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Futures of one partition's arrays (``neardup.dask.map_block``), each stored on its own:
+    a stage loads only what it reads (and Dask reloads only that when it has spilled them):
+    ``Hashes`` for the exact groups and removal, ``Signatures`` for the candidate keys,
+    ``Evidence`` (and big-bucket members' signatures) for verification."""
+
+    hashes: Any
+    signatures: Any
+    evidence: Any
 
 
 def _e() -> IntArray:
@@ -90,10 +103,11 @@ def _owner(starts: IntArray, docs: IntArray) -> IntArray:
 
 
 # -- per-partition state ------------------------------------------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Part:
-    """Where a partition's block starts, and its exact groups (stays on its worker). The block
-    is passed beside it, never inside: a spilled Part must not carry a second copy of it."""
+    """Where a partition starts, and its exact groups (stays on its worker). Its arrays are
+    passed beside it, never inside: a spilled Part must not carry a second copy of them."""
 
     start: int
     n: int
@@ -105,12 +119,8 @@ class Part:
         return np.arange(self.start, self.start + self.n, dtype=np.int64)
 
 
-def make_part(block: Any, start: int, priority: IntArray | None) -> Part:
-    n = int(block.canonical.shape[0])
-    return Part(start, n, priority, np.arange(start, start + n, dtype=np.int64))
-
-
 # -- 1. exact groups ------------------------------------------------------------------------------
+@dask_sized
 @dataclass(frozen=True)
 class Groups:
     """Exact-duplicate records of one hash partition: each duplicate and its group's first doc."""
@@ -119,10 +129,9 @@ class Groups:
     dup: IntArray
 
 
-def hashes_split(block: SignedBlock, part: Part, parts: int) -> Split:
-    ok = block.canonical != EMPTY
-    h = block.canonical[ok]
-    return split_by(route(h, parts), parts, h, part.docs[ok])
+def hashes_split(hashes: Hashes, start: int, parts: int) -> Split:
+    ok = np.flatnonzero(hashes.canonical != EMPTY)
+    return split_by(route(hashes.canonical[ok], parts), parts, hashes.canonical[ok], ok + start)
 
 
 def hash_groups(*pieces: tuple[npt.NDArray[np.uint64], IntArray]) -> Groups:
@@ -141,11 +150,14 @@ def groups_split(g: Groups, parts: int, starts: IntArray) -> Split:
     return split_by(_owner(starts, g.dup), parts, g.dup, g.first)
 
 
-def with_groups(part: Part, *pieces: tuple[IntArray, IntArray]) -> Part:
-    groups = part.docs
+def make_part(
+    start: int, n: int, priority: IntArray | None, *pieces: tuple[IntArray, IntArray]
+) -> Part:
+    """A partition's state, with the exact groups of its documents (the duplicates' pieces)."""
+    groups = np.arange(start, start + n, dtype=np.int64)
     for dup, first in unbundle(pieces):
-        groups[dup - part.start] = first
-    return replace(part, groups=groups)
+        groups[dup - start] = first
+    return Part(start, n, priority, groups)
 
 
 def group_edges(g: Groups) -> Edges:
@@ -157,12 +169,17 @@ def group_pairs(g: Groups) -> tuple[IntArray, IntArray, FloatArray]:
 
 
 # -- 2. candidates --------------------------------------------------------------------------------
-def _reps(block: SignedBlock, part: Part) -> BoolArray:
-    return np.asarray((part.groups == part.docs) & (block.canonical != EMPTY))
+def _reps(hashes: Hashes, part: Part) -> BoolArray:
+    return np.asarray((part.groups == part.docs) & (hashes.canonical != EMPTY))
 
 
 def keys_split(
-    block: SignedBlock, part: Part, parts: int, params: DedupParams, idf: IdfTable | None
+    hashes: Hashes,
+    signatures: Signatures,
+    part: Part,
+    parts: int,
+    params: DedupParams,
+    idf: IdfTable | None,
 ) -> Split:
     """(column, key, doc) of every candidate key of the partition's group representatives, in
     12 bytes a key: a piece lists its keys column by column (a count per column), documents
@@ -171,8 +188,8 @@ def keys_split(
     method = make_method(params, idf)
     if not isinstance(method, KeyedCandidates):  # pragma: no cover - checked by the caller
         raise TypeError(f"{type(method).__name__} has no candidate keys")
-    reps = np.flatnonzero(_reps(block, part))
-    keys = np.asarray(method.candidate_keys(block.signatures.take(reps)), dtype=np.uint64)
+    reps = np.flatnonzero(_reps(hashes, part))
+    keys = np.asarray(method.candidate_keys(signatures.take(reps)), dtype=np.uint64)
     if keys.ndim == 1:
         keys = keys[:, None]
     keys = np.ascontiguousarray(keys.T)  # column-major: (k, reps)
@@ -196,6 +213,7 @@ def keys_split(
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class KeyPart:
     """One key partition's bucket pairs (a < b, one record per shared key) and big buckets."""
@@ -257,6 +275,7 @@ def pair_records_split(kp: KeyPart, parts: int) -> Split:
     return split_by(dest, parts, kind, x, y)
 
 
+@dask_sized
 @dataclass(frozen=True)
 class PairPart:
     """Candidate pairs of one pair partition (a < b, sorted) with the keys each shares, and the
@@ -296,20 +315,18 @@ def requests_split(pp: PairPart, parts: int, starts: IntArray) -> Split:
     return Split(pieces, sum(nbytes_of(x) for x in pieces))
 
 
-def answer(block: SignedBlock, part: Part, *requests: tuple[IntArray, IntArray]) -> Split:
+def answer(
+    evidence: Evidence, signatures: Signatures, start: int, *requests: tuple[IntArray, IntArray]
+) -> Split:
     """Rows asked for by each pair partition (one piece per asker): evidence, and signatures
     of big-bucket members."""
     pieces = []
     for ev_docs, sig_docs in unbundle(requests):
-        pieces.append(
-            (
-                block.evidence.take(ev_docs - part.start),
-                block.signatures.take(sig_docs - part.start),
-            )
-        )
+        pieces.append((evidence.take(ev_docs - start), signatures.take(sig_docs - start)))
     return Split(pieces, sum(nbytes_of(p) for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class DocRecords:
     """What removal needs of documents: position, exact group, length, priority."""
@@ -327,10 +344,10 @@ class DocRecords:
         return DocRecords(self.doc[rows], self.group[rows], self.length[rows], self.priority[rows])
 
 
-def _records(block: SignedBlock, part: Part, rows: IntArray) -> DocRecords:
+def _records(hashes: Hashes, part: Part, rows: IntArray) -> DocRecords:
     doc = rows + part.start
     prio = part.priority[rows] if part.priority is not None else doc
-    return DocRecords(doc, part.groups[rows], block.lengths[rows], prio)
+    return DocRecords(doc, part.groups[rows], hashes.lengths[rows], prio)
 
 
 def _cat_records(parts: Sequence[DocRecords]) -> DocRecords:
@@ -342,6 +359,7 @@ def _cat_records(parts: Sequence[DocRecords]) -> DocRecords:
     )
 
 
+@dask_sized
 @dataclass(frozen=True)
 class Verified:
     """A pair partition's decided pairs, those left for the texts (borderline), and its big
@@ -395,6 +413,7 @@ def verify(
     )
 
 
+@dask_sized
 @dataclass(frozen=True)
 class Borderline:
     """A pair partition's borderline pairs (what the client re-checks from the texts)."""
@@ -433,6 +452,7 @@ def _label(ls: LargeStar, docs: IntArray) -> IntArray:
     return ls.mins[np.searchsorted(ls.nodes, docs)]
 
 
+@dask_sized
 @dataclass(frozen=True)
 class ToComponent:
     """What one component partition receives from one pair partition."""
@@ -478,7 +498,7 @@ def pairs_to_components(v: Verified, ls: LargeStar, parts: int, with_buckets: bo
 
 
 def docs_to_components(
-    block: SignedBlock, part: Part, parts: int, *labels: tuple[IntArray, IntArray]
+    hashes: Hashes, part: Part, parts: int, *labels: tuple[IntArray, IntArray]
 ) -> Split:
     """Records of the partition's documents in components, to their component partitions."""
     labels = tuple(unbundle(labels))
@@ -487,11 +507,12 @@ def docs_to_components(
     order = np.argsort(doc)
     doc, label = doc[order], label[order]
     dest = route(label, parts)
-    recs = _records(block, part, doc - part.start)
+    recs = _records(hashes, part, doc - part.start)
     pieces = [recs.take(np.flatnonzero(dest == d)) for d in range(parts)]
     return Split(pieces, sum(p.nbytes for p in pieces))
 
 
+@dask_sized
 @dataclass(frozen=True)
 class ComponentResult:
     """Removal of one component partition: per document, and the pairs big buckets found."""
@@ -574,7 +595,7 @@ class Finished:
 
 def finish_on_workers(
     client: Any,
-    blocks: Sequence[Any],
+    blocks: Sequence[Stored],
     lengths: Sequence[int],
     params: DedupParams,
     idf: IdfTable | None,
@@ -582,47 +603,29 @@ def finish_on_workers(
     fetch_texts: FetchTexts | None,
     parts: int,
     workers: Sequence[str] = (),
+    bundle_bytes: int | None = None,
 ) -> Finished:
-    """The engine's ``finish`` over blocks left on the workers (see the module docstring).
+    """The engine's ``finish`` over partitions' arrays left on the workers (see the module
+    docstring).
 
     ``parts``: partitions of every shuffle; ``workers``: addresses their tasks are spread over
-    (round robin, as a preference), so every worker takes a share."""
-    ex = Exchanges(client, workers)
+    (round robin, as a preference), so every worker takes a share; ``bundle_bytes``: pieces
+    per bundle task (``dask_shuffle.Exchanges``). A future the client holds keeps its data on
+    a worker (in memory or spilled): each stage is a function, so its intermediate records
+    (the candidate keys: ~400 B per document, twice) are freed when it returns."""
+    ex = Exchanges(client, workers, bundle_bytes)
     sub, at = ex.submit, ex.at
     starts = np.r_[0, np.cumsum(lengths)].astype(np.int64)
     n = int(starts[-1])
     n_blocks = len(blocks)
-    state = [
-        sub(
-            make_part,
-            blk,
-            int(starts[p]),
-            None if priority is None else priority[starts[p] : starts[p + 1]],
-        )
-        for p, blk in enumerate(blocks)
-    ]
-    # 1. exact groups
-    hashes = [sub(hashes_split, blocks[p], state[p], parts) for p in range(n_blocks)]
-    pieces = ex.pieces("exact groups", hashes, parts)
-    groups = [at(d, hash_groups, *pieces[d]) for d in range(parts)]
-    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
-    state = [sub(with_groups, state[p], *back[p]) for p in range(n_blocks)]
-    # 2. candidates
-    keys = [sub(keys_split, blocks[p], state[p], parts, params, idf) for p in range(n_blocks)]
-    pieces = ex.pieces("candidate keys", keys, parts)
-    keyparts = [at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
-    raw = ex.exchange("candidate pairs", keyparts, pair_records_split, parts)
-    min_shared = make_method(params, idf).min_shared
-    pairparts = [at(d, candidate_pairs, min_shared, n, *raw[d]) for d in range(parts)]
-    # 3. verification: requests to the owners, rows back
-    asks = ex.exchange("evidence", pairparts, requests_split, n_blocks, starts)
-    answers = ex.pieces(
-        "evidence", [sub(answer, blocks[p], state[p], *asks[p]) for p in range(n_blocks)], parts
-    )
-    verified = [at(d, verify, params, idf, pairparts[d], *answers[d]) for d in range(parts)]
+    groups, state = _exact_groups(ex, blocks, starts, priority, parts)
+    pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts)
+    verified = _verification(ex, blocks, starts, pairparts, params, idf, parts)
+    del pairparts  # the verification tasks hold them while they need them
     near = client.gather([sub(borderline_of, v) for v in verified])
     rechecked = _recheck(params, near, fetch_texts)
     acc = [sub(accepted, verified[d], *rechecked[d]) for d in range(parts)]
+    del verified
     # 4. components
     with_buckets = params.removal != "components"
     edges = [sub(group_edges, g) for g in groups] + [sub(pair_edges, v, with_buckets) for v in acc]
@@ -631,7 +634,10 @@ def finish_on_workers(
     labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n)
     docs_in = ex.pieces(
         "removal",
-        [sub(docs_to_components, blocks[p], state[p], parts, *labels[p]) for p in range(n_blocks)],
+        [
+            sub(docs_to_components, blocks[p].hashes, state[p], parts, *labels[p])
+            for p in range(n_blocks)
+        ],
         parts,
     )
     pairs_in = ex.pieces(
@@ -659,7 +665,7 @@ def finish_on_workers(
     counts = {
         "exact_duplicates": len(dup),
         "candidate_pairs": sum(p[3] for p in pair_parts),
-        "big_buckets": _sum(client.gather([sub(_big_buckets, k) for k in keyparts])),
+        "big_buckets": _sum(client.gather(big_buckets)),
         "big_bucket_docs": sum(p[4] for p in pair_parts),
         "clusters": sum(c.clusters for c in results),
         "rechecked_pairs": sum(len(v.a) for v in near),
@@ -670,6 +676,71 @@ def finish_on_workers(
         for k, v in c.bucket_stats.items():
             counts[k] = counts.get(k, 0) + v
     return Finished(results, first, dup, (pa[order], pb[order], ps[order]), counts, ex.moved())
+
+
+def _exact_groups(
+    ex: Exchanges,
+    blocks: Sequence[Stored],
+    starts: IntArray,
+    priority: IntArray | None,
+    parts: int,
+) -> tuple[list[Any], list[Any]]:
+    """1. Hash partitions' groups, and each partition's state (``Part``) with its groups."""
+    n_blocks = len(blocks)
+    hashes = [
+        ex.submit(hashes_split, b.hashes, int(starts[p]), parts) for p, b in enumerate(blocks)
+    ]
+    pieces = ex.pieces("exact groups", hashes, parts)
+    groups = [ex.at(d, hash_groups, *pieces[d]) for d in range(parts)]
+    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
+    state = []
+    for p in range(n_blocks):
+        lo, hi = int(starts[p]), int(starts[p + 1])
+        prio = None if priority is None else priority[lo:hi]
+        state.append(ex.submit(make_part, lo, hi - lo, prio, *back[p]))
+    return groups, state
+
+
+def _candidates(
+    ex: Exchanges,
+    blocks: Sequence[Stored],
+    state: Sequence[Any],
+    params: DedupParams,
+    idf: IdfTable | None,
+    n: int,
+    parts: int,
+) -> tuple[list[Any], list[Any]]:
+    """2. Pair partitions (``PairPart``), and each key partition's count of big buckets."""
+    keys = [
+        ex.submit(keys_split, b.hashes, b.signatures, s, parts, params, idf)
+        for b, s in zip(blocks, state, strict=True)
+    ]
+    pieces = ex.pieces("candidate keys", keys, parts)
+    keyparts = [ex.at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
+    raw = ex.exchange("candidate pairs", keyparts, pair_records_split, parts)
+    min_shared = make_method(params, idf).min_shared
+    pairparts = [ex.at(d, candidate_pairs, min_shared, n, *raw[d]) for d in range(parts)]
+    return pairparts, [ex.submit(_big_buckets, k) for k in keyparts]
+
+
+def _verification(
+    ex: Exchanges,
+    blocks: Sequence[Stored],
+    starts: IntArray,
+    pairparts: Sequence[Any],
+    params: DedupParams,
+    idf: IdfTable | None,
+    parts: int,
+) -> list[Any]:
+    """3. Requests for evidence rows to their owners, the rows back; each pair partition's
+    ``Verified``."""
+    asks = ex.exchange("evidence", pairparts, requests_split, len(blocks), starts)
+    answers = [
+        ex.submit(answer, b.evidence, b.signatures, int(starts[p]), *asks[p])
+        for p, b in enumerate(blocks)
+    ]
+    rows = ex.pieces("evidence", answers, parts)
+    return [ex.at(d, verify, params, idf, pairparts[d], *rows[d]) for d in range(parts)]
 
 
 def _sum(values: Sequence[int]) -> int:
