@@ -17,11 +17,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .engine import Deduplicator
 from .errors import ParamError
 from .io import (
     DocBatch,
@@ -36,6 +35,9 @@ from .io import (
 from .io._prefetch import prefetch
 from .params import DedupParams, check_int
 from .progress import Progress
+
+if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
+    from .engine import Deduplicator
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def dedup_source(
     progress: bool = False,
     warn: Callable[[str], None] | None = None,
     jobs: int | None = None,
-    make: Callable[[DedupParams], Deduplicator] = Deduplicator,
+    make: Callable[[DedupParams], Deduplicator] | None = None,
     memory_limit: int | None = None,
 ) -> DedupResult:
     """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
@@ -135,7 +137,8 @@ def dedup_source(
     The kept records are written in the input's own format with every field preserved; the
     clusters file lists every document of a cluster of two or more with the kept document it
     duplicates and the score; the pairs file lists accepted pairs. Returns the summary.
-    ``make`` builds the deduplicator (``dedup_source_dask`` gives one that runs on Dask).
+    ``make`` builds the deduplicator (None: ``Deduplicator``; ``dedup_source_dask`` gives one
+    that runs on Dask).
     """
     read = read or ReadOptions()
     jobs = _check_jobs(jobs)
@@ -161,6 +164,10 @@ def dedup_source(
             },
             folders={"-o"} if source.fmt == "text" else (),
         )
+        if make is None:  # imported here: bad arguments and unreadable inputs never load Numba
+            from .engine import Deduplicator
+
+            make = Deduplicator
         dedup = make(params)
         dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
         dedup.jobs = jobs
@@ -444,6 +451,7 @@ def dedup_index_source(
     a stored or an already kept document resembles it, so the kept set is what "query; keep if
     no match; add" gives, one document at a time. The index's parameters decide.
     """
+    from .engine import Deduplicator
     from .index import Index
 
     read = read or ReadOptions()
