@@ -1046,8 +1046,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     args = parser.parse_args(argv)
     if args.command in ("dedup", "report"):
-        # The kernels' modules load before SIGTERM is ours: an interrupt then always lands in
-        # the job, where it unwinds cleanly, never inside an import.
+        # The job's modules load before SIGTERM is ours. The engine (and Numba) loads inside
+        # the job once its inputs are open (help and errors stay fast), where an interrupt
+        # unwinds like any other: no output exists before the job commits.
         import importlib
 
         importlib.import_module(".run", __package__)
