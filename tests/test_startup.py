@@ -1,8 +1,10 @@
-"""Start-up: help, bad arguments and unreadable inputs never import Numba or pyarrow, and a small
-JSONL run never imports pyarrow (each is a tenth of a second or more before any work)."""
+"""Start-up: help, bad arguments and unreadable inputs never import Numba or pyarrow, a small
+JSONL run never imports pyarrow (each is a tenth of a second or more before any work), and only
+the command's own process skips the final garbage collection."""
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -73,3 +75,27 @@ def test_a_small_jsonl_run_imports_numba_but_not_pyarrow(tmp_path: Path) -> None
     assert code == 0
     assert "numba" in heavy and not any(m.startswith("pyarrow") for m in heavy)
     assert len((tmp_path / "kept.jsonl").read_text().splitlines()) == 4
+
+
+def test_main_called_with_arguments_leaves_garbage_collection_alone(tmp_path: Path) -> None:
+    from neardup.cli import main
+
+    src = _corpus(tmp_path / "in.jsonl")
+    frozen = gc.get_freeze_count()
+    assert main(["dedup", str(src), "-o", str(tmp_path / "kept.jsonl"), "--quiet"]) == 0
+    assert gc.get_freeze_count() == frozen
+
+
+def test_the_command_process_skips_the_final_collection(tmp_path: Path) -> None:
+    _corpus(tmp_path / "in.jsonl")
+    code = (
+        "import gc, sys\n"
+        "from neardup.cli import main\n"
+        "sys.argv = ['neardup', 'dedup', 'in.jsonl', '-o', 'kept.jsonl', '--quiet']\n"
+        "code = main()\n"
+        "print(code, gc.get_freeze_count() > 0)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.stdout.split() == ["0", "True"]
