@@ -280,6 +280,27 @@ def test_sigterm_stops_cleanly_without_leaving_partial_output(tmp_path: Path) ->
     assert list(tmp_path.iterdir()) == []  # no output, no temporary file
 
 
+def test_an_interrupt_while_the_engine_loads_is_handled_once_it_has_loaded() -> None:
+    import os
+    import signal
+
+    from neardup.run import _signals_deferred
+
+    seen: list[str] = []
+    old = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("handled"))
+    try:
+        with _signals_deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # a handler would run in this loop, were it not deferred
+                pass
+            seen.append("loaded")
+        for _ in range(1000):  # and runs here
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert seen == ["loaded", "handled"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -128,6 +128,19 @@ def test_the_kernel_itself_reads_ordinary_records() -> None:
 
 
 @settings(deadline=None)
+@given(st.lists(st.tuples(st.text(st.characters(exclude_categories=["Cs"])), st.booleans())))
+def test_ids_decode_alike_in_python_and_in_pyarrow(rows: list[tuple[str, bool]]) -> None:
+    encoded = [rid.encode() if not absent else b"" for rid, absent in rows]
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(b) for b in encoded])
+    buf = np.frombuffer(b"".join(encoded) + b"spare", dtype=np.uint8)  # kernel buffers have room
+    absent = np.array([a for _, a in rows], dtype=bool)
+    want = [None if a else rid for rid, a in rows]
+    assert blocks._ids(buf, offsets, absent, arrow_from=1 << 30) == want  # Python
+    assert blocks._ids(buf, offsets, absent, arrow_from=0) == want  # pyarrow
+
+
+@settings(deadline=None)
 @given(st.lists(st.text(), max_size=8))
 def test_utf8_texts_hold_the_strings_and_their_lengths(texts: list[str]) -> None:
     u = Utf8Texts.from_strings(texts)

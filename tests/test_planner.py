@@ -10,7 +10,17 @@ import pytest
 
 from neardup.errors import ParamError
 from neardup.features import FeatureParams, rejection
-from neardup.planner import Plan, evaluate, plan, plot_curve
+from neardup.params import DedupParams
+from neardup.planner import (
+    KNOWN_LIMITS,
+    KNOWN_PLANS,
+    Plan,
+    _exhaustive_search,
+    evaluate,
+    plan,
+    planned,
+    plot_curve,
+)
 
 
 def test_broder_example_plan_reports_the_papers_figures() -> None:
@@ -45,6 +55,25 @@ def test_bigger_budget_never_gives_a_worse_plan() -> None:
     errors = [plan(0.85, max_bytes=b).error for b in (8, 16, 48, 128, 512)]
     assert all(x >= y - 1e-12 for x, y in itertools.pairwise(errors))
     assert errors[-1] < errors[0]
+
+
+@pytest.mark.parametrize("cost_fn", sorted(KNOWN_PLANS))
+def test_known_plans_are_what_the_search_finds(cost_fn: float) -> None:
+    k_max, max_t, max_r = KNOWN_LIMITS
+    for threshold, known in KNOWN_PLANS[cost_fn].items():
+        assert _exhaustive_search(threshold, 1.0, cost_fn, k_max, max_t, max_r) == known
+
+
+def test_default_runs_take_their_features_from_the_known_plans_without_searching() -> None:
+    planned.cache_clear()
+    _exhaustive_search.cache_clear()
+    assert DedupParams().feature_params() == FeatureParams(*KNOWN_PLANS[1000.0][0.8])
+    assert DedupParams(verify="none").feature_params() == FeatureParams(*KNOWN_PLANS[1.0][0.8])
+    p = plan(0.9)
+    assert (p.k, p.s, p.r) == KNOWN_PLANS[1.0][0.9]
+    assert _exhaustive_search.cache_info().misses == 0
+    plan(0.81)  # not a known threshold: searched
+    assert _exhaustive_search.cache_info().misses == 1
 
 
 def test_plan_is_the_exhaustive_optimum_of_evaluate() -> None:

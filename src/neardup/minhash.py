@@ -12,7 +12,6 @@ For all three the estimate of resemblance J is unbiased with standard error abou
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,12 +24,6 @@ from .shingles import ShingleBatch, shingle_sequence
 
 #: The value filling every position of an empty document's sketch.
 EMPTY = int(_EMPTY)
-
-
-@functools.cache
-def _probes(seed: int, t: int) -> np.ndarray:
-    """The densification probe table of a (seed, t): computed once, never redrawn."""
-    return _k.probe_table(np.uint64(_k.splitmix64(np.uint64(seed))), t)
 
 
 def _seed(params: SketchParams) -> np.uint64:
@@ -51,7 +44,7 @@ def sketch(
         raise ParamError("offsets must be n+1 increasing boundaries ending at len(fps)")
     seed = _seed(params)
     if params.kind == "oph":
-        return _k.sketch_oph(fps, offsets, seed, params.t, _probes(int(seed), params.t))
+        return _k.sketch_oph(fps, offsets, seed, params.t)
     if params.kind == "classic":
         a, b = _k.classic_coefficients(seed, params.t)
         return _k.sketch_classic(fps, offsets, seed, a, b)

@@ -10,18 +10,20 @@ or none is: a failed job leaves no new output.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .engine import Deduplicator
 from .errors import ParamError
 from .io import (
     DocBatch,
@@ -36,6 +38,9 @@ from .io import (
 from .io._prefetch import prefetch
 from .params import INDEX_ADD_BATCH_SIZE, DedupParams, check_int
 from .progress import Progress
+
+if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
+    from .engine import Deduplicator
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,52 @@ def _peak_memory_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM that arrive in the block are handled right after it, never inside.
+
+    An interrupt raised while CPython runs code compiled from a string (dataclasses build their
+    methods that way as a module is imported) marks the process to exit by SIGINT even after
+    the command caught it, unwound and chose its status; deferred, it keeps 130 and its message.
+    The handlers only note the signal meanwhile (a signal mask would not do: another thread,
+    such as a BLAS worker, may receive the signal and the handler still runs here at once).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    saved: dict[int, Any] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler is not None and handler != signal.SIG_IGN:  # None: not set from Python
+            saved[signum] = handler
+            signal.signal(signum, lambda number, frame: pending.append(number))
+    try:
+        yield
+    finally:
+        for number, handler in saved.items():
+            signal.signal(number, handler)
+        if pending:  # the first one, as its own handler would have taken it
+            first = saved[pending[0]]
+            if callable(first):
+                first(pending[0], None)
+            else:  # the default action
+                signal.raise_signal(pending[0])
+
+
+def _build(make: Callable[[DedupParams], Deduplicator] | None, params: DedupParams) -> Deduplicator:
+    """The job's deduplicator (``make``, default ``Deduplicator``), built once its inputs are
+    open: bad arguments and unreadable inputs never load the engine and Numba. Loading and
+    building it imports modules (the engine, the planner), so interrupts wait until it is done.
+    """
+    with _signals_deferred():
+        if make is None:
+            from .engine import Deduplicator
+
+            make = Deduplicator
+        return make(params)
+
+
 def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int) -> list[str]:
     """The texts of documents ``docs`` (sorted positions), read again from the source."""
     return source.texts_at(docs, batch_size)
@@ -127,7 +178,7 @@ def dedup_source(
     progress: bool = False,
     warn: Callable[[str], None] | None = None,
     jobs: int | None = None,
-    make: Callable[[DedupParams], Deduplicator] = Deduplicator,
+    make: Callable[[DedupParams], Deduplicator] | None = None,
     memory_limit: int | None = None,
 ) -> DedupResult:
     """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
@@ -135,7 +186,8 @@ def dedup_source(
     The kept records are written in the input's own format with every field preserved; the
     clusters file lists every document of a cluster of two or more with the kept document it
     duplicates and the score; the pairs file lists accepted pairs. Returns the summary.
-    ``make`` builds the deduplicator (``dedup_source_dask`` gives one that runs on Dask).
+    ``make`` builds the deduplicator (None: ``Deduplicator``; ``dedup_source_dask`` gives one
+    that runs on Dask).
     """
     read = read or ReadOptions()
     jobs = _check_jobs(jobs)
@@ -161,7 +213,7 @@ def dedup_source(
             },
             folders={"-o"} if source.fmt == "text" else (),
         )
-        dedup = make(params)
+        dedup = _build(make, params)
         dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
         dedup.jobs = jobs
         from .methods import needs_fit
@@ -444,7 +496,10 @@ def dedup_index_source(
     a stored or an already kept document resembles it, so the kept set is what "query; keep if
     no match; add" gives, one document at a time. The index's parameters decide.
     """
-    from .index import Index
+    with _signals_deferred():  # the modules this job loads, whole before an interrupt lands
+        from . import planner  # noqa: F401 - each batch's Deduplicator plans its features
+        from .engine import Deduplicator
+        from .index import Index
 
     read = read or ReadOptions()
     started = time.perf_counter()

@@ -90,14 +90,14 @@ def densify(row: np.ndarray, filled: np.ndarray, seed: np.uint64, probes: np.nda
 
 
 @njit(cache=True, nogil=True)
-def sketch_oph(
-    fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int, probes: np.ndarray
-) -> np.ndarray:
+def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) -> np.ndarray:
     n = offsets.shape[0] - 1
     out = np.full((n, t), EMPTY, dtype=np.uint64)
     filled = np.zeros(t, dtype=np.bool_)
     row = np.empty(t, dtype=np.uint64)
     dseed = splitmix64(seed)
+    # t * PROBES hashes per call (microseconds): no table to pass in, no kernel to load for it
+    probes = probe_table(dseed, t)
     for d in range(n):
         lo = offsets[d]
         hi = offsets[d + 1]

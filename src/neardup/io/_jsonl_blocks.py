@@ -14,16 +14,18 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
-from .._kernels import jsonl as _k
 from ..text import Utf8Texts
 from ._jsonl import open_jsonl, parse_record, read_lines
 from ._report import Entry, Problems, RecordProblem, raise_changed
 
+#: Blocks with fewer ids decode them in Python; larger ones with pyarrow, about three times as
+#: fast per id, but a tenth of a second to import: small runs never pay for it.
+ARROW_IDS = 2048
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
 CHUNK = 8 << 20
 #: Bytes gathered per write of kept lines (a reader that goes away is noticed soon).
@@ -66,13 +68,23 @@ def _key_bytes(name: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(name.encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
-def _ids(buf: np.ndarray, offsets: IntArray, absent: np.ndarray) -> list[str | None]:
-    """Python strings from UTF-8 ids (one C loop), None where the record had no id field."""
+def _ids(
+    buf: np.ndarray, offsets: IntArray, absent: np.ndarray, arrow_from: int = ARROW_IDS
+) -> list[str | None]:
+    """Python strings from UTF-8 ids (the kernel vouches for their UTF-8), None where the
+    record had no id field; one C loop in pyarrow for blocks of ``arrow_from`` ids or more."""
     n = len(offsets) - 1
-    array = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(buf)
-    )
-    ids: list[str | None] = array.to_pylist()
+    ids: list[str | None]
+    if n < arrow_from:
+        data = buf[: offsets[-1]].tobytes()
+        ids = [data[a:b].decode("utf-8") for a, b in pairwise(offsets.tolist())]
+    else:
+        import pyarrow as pa
+
+        array = pa.LargeStringArray.from_buffers(
+            n, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(buf)
+        )
+        ids = array.to_pylist()
     for i in np.flatnonzero(absent).tolist():
         ids[i] = None
     return ids
@@ -83,6 +95,8 @@ def parse_block(
 ) -> tuple[LineBlock, int]:
     """Whole lines ``data`` (the first is line ``first_recno``, at byte ``offset`` of the file)
     -> (their records, number of lines)."""
+    from .._kernels import jsonl as _k  # Numba loads with the first block, not at import
+
     buf = np.frombuffer(data, dtype=np.uint8)
     ends, status, t_ends, id_kinds, i_ends, tbuf, ibuf = _k.parse_lines(
         buf, _key_bytes(text_field), _key_bytes(id_field)

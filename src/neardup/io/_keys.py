@@ -17,8 +17,6 @@ from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..errors import ParamError
 from ._report import BAD_KEY, RecordProblem, json_type
@@ -147,6 +145,9 @@ def _dense_ranks(
 ) -> npt.NDArray[np.int64]:
     """Present keys of one kind -> dense ranks 1..m in their natural order."""
     if kind == "string":
+        import pyarrow as pa  # only string keys need it (its import takes a tenth of a second)
+        import pyarrow.compute as pc
+
         with contextlib.suppress(pa.ArrowException, UnicodeError):  # e.g. lone surrogates
             ranked = pc.rank(pa.array(given, type=pa.large_string()), tiebreaker="dense")
             return ranked.to_numpy().astype(np.int64)

@@ -85,6 +85,11 @@ def _key_values(column: pa.Array) -> list[object]:
     return values
 
 
+def text_schema(text_field: str) -> pa.Schema:
+    """The schema of kept rows when no Parquet file was read: one string column."""
+    return pa.schema([pa.field(text_field, pa.string())])
+
+
 @dataclass
 class SchemaRef:
     """The schema of the first usable Parquet file: every later file must match it."""

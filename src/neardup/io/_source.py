@@ -18,11 +18,10 @@ import weakref
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from ..errors import InputError, ParamError
 from ..text import Utf8Texts
@@ -35,7 +34,6 @@ from ._jsonl_blocks import (
     texts_at_spans,
 )
 from ._keys import KeyCheck
-from ._parquet import ParquetSink, SchemaRef, copy_kept_parquet, scan_parquet
 from ._report import (
     DUPLICATE_ID,
     MISSING_FILE,
@@ -49,6 +47,11 @@ from ._report import (
 from ._targets import open_guarded
 from ._text import copy_kept_text, scan_text
 from ._web import WEB_FORMATS, web_format, web_scan, web_write_kept
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ._parquet import SchemaRef
 
 Fmt = Literal["jsonl", "parquet", "text", "warc", "html"]
 FORMATS: tuple[Fmt, ...] = ("jsonl", "parquet", "text", "warc", "html")
@@ -194,7 +197,11 @@ class Source:
         for kind, message in self._open_problems:
             self.errors.add(kind, message)
         problems = Problems(self.on_error, self.errors)
-        first = SchemaRef()
+        first = None
+        if self.fmt == "parquet":  # pyarrow is imported only when Parquet is read or written
+            from ._parquet import SchemaRef
+
+            first = SchemaRef()
         seen: dict[str, int] = {}
         many = len(self._entries) > 1
         check = None if self.key_field is None else KeyCheck(self.key_field)
@@ -242,7 +249,7 @@ class Source:
                     keys = None if check is None else []
         if ids:
             yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
-        self._schema = first.schema
+        self._schema = None if first is None else first.schema
         self.n_docs = pos
 
     def _in_blocks(self, entry: Entry) -> bool:
@@ -360,7 +367,7 @@ class Source:
         return entry.where(key & ((1 << _RECNO_BITS) - 1))
 
     def _scan(
-        self, entry: Entry, problems: Problems, first: SchemaRef
+        self, entry: Entry, problems: Problems, first: SchemaRef | None
     ) -> Iterator[tuple[int, str | None, str, int, object]]:
         if entry.stream is not None:
             yield from self._scan_stream(entry, problems)
@@ -374,9 +381,12 @@ class Source:
         elif self.fmt in WEB_FORMATS:
             yield from web_scan(self.fmt, entry, self.id_field, problems, self.key_field)
         elif self.fmt == "parquet":
-            yield from scan_parquet(
-                entry, self.text_field, self.id_field, problems, first, self.key_field
-            )
+            from ._parquet import scan_parquet
+
+            yield from scan_parquet(  # first is a SchemaRef for Parquet sources (_pass1)
+                entry, self.text_field, self.id_field, problems, cast("SchemaRef", first),
+                self.key_field,
+            )  # fmt: skip
         else:
             yield from scan_text(entry, problems)
 
@@ -477,7 +487,9 @@ class Source:
                 for entry in self._entries:
                     copy_kept_text(entry, part(entry), folder)
         elif self.fmt == "parquet":
-            schema = self._schema or pa.schema([pa.field(self.text_field, pa.string())])
+            from ._parquet import ParquetSink, copy_kept_parquet, text_schema
+
+            schema = self._schema or text_schema(self.text_field)
             with open_output(out) as handle:
                 sink = ParquetSink(handle, schema)
                 for entry in self._entries:

@@ -1,0 +1,101 @@
+"""Start-up: help, bad arguments and unreadable inputs never import Numba or pyarrow, a small
+JSONL run never imports pyarrow (each is a tenth of a second or more before any work), and only
+the command's own process skips the final garbage collection."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("numba", "llvmlite", "pyarrow", "pyarrow.compute", "pyarrow.parquet", "scipy")
+
+# Runs the CLI in a fresh interpreter and prints which heavy modules it imported.
+_PROBE = """
+import json, sys
+from neardup.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+heavy = sorted(m for m in {heavy!r} if m in sys.modules)
+print(json.dumps({{"code": code, "heavy": heavy}}))
+"""
+
+
+def _heavy_imports(args: list[str], cwd: Path) -> tuple[object, list[str]]:
+    """(exit status, heavy modules imported) of ``neardup ARGS`` in a new interpreter."""
+    code = _PROBE.format(heavy=HEAVY)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result["code"], result["heavy"]
+
+
+def _corpus(path: Path, n: int = 10) -> Path:
+    with path.open("w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"d{i}", "text": f"document {i % 4} of a small corpus"}))
+            fh.write("\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["dedup", "--help"],
+        ["index", "--help"],
+        ["dedup", "missing.jsonl", "-o", "kept.jsonl"],  # no such input
+        ["dedup", "in.jsonl", "-o", "kept.jsonl", "--threshold", "2"],  # bad parameter
+        ["dedup", "in.jsonl", "-o", "kept.jsonl", "--no-such-option"],  # bad command line
+        ["dedup", "in.jsonl", "-o", "in.jsonl"],  # output would overwrite the input
+    ],
+)
+def test_help_and_errors_import_neither_numba_nor_pyarrow(tmp_path: Path, args: list[str]) -> None:
+    _corpus(tmp_path / "in.jsonl")
+    code, heavy = _heavy_imports(args, tmp_path)
+    assert code in (0, 1, 2)
+    assert heavy == []
+    assert not (tmp_path / "kept.jsonl").exists()
+
+
+def test_a_small_jsonl_run_imports_numba_but_not_pyarrow(tmp_path: Path) -> None:
+    _corpus(tmp_path / "in.jsonl")
+    code, heavy = _heavy_imports(["dedup", "in.jsonl", "-o", "kept.jsonl", "--quiet"], tmp_path)
+    assert code == 0
+    assert "numba" in heavy and not any(m.startswith("pyarrow") for m in heavy)
+    assert len((tmp_path / "kept.jsonl").read_text().splitlines()) == 4
+
+
+def test_main_called_with_arguments_leaves_garbage_collection_alone(tmp_path: Path) -> None:
+    from neardup.cli import main
+
+    src = _corpus(tmp_path / "in.jsonl")
+    frozen = gc.get_freeze_count()
+    assert main(["dedup", str(src), "-o", str(tmp_path / "kept.jsonl"), "--quiet"]) == 0
+    assert gc.get_freeze_count() == frozen
+
+
+def test_the_command_process_skips_the_final_collection(tmp_path: Path) -> None:
+    _corpus(tmp_path / "in.jsonl")
+    code = (
+        "import gc, sys\n"
+        "from neardup.cli import main\n"
+        "sys.argv = ['neardup', 'dedup', 'in.jsonl', '-o', 'kept.jsonl', '--quiet']\n"
+        "code = main()\n"
+        "print(code, gc.get_freeze_count() > 0)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert proc.stdout.split() == ["0", "True"]
