@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -24,10 +24,10 @@ import numpy.typing as npt
 from . import removal as _removal
 from ._kernels.hashing import EMPTY
 from .errors import NeardupError, ParamError
-from .methods import Method, Signatures, make_method
+from .methods import KeyedCandidates, Method, Signatures, keyed_candidates, make_method
 from .params import DedupParams, check_int
 from .simhash import IdfTable
-from .spill import Spill
+from .spill import Spill, release_pages
 from .textbatch import TextBatch, check_texts
 from .verify import (
     Evidence,
@@ -384,6 +384,9 @@ class Deduplicator:
         """Keep one batch's arrays until ``finish``; the Dask backend appends blocks whose
         signatures and evidence stay on the workers (fetched by ``take``). Past the memory
         limit the signatures and evidence go to disk, memory-mapped."""
+        if _row_block(signatures) and isinstance(self.method, KeyedCandidates):
+            # Columns contiguous: ``finish`` reads the keys one column at a time.
+            signatures = Signatures(np.asfortranarray(signatures.data))
         held = signatures.nbytes + evidence.nbytes
         if self.memory_limit is not None and self._held + held > self.memory_limit:
             if self._spill is None:
@@ -424,11 +427,22 @@ class Deduplicator:
         dup = np.flatnonzero(~is_first)
         reps = np.flatnonzero(is_first & ~empty)
 
-        sigs = _take_signatures(self._signatures, reps)
+        columns = _key_columns(self.method, self._signatures, reps)
+        if columns is not None:  # one key column at a time, never the whole key matrix
+            found = keyed_candidates(
+                cast(KeyedCandidates, self.method), columns[0], len(reps), columns[1], self.jobs
+            )
+            in_buckets = reps[found.big_members]
+            bucket_docs = np.unique(in_buckets)
+            sigs = _take_signatures(self._signatures, bucket_docs)
+        else:
+            sigs = _take_signatures(self._signatures, reps)
+            found = self.method.candidates(sigs, jobs=self.jobs)
+            in_buckets = reps[found.big_members]
+            bucket_docs = np.unique(in_buckets)
+            sigs = sigs.take(np.searchsorted(reps, bucket_docs))
         self._signatures.clear()
-        found = self.method.candidates(sigs, jobs=self.jobs)
         a, b = reps[found.a], reps[found.b]
-        in_buckets = reps[found.big_members]
         needed = np.unique(np.concatenate([a, b, in_buckets]))
         ev = _take_evidence(self._evidence, needed)
         self._evidence.clear()
@@ -438,7 +452,8 @@ class Deduplicator:
         ok = verdict.ok
         a, b, score = a[ok], b[ok], verdict.score[ok]
 
-        verify_pairs = bucket_verifier(self.method, self.verifier, sigs, reps, ev, needed)
+        # Big-bucket checks compare first members of groups in big buckets: their rows suffice.
+        verify_pairs = bucket_verifier(self.method, self.verifier, sigs, bucket_docs, ev, needed)
         priority = self._priority(n, lengths, key)
         removed = remove(
             p, n, a, b, score, priority, groups, in_buckets, found.big_offsets, verify_pairs
@@ -556,11 +571,49 @@ def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
 
 
 def _take_evidence(parts: list[Evidence], rows: IntArray) -> Evidence:
-    """Rows ``rows`` (sorted global indices) of the concatenated evidence, without it."""
-    picked = [parts[i].take(local) for i, local in _split([len(p) for p in parts], rows)]
-    if not picked and parts:
-        return parts[0].take(rows[:0])
-    return concat_evidence(picked)
+    """Rows ``rows`` (sorted global indices) of the concatenated evidence, without it.
+
+    Consumes ``parts`` as ``_take_signatures`` does: each block is dropped (unmapped) once its
+    rows are copied, so the pages read from mapped blocks never pile up.
+    """
+    if not parts:
+        return concat_evidence([])
+    like = parts[0].take(rows[:0])
+    picked = []
+    for i, local in _split([len(p) for p in parts], rows):
+        picked.append(parts[i].take(local))
+        parts[i] = like
+    return concat_evidence(picked) if picked else like
+
+
+def _row_block(sigs: Signatures) -> bool:
+    """A block of one row of fixed width per document, held here (not on a Dask worker)."""
+    return type(sigs) is Signatures and sigs.offsets is None and sigs.data.ndim == 2
+
+
+def _key_columns(
+    method: Method, parts: list[Signatures], rows: IntArray
+) -> tuple[Callable[[int], npt.NDArray[np.uint64]], int] | None:
+    """(column(j): candidate key j of documents ``rows`` (sorted global indices), number of key
+    columns), gathered from the blocks one column at a time; None when the method has no
+    candidate keys or a block is not rows held here. Pages of memory-mapped blocks are
+    released as they are read, so only the column being built stays resident."""
+    if not isinstance(method, KeyedCandidates) or not all(_row_block(p) for p in parts):
+        return None
+    split = _split([len(p) for p in parts], rows)
+    k = int(method.candidate_keys(parts[0].take(rows[:0])).shape[1])
+
+    def column(j: int) -> npt.NDArray[np.uint64]:
+        out = np.empty(len(rows), dtype=np.uint64)
+        at = 0
+        for i, local in split:
+            keys = method.candidate_keys(parts[i])
+            out[at : at + len(local)] = keys[local, j]
+            release_pages(keys)
+            at += len(local)
+        return out
+
+    return column, k
 
 
 def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
