@@ -96,7 +96,7 @@ def block_reading(lines: list[bytes]) -> list[tuple[int, object]]:
     block, n_lines = blocks.parse_block(data, "text", "id", 1, 0)
     assert n_lines == len(lines)
     got: list[tuple[int, object]] = [
-        (int(r), (i, t)) for r, i, t in zip(block.recnos, block.ids, block.texts, strict=True)
+        (int(r), (i, t)) for r, i, t in zip(block.recnos, block.id_list(), block.texts, strict=True)
     ]
     got += [(recno, kind) for recno, kind, _, _ in block.problems]
     return sorted(got, key=lambda x: x[0])

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from .._kernels import jsonl as _k
 from ..text import Utf8Texts
@@ -34,12 +33,14 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass
 class LineBlock:
-    """Records of consecutive lines: line numbers, ids (None: no id field), texts, byte spans
+    """Records of consecutive lines: line numbers, ids (UTF-8, no Python string each;
+    ``absent`` marks records without an id field, whose id is empty here), texts, byte spans
     (``starts``, ``ends`` in the decompressed file) and first bytes (pass 2 checks them), and
     the bad lines among them, in order, as ``(line number, kind, problem, fix)`` to report."""
 
     recnos: IntArray
-    ids: list[str | None]
+    ids: Utf8Texts
+    absent: npt.NDArray[np.bool_]
     texts: Utf8Texts
     starts: IntArray
     ends: IntArray
@@ -47,14 +48,21 @@ class LineBlock:
     problems: list[tuple[int, str, str, str]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.recnos)
+
+    def id_list(self) -> list[str | None]:
+        """The ids as Python strings, None where the record had no id field."""
+        ids: list[str | None] = list(self.ids)
+        for i in np.flatnonzero(self.absent).tolist():
+            ids[i] = None
+        return ids
 
     def take(self, rows: IntArray) -> LineBlock:
         """The records ``rows`` (sorted indices); problems are not carried."""
-        ids = self.ids
         return LineBlock(
             self.recnos[rows],
-            [ids[i] for i in rows.tolist()],
+            self.ids.take(rows),
+            self.absent[rows],
             self.texts.take(rows),
             self.starts[rows],
             self.ends[rows],
@@ -64,18 +72,6 @@ class LineBlock:
 
 def _key_bytes(name: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(name.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-
-
-def _ids(buf: np.ndarray, offsets: IntArray, absent: np.ndarray) -> list[str | None]:
-    """Python strings from UTF-8 ids (one C loop), None where the record had no id field."""
-    n = len(offsets) - 1
-    array = pa.LargeStringArray.from_buffers(
-        n, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(buf)
-    )
-    ids: list[str | None] = array.to_pylist()
-    for i in np.flatnonzero(absent).tolist():
-        ids[i] = None
-    return ids
 
 
 def parse_block(
@@ -96,7 +92,8 @@ def parse_block(
     i_off = np.zeros(len(rec) + 1, dtype=np.int64)
     i_off[1:] = i_ends[rec]
     texts = Utf8Texts(tbuf, t_off)
-    ids = _ids(ibuf, i_off, id_kinds[rec] == _k.ID_ABSENT)
+    ids = Utf8Texts(ibuf, i_off)
+    absent = id_kinds[rec] == _k.ID_ABSENT
     rows = rec
     ask = np.flatnonzero(status == _k.ASK_PYTHON)
     problems: list[tuple[int, str, str, str]] = []
@@ -119,11 +116,12 @@ def parse_block(
             order = np.argsort(rows, kind="stable")
             rows = rows[order]
             texts = Utf8Texts.concat([texts, Utf8Texts.from_strings(more_texts)]).take(order)
-            both = ids + more_ids
-            ids = [both[i] for i in order.tolist()]
+            more = Utf8Texts.from_strings([rid or "" for rid in more_ids])
+            ids = Utf8Texts.concat([ids, more]).take(order)
+            absent = np.concatenate([absent, [rid is None for rid in more_ids]])[order]
     at = starts[rows]
     block = LineBlock(
-        rows + first_recno, ids, texts, at + offset, ends[rows] + offset, buf[at], problems
+        rows + first_recno, ids, absent, texts, at + offset, ends[rows] + offset, buf[at], problems
     )
     return block, n_lines
 
