@@ -21,6 +21,7 @@ from typing import TypeVar, cast
 import numpy as np
 import numpy.typing as npt
 
+from . import _heap
 from . import removal as _removal
 from ._kernels.hashing import EMPTY
 from .errors import NeardupError, ParamError
@@ -421,6 +422,8 @@ class Deduplicator:
             self._evidence.append(self.verifier.evidence(nothing))
         canonical = _cat(self._canonical, np.uint64)
         lengths = _cat(self._lengths, np.int64)
+        self._canonical.clear()  # the pieces, now copied
+        self._lengths.clear()
         empty = canonical == EMPTY
         groups = exact_groups(canonical)
         is_first = groups == np.arange(n)
@@ -446,9 +449,11 @@ class Deduplicator:
         needed = np.unique(np.concatenate([a, b, in_buckets]))
         ev = _take_evidence(self._evidence, needed)
         self._evidence.clear()
+        _heap.trim()  # the blocks' pages go back to the system, not to malloc's free lists
         la, lb = np.searchsorted(needed, a), np.searchsorted(needed, b)
         verdict = self.verifier.decide(ev, la, lb, found.score, found.accepted)
         verdict = self.verifier.recheck(a, b, verdict, fetch_texts)
+        _heap.trim()
         ok = verdict.ok
         a, b, score = a[ok], b[ok], verdict.score[ok]
 
@@ -493,6 +498,7 @@ class Deduplicator:
         if self._spill is not None:
             self._spill.close()
         self._finished = True
+        _heap.trim()
         return self
 
     def all_pairs(self) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]:
