@@ -424,6 +424,7 @@ class Deduplicator:
         lengths = _cat(self._lengths, np.int64)
         self._canonical.clear()  # the pieces, now copied
         self._lengths.clear()
+        _heap.trim()  # what the batches left free in malloc's heap, before the peak stages
         empty = canonical == EMPTY
         groups = exact_groups(canonical)
         is_first = groups == np.arange(n)
