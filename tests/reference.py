@@ -199,3 +199,21 @@ def keep_aware_reference(
             dup.append(best[h])
             score.append(s)
     return kept, dup, score
+
+
+def id_hash(rid: str) -> int:
+    """``_kernels.ids.id_hashes``: FNV-1a of the UTF-8 bytes, length mixed in, finalised."""
+    data = rid.encode("utf-8", "surrogatepass")
+    h = FNV_OFFSET
+    for byte in data:
+        h = ((h ^ byte) * FNV_PRIME) & MASK
+    return fmix64(h ^ len(data))
+
+
+def claim_ids(seen: dict[str, int], ids: list[str], keys: list[int]) -> list[int]:
+    """``IdRegistry.claim``: -1 for a new id (claimed by its key), else the first claimer's key."""
+    out = []
+    for rid, key in zip(ids, keys, strict=True):
+        first = seen.setdefault(rid, key)
+        out.append(-1 if first == key else first)
+    return out

@@ -468,3 +468,23 @@ def test_spilled_blocks_are_removed_after_the_fit(tmp_path: Path) -> None:
     dedup.fit(texts, batch_size=50)
     assert dedup.stats_.spilled_bytes > 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_memory_limit_is_a_share_of_the_available_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neardup import run
+
+    assert run.available_memory() > 0  # this machine's, read before it is replaced
+    src = tmp_path / "in.jsonl"
+    _write_corpus(src, 300)
+    spilled = {}
+    for name, available in (("roomy", 1 << 40), ("tight", 400_000)):
+        monkeypatch.setattr(run, "available_memory", lambda available=available: available)
+        assert run.default_memory_limit() == int(available * run.MEMORY_SHARE)
+        summary = tmp_path / f"{name}.json"
+        args = ["dedup", str(src), "-o", str(tmp_path / f"{name}.jsonl"), "--batch-size", "30"]
+        assert main([*args, "--summary-json", str(summary), "--quiet"]) == 0
+        spilled[name] = json.loads(summary.read_text())["spilled_bytes"]
+    assert spilled["roomy"] == 0 < spilled["tight"]  # 50 KB of blocks held, the rest on disk
+    assert (tmp_path / "roomy.jsonl").read_bytes() == (tmp_path / "tight.jsonl").read_bytes()

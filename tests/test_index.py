@@ -215,7 +215,9 @@ def test_bad_paths_versions_parameters_and_writers_give_one_clear_error(tmp_path
     db.execute("UPDATE meta SET value = '0' WHERE key = 'schema_version'")
     db.commit()
     db.close()
-    with pytest.raises(IndexMismatchError, match=f"schema version 0; this neardup reads version {SCHEMA_VERSION}"):
+    with pytest.raises(
+        IndexMismatchError, match=f"schema version 0; this neardup reads version {SCHEMA_VERSION}"
+    ):
         Index.open(str(old))
     # a second writer waits, then gets a clear error; the first writer's work is intact
     first = Index.open(path, timeout=0.2)

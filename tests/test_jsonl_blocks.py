@@ -96,7 +96,7 @@ def block_reading(lines: list[bytes]) -> list[tuple[int, object]]:
     block, n_lines = blocks.parse_block(data, "text", "id", 1, 0)
     assert n_lines == len(lines)
     got: list[tuple[int, object]] = [
-        (int(r), (i, t)) for r, i, t in zip(block.recnos, block.ids, block.texts, strict=True)
+        (int(r), (i, t)) for r, i, t in zip(block.recnos, block.id_list(), block.texts, strict=True)
     ]
     got += [(recno, kind) for recno, kind, _, _ in block.problems]
     return sorted(got, key=lambda x: x[0])
@@ -125,19 +125,6 @@ def test_the_kernel_itself_reads_ordinary_records() -> None:
     _, status, *_ = k.parse_lines(buf, key, np.frombuffer(b"id", dtype=np.uint8))
     assert status.tolist() == [k.RECORD, k.RECORD, k.BLANK, k.RECORD]
     assert block_reading(lines) == python_reading(lines)
-
-
-@settings(deadline=None)
-@given(st.lists(st.tuples(st.text(st.characters(exclude_categories=["Cs"])), st.booleans())))
-def test_ids_decode_alike_in_python_and_in_pyarrow(rows: list[tuple[str, bool]]) -> None:
-    encoded = [rid.encode() if not absent else b"" for rid, absent in rows]
-    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum([len(b) for b in encoded])
-    buf = np.frombuffer(b"".join(encoded) + b"spare", dtype=np.uint8)  # kernel buffers have room
-    absent = np.array([a for _, a in rows], dtype=bool)
-    want = [None if a else rid for rid, a in rows]
-    assert blocks._ids(buf, offsets, absent, arrow_from=1 << 30) == want  # Python
-    assert blocks._ids(buf, offsets, absent, arrow_from=0) == want  # pyarrow
 
 
 @settings(deadline=None)

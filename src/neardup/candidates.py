@@ -26,6 +26,7 @@ pairs, counts and stats are the same with or without the listing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -111,6 +112,19 @@ def _check_features(keys: npt.ArrayLike, empty: npt.ArrayLike | None) -> npt.NDA
     return arr
 
 
+def _check_counts(n: int, k: int, r: int, max_bucket: int) -> None:
+    if not isinstance(r, int | np.integer) or isinstance(r, bool) or not 1 <= r <= max(k, 1):
+        raise ParamError(f"r must be an integer from 1 to the number of keys ({k}), got {r!r}")
+    if (
+        not isinstance(max_bucket, int | np.integer)
+        or isinstance(max_bucket, bool)
+        or max_bucket < 2
+    ):
+        raise ParamError(f"max_bucket must be an integer >= 2, got {max_bucket!r}")
+    if n >= 3_000_000_000:
+        raise ParamError(f"{n} documents is too many for one call; split the collection")
+
+
 def candidate_pairs(
     keys: npt.ArrayLike,
     r: int = 1,
@@ -135,16 +149,6 @@ def candidate_pairs(
     """
     arr = _check_features(keys, empty)
     n, k = arr.shape
-    if not isinstance(r, int | np.integer) or isinstance(r, bool) or not 1 <= r <= max(k, 1):
-        raise ParamError(f"r must be an integer from 1 to the number of keys ({k}), got {r!r}")
-    if (
-        not isinstance(max_bucket, int | np.integer)
-        or isinstance(max_bucket, bool)
-        or max_bucket < 2
-    ):
-        raise ParamError(f"max_bucket must be an integer >= 2, got {max_bucket!r}")
-    if n >= 3_000_000_000:
-        raise ParamError(f"{n} documents is too many for one call; split the collection")
     use_ident = identical is not None
     ident = np.zeros(0, dtype=np.int64)
     if identical is not None:
@@ -156,6 +160,33 @@ def candidate_pairs(
             )
         ident = np.ascontiguousarray(ident_arr.astype(np.int64, copy=False))
 
+    return pairs_by_column(
+        lambda j: arr[:, j],
+        n,
+        k,
+        r,
+        max_bucket=max_bucket,
+        identical=ident if use_ident else None,
+        list_big_buckets=list_big_buckets,
+        jobs=jobs,
+    )
+
+
+def pairs_by_column(
+    column: Callable[[int], npt.NDArray[np.uint64]],
+    n: int,
+    k: int,
+    r: int,
+    *,
+    max_bucket: int = DEFAULT_MAX_BUCKET,
+    identical: npt.NDArray[np.int64] | None = None,
+    list_big_buckets: bool = False,
+    jobs: int = 1,
+) -> CandidateResult:
+    """``candidate_pairs`` over key columns fetched one at a time: ``column(j)`` gives key
+    column j (uint64[n]), so the whole (n, k) key matrix never needs to be in memory at once
+    (at most ``jobs`` columns are; ``identical`` checked by the caller). The same result."""
+    _check_counts(n, k, r, max_bucket)
     in_big = np.zeros(n, dtype=np.bool_)  # only ever set to True: columns may share it
     parts_a: list[npt.NDArray[np.int64]] = []
     parts_b: list[npt.NDArray[np.int64]] = []
@@ -163,18 +194,16 @@ def candidate_pairs(
     size_parts: list[npt.NDArray[np.int64]] = []
     collect = bool(list_big_buckets)
 
-    def column(j: int) -> tuple[tuple[np.ndarray, ...], npt.NDArray[np.int64]]:
+    def one(j: int) -> tuple[tuple[np.ndarray, ...], npt.NDArray[np.int64]]:
         """One column's pairs and statistics (sorting and the kernel release the GIL)."""
         own = np.zeros(_k.N_STATS, dtype=np.int64)
-        found = column_buckets(
-            arr[:, j], int(max_bucket), ident if use_ident else None, in_big, own, collect
-        )
+        found = column_buckets(column(j), max_bucket, identical, in_big, own, collect)
         return found, own
 
     from .io._prefetch import ordered_map
 
     stats = np.zeros(_k.N_STATS, dtype=np.int64)
-    for _, ((pa, pb, bm, bs), own) in ordered_map(column, range(k), jobs):
+    for _, ((pa, pb, bm, bs), own) in ordered_map(one, range(k), jobs):
         parts_a.append(pa)
         parts_b.append(pb)
         big_parts.append(bm)

@@ -127,7 +127,7 @@ def _build_parser() -> argparse.ArgumentParser:
     io.add_argument(
         "--memory-limit",
         metavar="SIZE",
-        help="per-document data kept in memory before it goes to disk, memory-mapped (e.g. 4G); the output is the same [half the RAM]",
+        help="per-document data kept in memory before it goes to disk, memory-mapped (e.g. 4G); the output is the same [an eighth of the available memory]",
     )
     m = d.add_argument_group("method")
     m.add_argument("--method", choices=["minhash", "simhash"], default="minhash", help="[minhash]")

@@ -16,18 +16,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
+from . import _heap
 from . import removal as _removal
 from ._kernels.hashing import EMPTY
 from .errors import NeardupError, ParamError
-from .methods import Method, Signatures, make_method
+from .methods import KeyedCandidates, Method, Signatures, keyed_candidates, make_method
 from .params import DedupParams, check_int
 from .simhash import IdfTable
-from .spill import Spill
+from .spill import Spill, release_pages
 from .textbatch import TextBatch, check_texts
 from .verify import (
     Evidence,
@@ -384,6 +385,9 @@ class Deduplicator:
         """Keep one batch's arrays until ``finish``; the Dask backend appends blocks whose
         signatures and evidence stay on the workers (fetched by ``take``). Past the memory
         limit the signatures and evidence go to disk, memory-mapped."""
+        if _row_block(signatures) and isinstance(self.method, KeyedCandidates):
+            # Columns contiguous: ``finish`` reads the keys one column at a time.
+            signatures = Signatures(np.asfortranarray(signatures.data))
         held = signatures.nbytes + evidence.nbytes
         if self.memory_limit is not None and self._held + held > self.memory_limit:
             if self._spill is None:
@@ -418,27 +422,44 @@ class Deduplicator:
             self._evidence.append(self.verifier.evidence(nothing))
         canonical = _cat(self._canonical, np.uint64)
         lengths = _cat(self._lengths, np.int64)
+        self._canonical.clear()  # the pieces, now copied
+        self._lengths.clear()
+        _heap.trim()  # what the batches left free in malloc's heap, before the peak stages
         empty = canonical == EMPTY
         groups = exact_groups(canonical)
         is_first = groups == np.arange(n)
         dup = np.flatnonzero(~is_first)
         reps = np.flatnonzero(is_first & ~empty)
 
-        sigs = _take_signatures(self._signatures, reps)
+        columns = _key_columns(self.method, self._signatures, reps)
+        if columns is not None:  # one key column at a time, never the whole key matrix
+            found = keyed_candidates(
+                cast(KeyedCandidates, self.method), columns[0], len(reps), columns[1], self.jobs
+            )
+            in_buckets = reps[found.big_members]
+            bucket_docs = np.unique(in_buckets)
+            sigs = _take_signatures(self._signatures, bucket_docs)
+        else:
+            sigs = _take_signatures(self._signatures, reps)
+            found = self.method.candidates(sigs, jobs=self.jobs)
+            in_buckets = reps[found.big_members]
+            bucket_docs = np.unique(in_buckets)
+            sigs = sigs.take(np.searchsorted(reps, bucket_docs))
         self._signatures.clear()
-        found = self.method.candidates(sigs, jobs=self.jobs)
         a, b = reps[found.a], reps[found.b]
-        in_buckets = reps[found.big_members]
         needed = np.unique(np.concatenate([a, b, in_buckets]))
         ev = _take_evidence(self._evidence, needed)
         self._evidence.clear()
+        _heap.trim()  # the blocks' pages go back to the system, not to malloc's free lists
         la, lb = np.searchsorted(needed, a), np.searchsorted(needed, b)
         verdict = self.verifier.decide(ev, la, lb, found.score, found.accepted)
         verdict = self.verifier.recheck(a, b, verdict, fetch_texts)
+        _heap.trim()
         ok = verdict.ok
         a, b, score = a[ok], b[ok], verdict.score[ok]
 
-        verify_pairs = bucket_verifier(self.method, self.verifier, sigs, reps, ev, needed)
+        # Big-bucket checks compare first members of groups in big buckets: their rows suffice.
+        verify_pairs = bucket_verifier(self.method, self.verifier, sigs, bucket_docs, ev, needed)
         priority = self._priority(n, lengths, key)
         removed = remove(
             p, n, a, b, score, priority, groups, in_buckets, found.big_offsets, verify_pairs
@@ -478,6 +499,7 @@ class Deduplicator:
         if self._spill is not None:
             self._spill.close()
         self._finished = True
+        _heap.trim()
         return self
 
     def all_pairs(self) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]:
@@ -556,11 +578,49 @@ def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
 
 
 def _take_evidence(parts: list[Evidence], rows: IntArray) -> Evidence:
-    """Rows ``rows`` (sorted global indices) of the concatenated evidence, without it."""
-    picked = [parts[i].take(local) for i, local in _split([len(p) for p in parts], rows)]
-    if not picked and parts:
-        return parts[0].take(rows[:0])
-    return concat_evidence(picked)
+    """Rows ``rows`` (sorted global indices) of the concatenated evidence, without it.
+
+    Consumes ``parts`` as ``_take_signatures`` does: each block is dropped (unmapped) once its
+    rows are copied, so the pages read from mapped blocks never pile up.
+    """
+    if not parts:
+        return concat_evidence([])
+    like = parts[0].take(rows[:0])
+    picked = []
+    for i, local in _split([len(p) for p in parts], rows):
+        picked.append(parts[i].take(local))
+        parts[i] = like
+    return concat_evidence(picked) if picked else like
+
+
+def _row_block(sigs: Signatures) -> bool:
+    """A block of one row of fixed width per document, held here (not on a Dask worker)."""
+    return type(sigs) is Signatures and sigs.offsets is None and sigs.data.ndim == 2
+
+
+def _key_columns(
+    method: Method, parts: list[Signatures], rows: IntArray
+) -> tuple[Callable[[int], npt.NDArray[np.uint64]], int] | None:
+    """(column(j): candidate key j of documents ``rows`` (sorted global indices), number of key
+    columns), gathered from the blocks one column at a time; None when the method has no
+    candidate keys or a block is not rows held here. Pages of memory-mapped blocks are
+    released as they are read, so only the column being built stays resident."""
+    if not isinstance(method, KeyedCandidates) or not all(_row_block(p) for p in parts):
+        return None
+    split = _split([len(p) for p in parts], rows)
+    k = int(method.candidate_keys(parts[0].take(rows[:0])).shape[1])
+
+    def column(j: int) -> npt.NDArray[np.uint64]:
+        out = np.empty(len(rows), dtype=np.uint64)
+        at = 0
+        for i, local in split:
+            keys = method.candidate_keys(parts[i])
+            out[at : at + len(local)] = keys[local, j]
+            release_pages(keys)
+            at += len(local)
+        return out
+
+    return column, k
 
 
 def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:

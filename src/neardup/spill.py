@@ -2,13 +2,16 @@
 
 When the blocks a ``Deduplicator`` keeps until ``finish`` would pass a memory budget, each new
 block is written to a private temporary folder and read back memory-mapped: ``finish`` then
-gathers only the rows it needs (the candidate keys of group representatives, the evidence of
-documents in candidate pairs), so the resident set stays near what those need, not the corpus.
-The arrays are the same, so the results are byte-identical to an in-memory run.
+gathers only what it needs (one key column of the group representatives at a time, the rows of
+documents in candidate pairs and big buckets), so the resident set stays near what those need,
+not the corpus. Pages of a mapped block that were read count as resident until they are
+released (``release_pages``) or the block is dropped, so readers release them as they go. The
+arrays are the same, so the results are byte-identical to an in-memory run.
 """
 
 from __future__ import annotations
 
+import mmap
 import shutil
 import tempfile
 import weakref
@@ -31,14 +34,22 @@ class Spill:
         self._cleanup = weakref.finalize(self, shutil.rmtree, self.path, True)
 
     def array(self, values: np.ndarray) -> np.ndarray:
-        """``values`` written to disk and mapped back read-only (object arrays stay in memory)."""
+        """``values`` written to disk and mapped back read-only, in the same memory order (a
+        Fortran-ordered block stays one: its columns are contiguous on disk). Object arrays
+        and empty ones stay in memory."""
         if values.dtype == object or values.size == 0:
             return values
-        file = self.path / f"{self._count}.npy"
+        fortran = values.ndim > 1 and values.flags.f_contiguous and not values.flags.c_contiguous
+        raw = values.T if fortran else np.ascontiguousarray(values)
+        file = self.path / f"{self._count}.bin"
         self._count += 1
-        np.save(file, values, allow_pickle=False)
+        with open(file, "wb") as fh:
+            raw.tofile(fh)
+        with open(file, "rb") as fh:
+            mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         self.bytes += int(values.nbytes)
-        return np.load(file, mmap_mode="r")
+        out = np.frombuffer(mapped, dtype=values.dtype).reshape(raw.shape)
+        return out.T if fortran else out
 
     def signatures(self, sigs: Signatures) -> Signatures:
         if type(sigs) is not Signatures:  # remote or special blocks stay as they are
@@ -56,3 +67,16 @@ class Spill:
     def close(self) -> None:
         """Remove the folder now."""
         self._cleanup()
+
+
+def release_pages(values: np.ndarray) -> None:
+    """Drop the pages of the memory-mapped block behind ``values`` from this process's resident
+    set (nothing for arrays in memory). The data stays valid: a later read maps the pages in
+    again from the file (the page cache, usually)."""
+    base: object = values
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    if isinstance(base, mmap.mmap) and not base.closed:
+        base.madvise(mmap.MADV_DONTNEED)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -23,9 +22,6 @@ from ..text import Utf8Texts
 from ._jsonl import open_jsonl, parse_record, read_lines
 from ._report import Entry, Problems, RecordProblem, raise_changed
 
-#: Blocks with fewer ids decode them in Python; larger ones with pyarrow, about three times as
-#: fast per id, but a tenth of a second to import: small runs never pay for it.
-ARROW_IDS = 2048
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
 CHUNK = 8 << 20
 #: Bytes gathered per write of kept lines (a reader that goes away is noticed soon).
@@ -36,12 +32,14 @@ IntArray = npt.NDArray[np.int64]
 
 @dataclass
 class LineBlock:
-    """Records of consecutive lines: line numbers, ids (None: no id field), texts, byte spans
+    """Records of consecutive lines: line numbers, ids (UTF-8, no Python string each;
+    ``absent`` marks records without an id field, whose id is empty here), texts, byte spans
     (``starts``, ``ends`` in the decompressed file) and first bytes (pass 2 checks them), and
     the bad lines among them, in order, as ``(line number, kind, problem, fix)`` to report."""
 
     recnos: IntArray
-    ids: list[str | None]
+    ids: Utf8Texts
+    absent: npt.NDArray[np.bool_]
     texts: Utf8Texts
     starts: IntArray
     ends: IntArray
@@ -49,14 +47,21 @@ class LineBlock:
     problems: list[tuple[int, str, str, str]] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.recnos)
+
+    def id_list(self) -> list[str | None]:
+        """The ids as Python strings, None where the record had no id field."""
+        ids: list[str | None] = list(self.ids)
+        for i in np.flatnonzero(self.absent).tolist():
+            ids[i] = None
+        return ids
 
     def take(self, rows: IntArray) -> LineBlock:
         """The records ``rows`` (sorted indices); problems are not carried."""
-        ids = self.ids
         return LineBlock(
             self.recnos[rows],
-            [ids[i] for i in rows.tolist()],
+            self.ids.take(rows),
+            self.absent[rows],
             self.texts.take(rows),
             self.starts[rows],
             self.ends[rows],
@@ -66,28 +71,6 @@ class LineBlock:
 
 def _key_bytes(name: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(name.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-
-
-def _ids(
-    buf: np.ndarray, offsets: IntArray, absent: np.ndarray, arrow_from: int = ARROW_IDS
-) -> list[str | None]:
-    """Python strings from UTF-8 ids (the kernel vouches for their UTF-8), None where the
-    record had no id field; one C loop in pyarrow for blocks of ``arrow_from`` ids or more."""
-    n = len(offsets) - 1
-    ids: list[str | None]
-    if n < arrow_from:
-        data = buf[: offsets[-1]].tobytes()
-        ids = [data[a:b].decode("utf-8") for a, b in pairwise(offsets.tolist())]
-    else:
-        import pyarrow as pa
-
-        array = pa.LargeStringArray.from_buffers(
-            n, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(buf)
-        )
-        ids = array.to_pylist()
-    for i in np.flatnonzero(absent).tolist():
-        ids[i] = None
-    return ids
 
 
 def parse_block(
@@ -110,7 +93,8 @@ def parse_block(
     i_off = np.zeros(len(rec) + 1, dtype=np.int64)
     i_off[1:] = i_ends[rec]
     texts = Utf8Texts(tbuf, t_off)
-    ids = _ids(ibuf, i_off, id_kinds[rec] == _k.ID_ABSENT)
+    ids = Utf8Texts(ibuf, i_off)
+    absent = id_kinds[rec] == _k.ID_ABSENT
     rows = rec
     ask = np.flatnonzero(status == _k.ASK_PYTHON)
     problems: list[tuple[int, str, str, str]] = []
@@ -133,11 +117,12 @@ def parse_block(
             order = np.argsort(rows, kind="stable")
             rows = rows[order]
             texts = Utf8Texts.concat([texts, Utf8Texts.from_strings(more_texts)]).take(order)
-            both = ids + more_ids
-            ids = [both[i] for i in order.tolist()]
+            more = Utf8Texts.from_strings([rid or "" for rid in more_ids])
+            ids = Utf8Texts.concat([ids, more]).take(order)
+            absent = np.concatenate([absent, [rid is None for rid in more_ids]])[order]
     at = starts[rows]
     block = LineBlock(
-        rows + first_recno, ids, texts, at + offset, ends[rows] + offset, buf[at], problems
+        rows + first_recno, ids, absent, texts, at + offset, ends[rows] + offset, buf[at], problems
     )
     return block, n_lines
 

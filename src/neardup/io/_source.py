@@ -26,6 +26,7 @@ import numpy.typing as npt
 from ..errors import InputError, ParamError
 from ..text import Utf8Texts
 from ._atomic import Output, atomic_dir, open_output
+from ._ids import IdRegistry
 from ._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
 from ._jsonl_blocks import (
     LineBlock,
@@ -78,7 +79,7 @@ class DocBatch:
     float, str, bool or numpy.datetime64 of one kind for the whole run, or None when missing.
     """
 
-    ids: list[str]
+    ids: Sequence[str]
     texts: Sequence[str]
     positions: npt.NDArray[np.int64]
     nbytes: int
@@ -115,6 +116,50 @@ def _unlink_quietly(path: str) -> None:
         os.unlink(path)
 
 
+class _Claims:
+    """The ids claimed so far in a pass 1, and by which record (a key: file index and record
+    number). Blocks claim in one kernel call (``IdRegistry``); records read one at a time use a
+    dict, whose ids reach the registry before the next block's claims, so each sees every earlier
+    id. After a block, single records ask the registry (slower; only when a stream follows a
+    file)."""
+
+    def __init__(self) -> None:
+        self.registry = IdRegistry()
+        self._seen: dict[str, int] | None = {}
+        self._ids: list[str] = []
+        self._keys: list[int] = []
+
+    def one(self, rid: str, key: int) -> int:
+        """-1 when ``rid`` is new (claimed now), else the key of the record that has it."""
+        if self._seen is None:
+            return self.registry.claim_one(rid, key)
+        earlier = self._seen.setdefault(rid, key)
+        if earlier != key:
+            return earlier
+        self._ids.append(rid)
+        self._keys.append(key)
+        if len(self._ids) >= 65_536:
+            self._flush()
+        return -1
+
+    def block(self, ids: Utf8Texts, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``IdRegistry.claim`` after the records claimed one at a time."""
+        self._flush()
+        self._seen = None
+        return self.registry.claim(ids, keys)
+
+    def _flush(self) -> None:
+        if self._ids:
+            self.registry.claim(Utf8Texts.from_strings(self._ids), np.asarray(self._keys))
+            self._ids, self._keys = [], []
+
+    def close(self) -> Utf8Texts:
+        """Every claimed id in claim order (= position); the tables are freed."""
+        self._flush()
+        self._seen = None
+        return self.registry.close()
+
+
 class Source:
     """Documents from one or more inputs of one format, readable in two passes.
 
@@ -141,6 +186,9 @@ class Source:
         self.errors = ErrorReport()
         #: Number of documents pass 1 produced; None until a pass 1 has run to the end.
         self.n_docs: int | None = None
+        #: The ids of the last complete pass 1, by position (one UTF-8 buffer, not a Python
+        #: string each); None until a pass 1 has run to the end.
+        self.ids: Utf8Texts | None = None
         #: Documents of the last pass 1 whose key was missing (absent, null, NaN, NaT); 0
         #: without a key field. Equal to n_docs means the field was never found: warn.
         self.missing_keys = 0
@@ -192,6 +240,7 @@ class Source:
 
     def _pass1(self, batch_size: int) -> Generator[DocBatch, None, None]:
         self.n_docs = None
+        self.ids = None
         self.errors.counts.clear()
         self.errors.examples.clear()
         for kind, message in self._open_problems:
@@ -202,7 +251,7 @@ class Source:
             from ._parquet import SchemaRef
 
             first = SchemaRef()
-        seen: dict[str, int] = {}
+        seen = _Claims()
         many = len(self._entries) > 1
         check = None if self.key_field is None else KeyCheck(self.key_field)
         self.missing_keys = 0
@@ -250,6 +299,7 @@ class Source:
         if ids:
             yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
         self._schema = None if first is None else first.schema
+        self.ids = seen.close()
         self.n_docs = pos
 
     def _in_blocks(self, entry: Entry) -> bool:
@@ -266,7 +316,7 @@ class Source:
         entry: Entry,
         index: int,
         many: bool,
-        seen: dict[str, int],
+        seen: _Claims,
         problems: Problems,
         batch_size: int,
     ) -> Generator[DocBatch, None, None]:
@@ -275,69 +325,74 @@ class Source:
         entry.stamp = _stamp(cast(Path, entry.path))
         entry.spans = []
         pos = entry.start
-        ids: list[str] = []
+        ids: list[Utf8Texts] = []
         texts: list[Utf8Texts] = []
         sizes: list[npt.NDArray[np.int64]] = []
+        held = 0
         for block in scan_jsonl_blocks(entry, self.text_field, self.id_field, problems):
             block = self._accept(entry, index, many, seen, problems, block)
             if not len(block):
                 continue
             entry.spans.append((block.starts, block.ends, block.firsts))
             entry.n_docs += len(block)
-            ids.extend(cast(list[str], block.ids))
+            ids.append(block.ids)
             texts.append(block.texts)
             sizes.append(block.ends - block.starts)
-            if len(ids) < batch_size:
+            held += len(block)
+            if held < batch_size:
                 continue
-            joined, size = Utf8Texts.concat(texts), np.concatenate(sizes)
+            joined_ids, joined = Utf8Texts.concat(ids), Utf8Texts.concat(texts)
+            size = np.concatenate(sizes)
             cut = 0
-            while len(ids) - cut >= batch_size:
+            while held - cut >= batch_size:
                 end = cut + batch_size
                 yield DocBatch(
-                    ids[cut:end], joined[cut:end], np.arange(pos, pos + batch_size),
+                    joined_ids[cut:end], joined[cut:end], np.arange(pos, pos + batch_size),
                     int(size[cut:end].sum()),
                 )  # fmt: skip
                 pos += batch_size
                 cut = end
-            ids, texts, sizes = ids[cut:], [joined[cut:]], [size[cut:]]
-        if ids:
-            joined, size = Utf8Texts.concat(texts), np.concatenate(sizes)
-            yield DocBatch(ids, joined, np.arange(pos, pos + len(ids)), int(size.sum()))
+            ids, texts, sizes = [joined_ids[cut:]], [joined[cut:]], [size[cut:]]
+            held -= cut
+        if held:
+            joined_ids, joined = Utf8Texts.concat(ids), Utf8Texts.concat(texts)
+            size = np.concatenate(sizes)
+            yield DocBatch(joined_ids, joined, np.arange(pos, pos + held), int(size.sum()))
 
     def _accept(
         self,
         entry: Entry,
         index: int,
         many: bool,
-        seen: dict[str, int],
+        seen: _Claims,
         problems: Problems,
         block: LineBlock,
     ) -> LineBlock:
         """Default ids, unique ids and the block's bad lines, reported in line order."""
         recnos = block.recnos
-        if None in block.ids:
-            for i in [i for i, rid in enumerate(block.ids) if rid is None]:
+        if block.absent.any():
+            ids = block.id_list()
+            for i in np.flatnonzero(block.absent).tolist():
                 recno = int(recnos[i])
-                block.ids[i] = f"{entry.name}:{recno}" if many else str(recno)
-        keys = ((index << _RECNO_BITS) | recnos).tolist()
-        if seen.keys().isdisjoint(block.ids):  # two C passes when every id is new
-            before = len(seen)
-            seen.update(zip(block.ids, keys, strict=True))  # type: ignore[arg-type]
-            if len(seen) == before + len(keys):
-                for recno, kind, problem, fix in block.problems:
-                    problems.record(entry, recno, kind, problem, fix)
-                return block
-            for rid in block.ids:  # an id repeated inside the block: undo, go one by one
-                seen.pop(cast(str, rid), None)
+                ids[i] = f"{entry.name}:{recno}" if many else str(recno)
+            block.ids = Utf8Texts.from_strings(cast(list[str], ids))
+            block.absent = np.zeros(len(ids), dtype=np.bool_)
+        keys = (index << _RECNO_BITS) | recnos
+        earlier = seen.block(block.ids, keys)
+        if not (earlier >= 0).any():  # every id new: no Python step per record
+            for recno, kind, problem, fix in block.problems:
+                problems.record(entry, recno, kind, problem, fix)
+            return block
         bad = iter(block.problems)
         nxt = next(bad, None)
+        dup = set(np.flatnonzero(earlier >= 0).tolist())
         rows: list[int] = []
-        for i, (rid, key) in enumerate(zip(block.ids, keys, strict=True)):
-            recno = key & ((1 << _RECNO_BITS) - 1)
+        for i, recno in enumerate(recnos.tolist()):
             while nxt is not None and nxt[0] < recno:
                 problems.record(entry, *nxt)
                 nxt = next(bad, None)
-            if not self._claim(seen, cast(str, rid), key, entry, recno, problems):
+            if i in dup:
+                self._duplicate(block.ids[i], int(earlier[i]), entry, recno, problems)
                 continue
             rows.append(i)
         while nxt is not None:
@@ -346,13 +401,19 @@ class Source:
         return block.take(np.asarray(rows, dtype=np.int64))
 
     def _claim(
-        self, seen: dict[str, int], rid: str, key: int, entry: Entry, recno: int, problems: Problems
+        self, seen: _Claims, rid: str, key: int, entry: Entry, recno: int, problems: Problems
     ) -> bool:
         """Record ``rid`` as the id of the record at ``key``; False (and a bad record) when an
         earlier record has it."""
-        earlier = seen.setdefault(rid, key)
-        if earlier == key:
+        earlier = seen.one(rid, key)
+        if earlier < 0:
             return True
+        self._duplicate(rid, earlier, entry, recno, problems)
+        return False
+
+    def _duplicate(
+        self, rid: str, earlier: int, entry: Entry, recno: int, problems: Problems
+    ) -> None:
         problems.record(
             entry,
             recno,
@@ -360,7 +421,6 @@ class Source:
             f"id {rid!r} is already used by {self._where(earlier)}",
             _DUPLICATE_FIX,
         )
-        return False
 
     def _where(self, key: int) -> str:
         entry = self._entries[key >> _RECNO_BITS]

@@ -9,6 +9,7 @@ from .base import (
     KeyedCandidates,
     Method,
     Signatures,
+    keyed_candidates,
     postings,
     query_candidates,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "SampledMethod",
     "Signatures",
     "SimHashMethod",
+    "keyed_candidates",
     "make_method",
     "needs_fit",
     "postings",

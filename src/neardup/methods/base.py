@@ -24,6 +24,7 @@ per pair (``detail_scores(x, y) -> {name: float64[m]}``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -150,13 +151,50 @@ class KeyedCandidates(Protocol):
     can be generated key partition by key partition: the Dask backend does."""
 
     min_shared: int
-    max_bucket: int
+
+    @property
+    def max_bucket(self) -> int: ...
 
     def candidate_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]: ...
 
     def candidate_scores(
         self, count: npt.NDArray[np.int32]
     ) -> tuple[FloatArray, npt.NDArray[np.bool_]]: ...
+
+
+def keyed_candidates(
+    method: KeyedCandidates,
+    column: Callable[[int], npt.NDArray[np.uint64]],
+    n: int,
+    k: int,
+    jobs: int = 1,
+) -> Candidates:
+    """The candidates of a ``KeyedCandidates`` method from its key columns, fetched one at a
+    time by ``column(j)`` (uint64[n]): pairs sharing ``min_shared`` keys in a column, big
+    buckets chained and listed, scored by ``candidate_scores``. Its ``candidates`` gives the
+    key matrix's columns; the engine gives columns gathered from spilled blocks."""
+    from ..candidates import pairs_by_column
+
+    found = pairs_by_column(
+        column,
+        n,
+        k,
+        method.min_shared,
+        max_bucket=method.max_bucket,
+        list_big_buckets=True,
+        jobs=jobs,
+    )
+    st = found.stats
+    score, accepted = method.candidate_scores(found.count)
+    return Candidates(
+        a=found.a,
+        b=found.b,
+        score=score,
+        accepted=accepted,
+        stats={"big_buckets": st.big_buckets, "big_bucket_docs": st.big_bucket_docs},
+        big_members=found.big_members,
+        big_offsets=found.big_offsets,
+    )
 
 
 def postings(method: Method, sigs: Signatures) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:

@@ -10,12 +10,11 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .. import candidates
 from ..features import EMPTY, feature_combinations
 from ..features import features as band_features
 from ..params import FeatureParams, MinhashParams, SketchParams
 from ..textbatch import TextBatch
-from .base import Candidates, FloatArray, Signatures
+from .base import Candidates, FloatArray, Signatures, keyed_candidates
 
 
 class MinHashMethod:
@@ -52,24 +51,9 @@ class MinHashMethod:
         return np.ones(n, dtype=np.float64), np.ones(n, dtype=np.bool_)
 
     def candidates(self, sigs: Signatures, jobs: int = 1) -> Candidates:
-        found = candidates.candidate_pairs(
-            self.candidate_keys(sigs),
-            self.min_shared,
-            max_bucket=self.max_bucket,
-            list_big_buckets=True,
-            jobs=jobs,
-        )
-        st = found.stats
-        score, accepted = self.candidate_scores(found.count)
-        return Candidates(
-            a=found.a,
-            b=found.b,
-            score=score,
-            accepted=accepted,
-            stats={"big_buckets": st.big_buckets, "big_bucket_docs": st.big_bucket_docs},
-            big_members=found.big_members,
-            big_offsets=found.big_offsets,
-        )
+        keys = self.candidate_keys(sigs)
+        n, k = keys.shape
+        return keyed_candidates(self, lambda j: keys[:, j], n, k, jobs)
 
     def lookup_keys(self, sigs: Signatures) -> npt.NDArray[np.uint64]:
         return np.asarray(sigs.data, dtype=np.uint64)

@@ -1,0 +1,96 @@
+"""Ids of pass 1 -> which records claim a new id, and every id kept compactly for the outputs.
+
+Pass 1 drops (or stops at) a record whose id an earlier record already has. Over millions of
+records a dict of Python strings costs ~130 bytes an id and a Python call per record; here the
+ids of a block are claimed in one kernel call (``_kernels.ids.claim_ids``) against an
+open-addressing table of document numbers, and kept as one UTF-8 buffer with offsets: ~16 bytes
+an id beyond its own bytes, plus 8 for the table, which is freed when pass 1 ends. Document
+numbers are claim order, i.e. the global positions of pass 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..text import Utf8Texts
+
+IntArray = npt.NDArray[np.int64]
+#: The table is grown (doubled) before claims would fill more than this share of its slots.
+MAX_LOAD = 0.6
+
+
+def _grown(values: np.ndarray, need: int) -> np.ndarray:
+    """``values`` with room for at least ``need`` entries (doubling: amortised copies)."""
+    if need <= values.shape[0]:
+        return values
+    out = np.empty(max(need, 2 * values.shape[0]), dtype=values.dtype)
+    out[: values.shape[0]] = values
+    return out
+
+
+class IdRegistry:
+    """Every id claimed so far, in claim order, with the record key (file index and record
+    number, for messages) of the record that claimed it."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._buf = np.zeros(1 << 12, dtype=np.uint8)
+        self._offsets = np.zeros(1 << 10, dtype=np.int64)
+        self._hashes = np.zeros(1 << 10, dtype=np.uint64)
+        self._keys = np.zeros(1 << 10, dtype=np.int64)
+        self._table = np.full(1 << 11, -1, dtype=np.int64)
+
+    def claim(self, ids: Utf8Texts, keys: IntArray) -> IntArray:
+        """Claim ``ids`` in order for the records ``keys``: -1 where the id is new (the record
+        claims it), else the key of the record that claimed it first (earlier in ``ids`` too)."""
+        from .._kernels import ids as _k  # Numba loads once records are read, not at import
+
+        m = len(ids)
+        if m == 0:
+            return np.zeros(0, dtype=np.int64)
+        buf, offsets = ids.buf, ids.offsets
+        size = int(offsets[-1] - offsets[0])
+        self._buf = _grown(self._buf, int(self._offsets[self.count]) + size)
+        self._offsets = _grown(self._offsets, self.count + m + 1)
+        self._hashes = _grown(self._hashes, self.count + m)
+        self._keys = _grown(self._keys, self.count + m)
+        if self.count + m > MAX_LOAD * self._table.shape[0]:
+            slots = self._table.shape[0]
+            while self.count + m > MAX_LOAD * slots:
+                slots *= 2
+            self._table = np.full(slots, -1, dtype=np.int64)
+            _k.fill_table(self._table, self._hashes, self.count)
+        earlier, self.count = _k.claim_ids(
+            self._table,
+            self._hashes,
+            self._buf,
+            self._offsets,
+            self._keys,
+            self.count,
+            buf,
+            offsets,
+            _k.id_hashes(buf, offsets),
+            np.ascontiguousarray(keys, dtype=np.int64),
+        )
+        found = earlier >= 0
+        earlier[found] = self._keys[earlier[found]]
+        return earlier
+
+    def claim_one(self, rid: str, key: int) -> int:
+        """``claim`` of a single id: -1 when new, else the earlier record's key."""
+        return int(self.claim(Utf8Texts.from_strings([rid]), np.array([key]))[0])
+
+    def ids(self) -> Utf8Texts:
+        """The claimed ids in claim order (a copy of exactly their bytes)."""
+        end = int(self._offsets[self.count])
+        return Utf8Texts(self._buf[:end].copy(), self._offsets[: self.count + 1].copy())
+
+    def close(self) -> Utf8Texts:
+        """The ids, with the table and hashes freed: no more claims."""
+        out = self.ids()
+        empty = np.zeros(0, dtype=np.int64)
+        self._buf, self._offsets, self._keys = np.zeros(0, np.uint8), np.zeros(1, np.int64), empty
+        self._hashes, self._table = np.zeros(0, np.uint64), np.full(1, -1, np.int64)
+        self.count = 0
+        return out
