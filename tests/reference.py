@@ -201,15 +201,6 @@ def keep_aware_reference(
     return kept, dup, score
 
 
-def id_hash(rid: str) -> int:
-    """``_kernels.ids.id_hashes``: FNV-1a of the UTF-8 bytes, length mixed in, finalised."""
-    data = rid.encode("utf-8", "surrogatepass")
-    h = FNV_OFFSET
-    for byte in data:
-        h = ((h ^ byte) * FNV_PRIME) & MASK
-    return fmix64(h ^ len(data))
-
-
 def claim_ids(seen: dict[str, int], ids: list[str], keys: list[int]) -> list[int]:
     """``IdRegistry.claim``: -1 for a new id (claimed by its key), else the first claimer's key."""
     out = []

@@ -11,21 +11,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .hashing import FNV_OFFSET, FNV_PRIME, fmix64
-
-
-@njit(cache=True, nogil=True)
-def id_hashes(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """FNV-1a of each id's bytes, length mixed in, through MurmurHash3's finaliser."""
-    n = offsets.shape[0] - 1
-    out = np.empty(n, dtype=np.uint64)
-    for i in range(n):
-        h = FNV_OFFSET
-        for p in range(offsets[i], offsets[i + 1]):
-            h = (h ^ np.uint64(buf[p])) * FNV_PRIME
-        out[i] = fmix64(h ^ np.uint64(offsets[i + 1] - offsets[i]))
-    return out
-
 
 @njit(cache=True, nogil=True, inline="always")
 def _same(buf: np.ndarray, lo: int, hi: int, other: np.ndarray, olo: int, ohi: int) -> bool:

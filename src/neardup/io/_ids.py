@@ -45,6 +45,7 @@ class IdRegistry:
         """Claim ``ids`` in order for the records ``keys``: -1 where the id is new (the record
         claims it), else the key of the record that claimed it first (earlier in ``ids`` too)."""
         from .._kernels import ids as _k  # Numba loads once records are read, not at import
+        from .._kernels.shingles import raw_hash_kernel
 
         m = len(ids)
         if m == 0:
@@ -70,7 +71,7 @@ class IdRegistry:
             self.count,
             buf,
             offsets,
-            _k.id_hashes(buf, offsets),
+            raw_hash_kernel(buf, offsets),  # an id's hash: that of its raw UTF-8 bytes
             np.ascontiguousarray(keys, dtype=np.int64),
         )
         found = earlier >= 0
