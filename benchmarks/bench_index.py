@@ -42,7 +42,6 @@ import common
 common.ensure_neardup()
 
 from neardup import DedupParams, Index  # noqa: E402
-from neardup.params import INDEX_ADD_BATCH_SIZE  # noqa: E402
 
 
 def corpus(n: int, mean_words: int, seed: int = 0) -> Iterator[tuple[str, str]]:
@@ -179,7 +178,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--peer-docs", type=int, default=100_000, help="0: skip datasketch")
     parser.add_argument("--mean-words", type=int, default=80)
-    parser.add_argument("--batch", type=int, default=INDEX_ADD_BATCH_SIZE)
+    parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument(
         "--jobs",
         type=int,

@@ -19,7 +19,6 @@ from typing import Any
 from . import __version__
 from .errors import NeardupError, OutputError, ParamError
 from .params import (
-    INDEX_ADD_BATCH_SIZE,
     DedupParams,
     FeatureParams,
     MinhashParams,
@@ -59,9 +58,7 @@ def _add_shingle_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_input_options(
-    p: argparse.ArgumentParser, formats: list[str], batch_size: int = 5000
-) -> Any:
+def _add_input_options(p: argparse.ArgumentParser, formats: list[str]) -> Any:
     """The input options every command that reads documents shares; returns the group."""
     io = p.add_argument_group("input")
     web = " (warc/html write kept pages as JSONL)" if "warc" in formats else ""
@@ -76,9 +73,7 @@ def _add_input_options(
         default="stop",
         help="stop at the first bad record, or skip and count [stop]",
     )
-    io.add_argument(
-        "--batch-size", type=int, default=batch_size, help=f"documents per batch [{batch_size}]"
-    )
+    io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
     return io
 
 
@@ -622,8 +617,8 @@ def _quiet_stdout() -> None:
 # -- neardup index ... and dedup --index ---------------------------------------------------------
 
 
-def _add_index_input_options(p: argparse.ArgumentParser, batch_size: int = 5000) -> None:
-    _add_input_options(p, ["jsonl", "parquet", "text"], batch_size)
+def _add_index_input_options(p: argparse.ArgumentParser) -> None:
+    _add_input_options(p, ["jsonl", "parquet", "text"])
 
 
 def _add_index_parser(sub: Any) -> None:
@@ -677,7 +672,7 @@ def _add_index_parser(sub: Any) -> None:
     a = isub.add_parser("add", help="add documents (an id already present is replaced)")
     a.add_argument("path", help="the index")
     a.add_argument("inputs", nargs="+", help="JSONL, Parquet, text files or folders, or -")
-    _add_index_input_options(a, INDEX_ADD_BATCH_SIZE)
+    _add_index_input_options(a)
     a.add_argument("--url-field", help="field holding each document's URL (used as its id)")
     a.add_argument("--date-field", help="field holding the crawl date (last seen)")
     a.add_argument(

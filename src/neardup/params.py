@@ -29,11 +29,6 @@ MAX_T = 65536
 #: Most megashingle keys a document may have (``MinhashParams.super_features``).
 MAX_SUPER_FEATURES = 256
 
-#: Documents per batch (one transaction each) when adding files to an index: every batch
-#: appends one segment that later merges rewrite, so larger batches rewrite each posting fewer
-#: times (see ``benchmarks/README.md``, bench_index).
-INDEX_ADD_BATCH_SIZE = 20_000
-
 #: Default bucket size above which a candidate bucket is handled as a big bucket.
 DEFAULT_MAX_BUCKET = 200
 

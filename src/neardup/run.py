@@ -36,7 +36,7 @@ from .io import (
     write_pairs,
 )
 from .io._prefetch import prefetch
-from .params import INDEX_ADD_BATCH_SIZE, DedupParams, check_int
+from .params import DedupParams, check_int
 from .progress import Progress
 
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
@@ -411,7 +411,7 @@ def index_add_source(
 
     from .index import Index
 
-    read = read or ReadOptions(batch_size=INDEX_ADD_BATCH_SIZE)
+    read = read or ReadOptions()
     jobs = _check_jobs(jobs)
     started = time.perf_counter()
     docs = nbytes = 0
