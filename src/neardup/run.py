@@ -117,7 +117,7 @@ def default_memory_limit() -> int:
     the next ones go to disk, memory-mapped. The rest is left for what cannot spill (ids,
     hashes and lengths, ~50 B a document, and ``finish``'s working set, a few hundred bytes a
     document at its peak) and for the rest of the machine: on a machine with 23 GB available,
-    2.9 GB, and 10M documents peak near 6 GB."""
+    2.9 GB, and 10M documents peaked at 4.5 GB (benchmarks/README.md)."""
     return int(available_memory() * MEMORY_SHARE)
 
 
