@@ -271,6 +271,42 @@ def test_bundles_cut_to_any_size_change_nothing(client: object, texts: list[str]
         assert_identical(dd.finish(), want)
 
 
+def _split_of(i: int) -> object:
+    from neardup.dask_shuffle import split_by
+
+    return split_by(np.arange(8) % 2, 2, np.full(8, i, dtype=np.int64))
+
+
+def test_bundles_run_on_the_worker_that_holds_their_splits(client: object) -> None:
+    """A worker bundles its own sources' splits: no split crosses the network to be bundled
+    (asking the scheduler by key once answered nothing, and one worker bundled everything)."""
+    from neardup.dask_shuffle import Exchanges
+
+    workers = sorted(client.scheduler_info()["workers"])  # type: ignore[attr-defined]
+    if len(workers) < 2:
+        pytest.skip("needs two workers")
+    submit = client.submit  # type: ignore[attr-defined]
+    n = 2 * len(workers)
+    splits = [
+        submit(_split_of, i, pure=False, workers=[workers[i % len(workers)]]) for i in range(n)
+    ]
+    distributed.wait(splits)
+    ex = Exchanges(client, workers, bundle_bytes=1 << 20)
+    bundles = ex._bundled("test", splits, 2)
+    distributed.wait(bundles)
+    where = client.who_has(bundles)  # type: ignore[attr-defined]
+    assert sorted(w for b in bundles for w in where[b.key]) == workers
+    pieces = ex.pieces("test", splits, 2)
+    got = client.gather([ex.at(d, _sources, *pieces[d]) for d in range(2)])  # type: ignore[attr-defined]
+    assert got == [list(range(n))] * 2
+
+
+def _sources(*pieces: object) -> list[int]:
+    from neardup.dask_shuffle import unbundle
+
+    return [int(p[0][0]) for p in unbundle(pieces)]  # type: ignore[index]
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 50)), max_size=40),
@@ -293,6 +329,26 @@ def test_bundle_runs_take_each_source_once_within_the_budget(
     for (w, run), (w2, nxt) in itertools.pairwise(runs):
         if w == w2:
             assert sum(sizes[i] for i in run) + sizes[nxt[0]] > budget
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 10**9),
+    st.integers(1, 64),
+    st.integers(0, 10**12),
+    st.sampled_from([0, 1, 600 * 2**20, 12 * 2**30]),
+)
+def test_shuffle_partitions_fit_the_memory_limit_and_spread_evenly(
+    n: int, workers: int, key_bytes: int, limit: int
+) -> None:
+    parts = nd.shuffle_partitions(n, workers, key_bytes, limit)
+    assert parts >= workers and parts % workers == 0
+    if limit:
+        share = max(int(limit * nd.SHUFFLE_SHARE), 1)
+        assert -(-key_bytes // parts) <= share  # each key partition fits its share
+        assert parts == workers or -(-key_bytes // (parts - workers)) > share  # none spare
+    else:
+        assert -(-n // parts) <= nd.DOCS_PER_SHUFFLE_PARTITION
 
 
 def test_dask_measures_blocks_and_records_by_their_arrays(texts: list[str]) -> None:

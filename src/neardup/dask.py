@@ -83,8 +83,14 @@ IntArray = npt.NDArray[np.int64]
 #: Seconds to wait for a scheduler named by address before giving up.
 CONNECT_TIMEOUT = 10.0
 
-#: Documents per shuffle partition by default (their keys: ~400 B each at t=0.8).
+#: Documents per shuffle partition when the workers have no memory limit (their keys: ~400 B
+#: each at t=0.8) ...
 DOCS_PER_SHUFFLE_PARTITION = 150_000
+#: ... else a key partition's records take at most this share of the smallest worker limit
+#: (~60 MB under 600 MB: the keys of ~130,000 documents at t=0.8).
+SHUFFLE_SHARE = 1 / 10
+#: Bytes of a key record (key u64, document u32) per byte of signature (u64 values).
+KEY_BYTES_PER_SIGNATURE_BYTE = 12 / 8
 
 #: Name of the manifest written last into a per-partition output folder.
 MANIFEST = "manifest.json"
@@ -527,6 +533,15 @@ class DaskDeduplicator(Deduplicator):
         self._blocks.clear()
         return self
 
+    def _shuffle_partitions(self, workers: Sequence[str]) -> int:
+        """``shuffle_partitions`` for these blocks and the workers' memory limit."""
+        from .dask_shuffle import memory_limit
+
+        sig = sum(m.sig_nbytes for m in self.meta_)
+        key_bytes = int(sig * KEY_BYTES_PER_SIGNATURE_BYTE)
+        limit = memory_limit(self.client, workers)
+        return shuffle_partitions(self._n, len(workers), key_bytes, limit)
+
     def _finish_on_workers(self, key: npt.ArrayLike | None, fetch_texts: FetchTexts | None) -> None:
         p = self.params
         n = self._n
@@ -542,7 +557,7 @@ class DaskDeduplicator(Deduplicator):
             self.idf,
             priority,
             fetch_texts,
-            self.shuffle_partitions or shuffle_partitions(n, len(workers)),
+            self.shuffle_partitions or self._shuffle_partitions(workers),
             workers,
             self.bundle_bytes,
         )
@@ -593,10 +608,19 @@ class DaskDeduplicator(Deduplicator):
         self._finished = True
 
 
-def shuffle_partitions(n: int, workers: int) -> int:
-    """Partitions of each shuffle: one per worker, and more for big corpora, so that a key
-    partition holds about ``DOCS_PER_SHUFFLE_PARTITION`` documents' keys (~60 MB at k=38)."""
-    return max(workers, 1, -(-n // DOCS_PER_SHUFFLE_PARTITION))
+def shuffle_partitions(n: int, workers: int, key_bytes: int = 0, limit: int = 0) -> int:
+    """Partitions of each shuffle: as few as fit, since every partition of every exchange is
+    tasks the scheduler runs (one per worker took 0.8 s less than 8 at 1M on two workers).
+    A key partition's records (``key_bytes`` in all) take at most ``SHUFFLE_SHARE`` of the
+    workers' memory ``limit``, or without one a partition holds the keys of
+    ``DOCS_PER_SHUFFLE_PARTITION`` documents; rounded up to a multiple of the workers, so
+    each takes as many (7 on 2 workers left one idle for 1/7 of every stage)."""
+    w = max(workers, 1)
+    if limit > 0:
+        need = -(-max(key_bytes, 1) // max(int(limit * SHUFFLE_SHARE), 1))
+    else:
+        need = -(-max(n, 1) // DOCS_PER_SHUFFLE_PARTITION)
+    return w * -(-need // w)
 
 
 # -- clusters -------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -107,6 +108,19 @@ class Bundle:
         return sum(nbytes_of(p) for _, p in self.items)
 
 
+@dask_sized
+@dataclass(frozen=True)
+class Fanout:
+    """One source's pieces for the destinations on one worker: fetched there once, each
+    destination's task then takes its own (``_pick``), not one small task per piece."""
+
+    pieces: dict[int, Any]  # destination -> piece
+
+    @property
+    def nbytes(self) -> int:
+        return sum(nbytes_of(p) for p in self.pieces.values())
+
+
 def unbundle(pieces: Sequence[Any]) -> list[Any]:
     """A destination's pieces in source order, whether they came one by one or in bundles."""
     if not any(isinstance(p, Bundle) for p in pieces):
@@ -116,15 +130,18 @@ def unbundle(pieces: Sequence[Any]) -> list[Any]:
     return [p for _, p in items]
 
 
+def memory_limit(client: Any, workers: Sequence[str]) -> int:
+    """The smallest memory limit of the workers in bytes; 0 when none has one."""
+    info = client.scheduler_info().get("workers", {})
+    limits = [int(info.get(w, {}).get("memory_limit") or 0) for w in workers]
+    return min((x for x in limits if x > 0), default=0)
+
+
 def bundle_budget(client: Any, workers: Sequence[str]) -> int:
     """Bytes of splits per bundle task: ``BUNDLE_SHARE`` of the smallest memory limit of the
     workers, at most ``BUNDLE_BYTES`` (which workers without a limit get)."""
-    if not workers:
-        return BUNDLE_BYTES
-    info = client.scheduler_info().get("workers", {})
-    limits = [int(info.get(w, {}).get("memory_limit") or 0) for w in workers]
-    limits = [x for x in limits if x > 0]
-    return max(1, min([BUNDLE_BYTES, *(int(x * BUNDLE_SHARE) for x in limits)]))
+    limit = memory_limit(client, workers) if workers else 0
+    return max(1, min(BUNDLE_BYTES, int(limit * BUNDLE_SHARE))) if limit else BUNDLE_BYTES
 
 
 def bundle_runs(
@@ -167,6 +184,15 @@ def _piece(split: Split, d: int) -> Any:
     return _own(split.pieces[d])
 
 
+def _fanout(split: Split, dests: list[int]) -> Fanout:
+    return Fanout({d: _own(split.pieces[d]) for d in dests})
+
+
+def _pick(d: int, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with each ``Fanout`` replaced by destination d's piece."""
+    return fn(*(a.pieces[d] if isinstance(a, Fanout) else a for a in args))
+
+
 def _size(split: Split) -> int:
     return split.nbytes
 
@@ -188,12 +214,25 @@ class Exchanges:
         """One task (where its inputs live); its result stays on the worker."""
         return self.client.submit(fn, *args, pure=False)
 
-    def at(self, d: int, fn: Callable[..., Any], *args: Any) -> Any:
-        """The task of destination partition d, preferably on worker d mod W (spreads work)."""
+    def home(self, d: int) -> str:
+        """The worker destination partition d runs on by default: d mod W (spreads work)."""
+        return self.workers[d % len(self.workers)]
+
+    def at(self, d: int, fn: Callable[..., Any], *args: Any, worker: str | None = None) -> Any:
+        """The task of destination d, preferably on ``worker`` (default ``home(d)``): calls
+        ``fn(*args)``, a ``Fanout`` among ``args`` replaced by d's piece."""
         if not self.workers:
-            return self.submit(fn, *args)
-        where = [self.workers[d % len(self.workers)]]
-        return self.client.submit(fn, *args, pure=False, workers=where, allow_other_workers=True)
+            return self.submit(_pick, d, fn, *args)
+        where = [worker or self.home(d)]
+        key = f"{getattr(fn, '__name__', 'task')}-{uuid.uuid4().hex}"
+        return self.client.submit(
+            _pick, d, fn, *args, key=key, workers=where, allow_other_workers=True
+        )
+
+    def holders(self, futures: Sequence[Any]) -> list[str]:
+        """The worker holding each future's result (``home(i)`` when none is known)."""
+        who = self.client.who_has(list(futures))  # futures, not keys: keys answer {}
+        return [sorted(who.get(f.key) or [self.home(i)])[0] for i, f in enumerate(futures)]
 
     def exchange(
         self,
@@ -202,23 +241,35 @@ class Exchanges:
         split: Callable[..., Split],
         parts: int,
         *args: Any,
+        where: Sequence[str] | None = None,
     ) -> list[list[Any]]:
         """``split(source, parts, *args)`` on each source; returns pieces[d][s] (futures)."""
         splits = [self.submit(split, s, parts, *args) for s in sources]
-        return self.pieces(name, splits, parts)
+        return self.pieces(name, splits, parts, where)
 
-    def pieces(self, name: str, splits: Sequence[Any], parts: int) -> list[list[Any]]:
-        """pieces[d]: the pieces of ``splits`` (futures of ``Split``) for destination d. With
-        more sources than workers, each worker first bundles its sources' pieces, a run of
-        sources of at most ``bundle_bytes`` per task, where they are: an exchange costs
-        sources + bundles x (parts + 1) small tasks rather than sources x (parts + 2), and no
-        task holds more than twice ``bundle_bytes`` of pieces. ``unbundle`` restores the
-        source order."""
+    def pieces(
+        self, name: str, splits: Sequence[Any], parts: int, where: Sequence[str] | None = None
+    ) -> list[list[Any]]:
+        """pieces[d]: the pieces of ``splits`` (futures of ``Split``) for destination d, whose
+        task runs on ``where[d]`` (default ``home(d)``; give it to ``at``). With more sources
+        than workers, each worker first bundles its sources' pieces, a run of sources of at
+        most ``bundle_bytes`` per task, where they are; no task holds more than twice
+        ``bundle_bytes`` of pieces, and ``unbundle`` restores the source order. Each source
+        (or bundle) then gives one ``Fanout`` per destination worker, not one task per
+        destination: an exchange costs about sources + bundles x (W + 1) small tasks, not
+        sources x (parts + 2)."""
         if self.workers and len(splits) > len(self.workers):
             splits = self._bundled(name, splits, parts)
         else:
             self._sizes.setdefault(name, []).extend(self.submit(_size, f) for f in splits)
-        return [[self.submit(_piece, f, d) for f in splits] for d in range(parts)]
+        if not self.workers:
+            return [[self.submit(_piece, f, d) for f in splits] for d in range(parts)]
+        where = list(where) if where is not None else [self.home(d) for d in range(parts)]
+        dests: dict[str, list[int]] = {}
+        for d, w in enumerate(where):
+            dests.setdefault(w, []).append(d)
+        fans = [{w: self.submit(_fanout, f, ds) for w, ds in dests.items()} for f in splits]
+        return [[fan[where[d]] for fan in fans] for d in range(parts)]
 
     def _bundled(self, name: str, splits: Sequence[Any], parts: int) -> list[Any]:
         """Bundle tasks of the splits' runs (their sizes are the scheduler's: Dask measures a
@@ -227,9 +278,8 @@ class Exchanges:
 
         wait(splits)
         keys = [f.key for f in splits]
-        who = self.client.who_has(keys)
+        holder = self.holders(splits)  # asked by key, every bundle once ran on one worker
         known = self.client.nbytes(keys, summary=False)
-        holder = [sorted(who.get(k) or self.workers[:1])[0] for k in keys]
         sizes = [int(known.get(k, 0)) for k in keys]
         self._counted[name] = self._counted.get(name, 0) + sum(sizes)
         runs = bundle_runs(holder, sizes, self.bundle_bytes)

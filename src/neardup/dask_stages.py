@@ -618,9 +618,11 @@ def finish_on_workers(
     starts = np.r_[0, np.cumsum(lengths)].astype(np.int64)
     n = int(starts[-1])
     n_blocks = len(blocks)
-    groups, state = _exact_groups(ex, blocks, starts, priority, parts)
+    # Exchanges back to the blocks fan out to the workers holding them, where their tasks run.
+    home = ex.holders([b.hashes for b in blocks]) if ex.workers else None
+    groups, state = _exact_groups(ex, blocks, starts, priority, parts, home)
     pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts)
-    verified = _verification(ex, blocks, starts, pairparts, params, idf, parts)
+    verified = _verification(ex, blocks, starts, pairparts, params, idf, parts, home)
     del pairparts  # the verification tasks hold them while they need them
     near = client.gather([sub(borderline_of, v) for v in verified])
     rechecked = _recheck(params, near, fetch_texts)
@@ -631,11 +633,19 @@ def finish_on_workers(
     edges = [sub(group_edges, g) for g in groups] + [sub(pair_edges, v, with_buckets) for v in acc]
     stars, rounds = star_components(ex, edges, parts)
     # 5. removal per component partition
-    labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n)
+    labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n, where=home)
     docs_in = ex.pieces(
         "removal",
         [
-            sub(docs_to_components, blocks[p].hashes, state[p], parts, *labels[p])
+            at(
+                p,
+                docs_to_components,
+                blocks[p].hashes,
+                state[p],
+                parts,
+                *labels[p],
+                worker=_w(home, p),
+            )
             for p in range(n_blocks)
         ],
         parts,
@@ -684,6 +694,7 @@ def _exact_groups(
     starts: IntArray,
     priority: IntArray | None,
     parts: int,
+    home: Sequence[str] | None,
 ) -> tuple[list[Any], list[Any]]:
     """1. Hash partitions' groups, and each partition's state (``Part``) with its groups."""
     n_blocks = len(blocks)
@@ -692,12 +703,12 @@ def _exact_groups(
     ]
     pieces = ex.pieces("exact groups", hashes, parts)
     groups = [ex.at(d, hash_groups, *pieces[d]) for d in range(parts)]
-    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts)
+    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts, where=home)
     state = []
     for p in range(n_blocks):
         lo, hi = int(starts[p]), int(starts[p + 1])
         prio = None if priority is None else priority[lo:hi]
-        state.append(ex.submit(make_part, lo, hi - lo, prio, *back[p]))
+        state.append(ex.at(p, make_part, lo, hi - lo, prio, *back[p], worker=_w(home, p)))
     return groups, state
 
 
@@ -731,16 +742,21 @@ def _verification(
     params: DedupParams,
     idf: IdfTable | None,
     parts: int,
+    home: Sequence[str] | None,
 ) -> list[Any]:
     """3. Requests for evidence rows to their owners, the rows back; each pair partition's
     ``Verified``."""
-    asks = ex.exchange("evidence", pairparts, requests_split, len(blocks), starts)
+    asks = ex.exchange("evidence", pairparts, requests_split, len(blocks), starts, where=home)
     answers = [
-        ex.submit(answer, b.evidence, b.signatures, int(starts[p]), *asks[p])
+        ex.at(p, answer, b.evidence, b.signatures, int(starts[p]), *asks[p], worker=_w(home, p))
         for p, b in enumerate(blocks)
     ]
     rows = ex.pieces("evidence", answers, parts)
     return [ex.at(d, verify, params, idf, pairparts[d], *rows[d]) for d in range(parts)]
+
+
+def _w(home: Sequence[str] | None, p: int) -> str | None:
+    return None if home is None else home[p]
 
 
 def _sum(values: Sequence[int]) -> int:
