@@ -17,7 +17,8 @@ seconds of each worker and of the client in each stage, bytes fetched into the c
 document by kind, bytes exchanged between workers per document by stage (``shuffled_``), each
 worker's peak resident memory, and what the workers spilled to disk. Runs:
 
-- ``local:1`` and ``local:2`` (the speed-up);
+- ``local:1`` and ``local:2`` (the speed-up), alternating, ``--repeat`` times each (default
+  3): each reports its best wall time, and lists them all;
 - ``local:2`` with ``--spill-limit`` per worker (default 600 MB, below the corpus size), which
   must finish by spilling blocks to disk;
 - the single-process CLI (``neardup dedup``) on the same file, for reference (``--no-cli``
@@ -186,26 +187,46 @@ def main() -> None:
     ap.add_argument(
         "--runs", default="1,2,spill,cli", help="which runs: 1, 2, spill, cli [1,2,spill,cli]"
     )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of local:1 and local:2, alternating; each reports its best wall [3]",
+    )
     ap.add_argument("--no-cli", action="store_true", help="skip the single-process reference")
     ap.add_argument("--json", help="write every number here")
     args = ap.parse_args()
     path = corpus(args)
     print(f"corpus {path} ({path.stat().st_size / 1e6:,.0f} MB)", flush=True)
     chosen = set(args.runs.split(","))
+    # local:1 and local:2 alternate, --repeat times (load drifts on a shared machine: each
+    # keeps its best wall, all walls listed); the spill run once.
     plan = [("1", 1, None, args.blocksize), ("2", 2, None, args.blocksize)]
-    plan.append(("spill", 2, args.spill_limit, args.spill_blocksize))
+    tries: dict[str, list[dict]] = {}
+    every = []
+    for _ in range(max(args.repeat, 1)):
+        for name, workers, limit, blocksize in plan:
+            if name in chosen:
+                r = run_dask(path, workers, args, limit, blocksize)
+                print(json.dumps(r), flush=True)
+                tries.setdefault(name, []).append(r)
+                every.append(r)
     runs = []
-    for name, workers, limit, blocksize in plan:
-        if name in chosen:
-            r = run_dask(path, workers, args, limit, blocksize)
-            print(json.dumps(r), flush=True)
-            runs.append(r)
+    for name in tries:
+        best = dict(min(tries[name], key=lambda r: r["wall_s"]))
+        best["walls_s"] = [r["wall_s"] for r in tries[name]]
+        runs.append(best)
+    if "spill" in chosen:
+        r = run_dask(path, 2, args, args.spill_limit, args.spill_blocksize)
+        print(json.dumps(r), flush=True)
+        runs.append(r)
+        every.append(r)
     if "cli" in chosen and not args.no_cli:
         r = run_cli(path, args)
         print(json.dumps({k: v for k, v in r.items() if k != "summary"}), flush=True)
         runs.append(r)
-    kept = {r["kept"] for r in runs}
-    shas = {r["kept_sha"] for r in runs if "kept_sha" in r}
+    kept = {r["kept"] for r in every + runs}
+    shas = {r["kept_sha"] for r in every if "kept_sha" in r}
     print(f"same kept set in every run: {len(kept) == 1 and len(shas) == 1}")
     by_name = {r["run"]: r for r in runs}
     one = by_name.get("local:1", runs[0])
@@ -241,6 +262,9 @@ def main() -> None:
         ("spilled_mb", "spilled MB", ",.0f"),
     ]
     common.print_table(table, columns)
+    for r in runs:
+        if len(r.get("walls_s", [])) > 1:
+            print(f"{r['run']} walls: " + ", ".join(f"{w:.1f}" for w in r["walls_s"]) + " s")
     print(
         f"speed-up {two['run']} / {one['run']}: {one['wall_s'] / two['wall_s']:.2f}x wall, "
         f"{one['cpu_bound_s'] / two['cpu_bound_s']:.2f}x on CPU seconds "
