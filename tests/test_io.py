@@ -530,6 +530,52 @@ def test_atomic_write_replaces_only_when_complete(tmp_path: Path) -> None:
     assert no_temp_files(tmp_path)
 
 
+def test_a_large_output_is_flushed_to_disk_while_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Background ``fdatasync`` every FLUSH_EVERY bytes, the final fsync after it; the bytes
+    are exactly those written."""
+    from neardup.io import _targets
+
+    monkeypatch.setattr(_targets, "FLUSH_EVERY", 1000)
+    synced: list[int] = []
+    real = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd))[1])
+    data = bytes(range(256)) * 40
+    target = tmp_path / "big.bin"
+    with atomic_write(target) as handle:
+        for i in range(0, len(data), 700):
+            handle.write(data[i : i + 700])
+            handle.flush()
+    assert target.read_bytes() == data
+    assert synced  # at least one flush ran before the end
+    assert no_temp_files(tmp_path)
+
+
+def test_a_failed_background_flush_fails_the_output_and_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel reports a write-back error once: the background flush's error must fail
+    the output (named, one line), not vanish because the final fsync no longer sees it."""
+    import errno
+
+    from neardup.errors import OutputError
+    from neardup.io import _targets
+
+    monkeypatch.setattr(_targets, "FLUSH_EVERY", 1000)
+
+    def broken(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    target = tmp_path / "out.jsonl"
+    with pytest.raises(OutputError, match="out.jsonl"), atomic_write(target) as handle:
+        for _ in range(10):
+            handle.write(b"x" * 500)
+            handle.flush()
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_atomic_write_into_missing_folder_is_a_param_error(tmp_path: Path) -> None:
     with pytest.raises(ParamError, match="does not exist"), atomic_write(tmp_path / "no" / "f"):
         pass

@@ -18,12 +18,13 @@ import shutil
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Literal, TextIO, overload
+from typing import IO, Any, BinaryIO, Literal, TextIO, cast, overload
 
 from ..errors import OutputError, ParamError
 from ._targets import (
     STDOUT,
     ForwardRaw,
+    GuardedFileIO,
     guarded,
     open_guarded,
     output_error,
@@ -190,7 +191,7 @@ def _atomic_file(path: Path, mode: str, encoding: str) -> Iterator[IO[Any]]:
     try:
         if path.exists():  # keep the permissions of the file being replaced
             os.chmod(fd, path.stat().st_mode & 0o7777)
-        binary = open_guarded(fd, label)
+        binary = open_guarded(fd, label, early_flush=True)
     except BaseException:
         os.close(fd)
         with suppress(FileNotFoundError):
@@ -201,7 +202,7 @@ def _atomic_file(path: Path, mode: str, encoding: str) -> Iterator[IO[Any]]:
         try:
             yield handle
             handle.flush()
-            guarded(label, lambda: os.fsync(binary.fileno()))
+            cast(GuardedFileIO, binary.raw).sync()
             guarded(label, handle.close)  # a network file system may report errors only here
         except BaseException:
             # Closing after a failure must not raise a second error (a full disk again) that
