@@ -400,6 +400,34 @@ def test_ordered_map_keeps_input_order_and_passes_errors() -> None:
         list(ordered_map(slow_square, range(50), jobs=3))
 
 
+def test_hybrid_rechecks_in_several_threads_keep_what_one_thread_keeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``--jobs 3`` the re-check reads the borderline lines and shingles them in chunks,
+    in threads (chunks made tiny here so there are many): the outputs are byte-identical."""
+    from neardup import verify
+    from neardup.io import _source
+
+    monkeypatch.setattr(verify, "RECHECK_CHUNK", 7)
+    monkeypatch.setattr(_source, "TEXTS_AT_CHUNK", 5)
+    base = random_documents(200, seed=31, words=(30, 120))
+    texts = near_duplicate_corpus(base, 400, 0.6, seed=32).texts
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    outputs = {}
+    for jobs in (1, 3):
+        out, clusters, summary = (tmp_path / f"{n}{jobs}" for n in ("kept", "clusters", "summary"))
+        args = ["dedup", str(src), "-o", str(out), "--clusters", str(clusters), "--threshold"]
+        args += ["0.7", "--verify", "hybrid", "--quiet", "--jobs", str(jobs)]
+        assert main([*args, "--summary-json", str(summary)]) == 0
+        outputs[jobs] = (out.read_bytes(), clusters.read_bytes())
+        rechecked = json.loads(summary.read_text())["rechecked_pairs"]
+        assert rechecked > 2 * 7  # more borderline documents than two chunks
+    assert outputs[1] == outputs[3]
+
+
 def test_hybrid_rechecks_read_only_the_borderline_lines_and_agree_with_the_library(
     tmp_path: Path,
 ) -> None:

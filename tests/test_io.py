@@ -569,7 +569,7 @@ def test_a_failed_background_flush_fails_the_output_and_leaves_nothing(
 
     monkeypatch.setattr(os, "fdatasync", broken)
     target = tmp_path / "out.jsonl"
-    with pytest.raises(OutputError, match="out.jsonl"), atomic_write(target) as handle:
+    with pytest.raises(OutputError, match=r"out\.jsonl"), atomic_write(target) as handle:
         for _ in range(10):
             handle.write(b"x" * 500)
             handle.flush()

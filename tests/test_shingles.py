@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from neardup.errors import ParamError
 from neardup.params import ShingleParams
-from neardup.shingles import content_hashes, shingle_batch, shingle_sequence
+from neardup.shingles import ShingleBatch, content_hashes, shingle_batch, shingle_sequence
 from tests import reference as ref
 from tests.strategies import texts
 
@@ -119,3 +119,12 @@ def test_distinct_per_doc_keeps_first_occurrences_in_order(sets: list[list[int]]
     out, out_offsets = distinct_per_doc(fps, offsets)
     for i, s in enumerate(sets):
         assert out[out_offsets[i] : out_offsets[i + 1]].tolist() == list(dict.fromkeys(s))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(texts, max_size=12), st.integers(1, 5))
+def test_batches_of_chunks_concatenated_equal_the_batch_of_all(docs: list[str], size: int) -> None:
+    """The threaded hybrid re-check shingles chunks and concatenates them."""
+    parts = [shingle_batch(docs[i : i + size]) for i in range(0, len(docs), size)]
+    whole, joined = shingle_batch(docs), ShingleBatch.concat(parts)
+    assert np.array_equal(joined.fps, whole.fps) and np.array_equal(joined.offsets, whole.offsets)

@@ -453,7 +453,7 @@ class Deduplicator:
         _heap.trim()  # the blocks' pages go back to the system, not to malloc's free lists
         la, lb = np.searchsorted(needed, a), np.searchsorted(needed, b)
         verdict = self.verifier.decide(ev, la, lb, found.score, found.accepted)
-        verdict = self.verifier.recheck(a, b, verdict, fetch_texts)
+        verdict = self.verifier.recheck(a, b, verdict, fetch_texts, self.jobs)
         _heap.trim()
         ok = verdict.ok
         a, b, score = a[ok], b[ok], verdict.score[ok]

@@ -186,9 +186,9 @@ def _build(make: Callable[[DedupParams], Deduplicator] | None, params: DedupPara
         return make(params)
 
 
-def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int) -> list[str]:
+def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int, jobs: int) -> list[str]:
     """The texts of documents ``docs`` (sorted positions), read again from the source."""
-    return source.texts_at(docs, batch_size)
+    return source.texts_at(docs, batch_size, jobs)
 
 
 def dedup_source(
@@ -269,7 +269,7 @@ def dedup_source(
                     "member"
                 )
             ranks = key_ranks(keys, params.keep_prefer)
-        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size))
+        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size, jobs))
         with plan.commit():  # every output appears at the end, together, or none does
             written = None
             if outputs.kept:

@@ -49,6 +49,14 @@ class ShingleBatch:
         """True for documents without any token (and so without shingles)."""
         return self.sizes == 0
 
+    @classmethod
+    def concat(cls, parts: Sequence[ShingleBatch]) -> ShingleBatch:
+        """The documents of ``parts``, in order, as one batch."""
+        sizes = np.concatenate([np.zeros(0, np.int64), *(p.sizes for p in parts)])
+        offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return cls(np.concatenate([np.zeros(0, np.uint64), *(p.fps for p in parts)]), offsets)
+
 
 @cache
 def _rabin_table() -> np.ndarray:

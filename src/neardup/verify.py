@@ -38,6 +38,8 @@ from .textbatch import TextBatch
 #: Hybrid verification re-checks exactly the pairs whose sketch estimate lies within this many
 #: standard errors, sqrt(threshold (1 - threshold) / t), of the threshold.
 HYBRID_Z = 3.0
+#: Texts per task when the hybrid re-check shingles in several threads.
+RECHECK_CHUNK = 4096
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -102,11 +104,9 @@ def concat_evidence(parts: Sequence[Evidence]) -> Evidence:
     if not parts:
         return RowEvidence(np.zeros((0, 0), dtype=np.uint16))
     if isinstance(parts[0], SetEvidence):
-        sets = [p.sets for p in parts if isinstance(p, SetEvidence)]
-        sizes = np.concatenate([np.diff(s.offsets) for s in sets])
-        offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        return SetEvidence(ShingleBatch(np.concatenate([s.fps for s in sets]), offsets))
+        return SetEvidence(
+            ShingleBatch.concat([p.sets for p in parts if isinstance(p, SetEvidence)])
+        )
     return RowEvidence(np.concatenate([p.rows for p in parts if isinstance(p, RowEvidence)]))
 
 
@@ -139,8 +139,11 @@ class Verifier(Protocol):
         ...
 
     def recheck(
-        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
-    ) -> Verdict: ...
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
+    ) -> Verdict:
+        """Score borderline pairs again from their texts (``fetch``), shingling in ``jobs``
+        threads; the verdict of every other pair unchanged."""
+        ...
 
 
 class NoVerification:
@@ -158,7 +161,7 @@ class NoVerification:
         return Verdict(method_score, method_ok.copy(), method_ok)
 
     def recheck(
-        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
     ) -> Verdict:
         return verdict
 
@@ -183,7 +186,7 @@ class SketchVerification:
         return Verdict(score, method_ok & (score >= self.threshold), method_ok)
 
     def recheck(
-        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
     ) -> Verdict:
         return verdict
 
@@ -208,7 +211,7 @@ class HybridVerification(SketchVerification):
         return np.asarray(np.abs(verdict.score - self.threshold) <= self.margin())
 
     def recheck(
-        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
     ) -> Verdict:
         score = verdict.score.copy()
         near = np.flatnonzero(self.borderline(verdict))
@@ -220,15 +223,26 @@ class HybridVerification(SketchVerification):
                 "(fit() keeps them; the CLI reads its input again)"
             )
         docs = np.unique(np.concatenate([a[near], b[near]]))
-        texts = fetch(docs)
+        texts = list(fetch(docs))
         if len(texts) != len(docs):
             raise NeardupError(f"fetch_texts returned {len(texts)} texts for {len(docs)} documents")
-        batch = shingle_batch(list(texts), self.shingle)
+        batch = self._shingled(texts, jobs)
         la, lb = np.searchsorted(docs, a[near]), np.searchsorted(docs, b[near])
         score[near] = pair_scores(batch, la, lb, "jaccard")
         ok = verdict.ok.copy()
         ok[near] = verdict.method_ok[near] & (score[near] >= self.threshold)
         return Verdict(score, ok, verdict.method_ok, len(near))
+
+    def _shingled(self, texts: list[str], jobs: int) -> ShingleBatch:
+        """The texts' shingle sets, ``RECHECK_CHUNK`` texts a task in ``jobs`` threads (the
+        kernels release the GIL): at 1M documents the re-check shingles ~60,000 texts."""
+        if jobs <= 1 or len(texts) < 2 * RECHECK_CHUNK:
+            return shingle_batch(texts, self.shingle)
+        from .io._prefetch import ordered_map
+
+        chunks = [texts[i : i + RECHECK_CHUNK] for i in range(0, len(texts), RECHECK_CHUNK)]
+        done = ordered_map(lambda c: shingle_batch(c, self.shingle), chunks, jobs)
+        return ShingleBatch.concat([b for _, b in done])
 
 
 class ExactVerification:
@@ -250,7 +264,7 @@ class ExactVerification:
         return Verdict(score, method_ok & (score >= self.threshold), method_ok)
 
     def recheck(
-        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None
+        self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
     ) -> Verdict:
         return verdict
 

@@ -62,6 +62,8 @@ _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjs
 _PARQUET_SUFFIXES = (".parquet", ".pq")
 _STDIN_NAME = "<stdin>"
 _RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
+#: Lines read again per task when ``texts_at`` reads an indexed JSONL file in several threads.
+TEXTS_AT_CHUNK = 4096
 _DUPLICATE_FIX = (
     "make the ids unique (with --on-error skip the first record with an id is kept and later "
     "ones are dropped)"
@@ -475,11 +477,14 @@ class Source:
         self._spool_complete = True
 
     # ----------------------------------------------------------------- pass 2
-    def texts_at(self, positions: npt.ArrayLike, batch_size: int = 10_000) -> list[str]:
+    def texts_at(
+        self, positions: npt.ArrayLike, batch_size: int = 10_000, jobs: int = 1
+    ) -> list[str]:
         """The texts of documents ``positions`` (sorted global indices), read again after pass 1.
 
-        JSONL files are scanned line by line and only the wanted lines parsed; other inputs
-        are read again in full (pass 1).
+        JSONL files are scanned line by line and only the wanted lines parsed (indexed files:
+        ``TEXTS_AT_CHUNK`` lines a task, in ``jobs`` threads); other inputs are read again in
+        full (pass 1).
         """
         docs = np.asarray(positions, dtype=np.int64)
         files = all(e.path is not None for e in self._entries if e.n_docs)
@@ -495,7 +500,7 @@ class Source:
                         )
                     local = docs[lo:hi] - entry.start
                     if entry.spans is not None:
-                        texts.extend(texts_at_spans(entry, local, self.text_field, self.id_field))
+                        texts.extend(self._texts_at_spans(entry, local, jobs))
                     else:
                         texts.extend(texts_at_jsonl(entry, local, self.text_field))
             return texts
@@ -505,6 +510,17 @@ class Source:
             for i in hit.tolist():
                 found[int(batch.positions[i])] = batch.texts[i]
         return [found[d] for d in docs.tolist()]
+
+    def _texts_at_spans(self, entry: Entry, local: npt.NDArray[np.int64], jobs: int) -> list[str]:
+        def read(wanted: npt.NDArray[np.int64]) -> list[str]:
+            return texts_at_spans(entry, wanted, self.text_field, self.id_field)
+
+        if jobs <= 1 or len(local) < 2 * TEXTS_AT_CHUNK:
+            return read(local)
+        from ._prefetch import ordered_map
+
+        chunks = [local[i : i + TEXTS_AT_CHUNK] for i in range(0, len(local), TEXTS_AT_CHUNK)]
+        return [t for _, part in ordered_map(read, chunks, jobs) for t in part]
 
     def write_kept(self, kept: npt.ArrayLike, out: Output) -> int:
         """Pass 2: write the records whose ``kept[position]`` is True, in input order and in the
