@@ -235,7 +235,7 @@ class HybridVerification(SketchVerification):
 
     def _shingled(self, texts: list[str], jobs: int) -> ShingleBatch:
         """The texts' shingle sets, ``RECHECK_CHUNK`` texts a task in ``jobs`` threads (the
-        kernels release the GIL): at 1M documents the re-check shingles ~60,000 texts."""
+        kernels release the GIL): at 1M documents the re-check shingles ~50,000 texts."""
         if jobs <= 1 or len(texts) < 2 * RECHECK_CHUNK:
             return shingle_batch(texts, self.shingle)
         from .io._prefetch import ordered_map
