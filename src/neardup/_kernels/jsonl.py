@@ -130,6 +130,12 @@ def _utf8_len(buf: np.ndarray, p: int, end: int) -> int:
 
 
 @njit(cache=True, inline="always")
+def _plain(c: int) -> bool:
+    """A byte a JSON string holds as it is: printable ASCII but the quote and the backslash."""
+    return 0x20 <= c < 0x80 and c != 0x22 and c != 0x5C
+
+
+@njit(cache=True, inline="always")
 def _string(
     buf: np.ndarray, p: int, end: int, out: np.ndarray, q: int, write: bool
 ) -> tuple[int, int, bool]:
@@ -138,11 +144,15 @@ def _string(
     lone = False
     while p < end:
         c = buf[p]
-        if 0x20 <= c < 0x80 and c != 0x22 and c != 0x5C:  # plain ASCII: the common case
+        if _plain(c):  # plain ASCII, the common case: the whole run in a tight loop
+            r = p + 1
+            while r < end and _plain(buf[r]):
+                r += 1
             if write:
-                out[q] = c
-                q += 1
-            p += 1
+                for i in range(r - p):
+                    out[q + i] = buf[p + i]
+                q += r - p
+            p = r
             continue
         if c == 0x22:  # closing quote
             return p + 1, q, lone
