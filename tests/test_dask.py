@@ -351,6 +351,21 @@ def test_shuffle_partitions_fit_the_memory_limit_and_spread_evenly(
         assert -(-n // parts) <= nd.DOCS_PER_SHUFFLE_PARTITION
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from("abcz"), max_size=60), st.integers(1, 4))
+def test_balance_keeps_partitions_home_up_to_an_even_share(holders: list[str], w: int) -> None:
+    from neardup.dask_shuffle import balance
+
+    workers = list("abcd"[:w])  # "z": a holder that is not among the workers
+    where = balance(holders, workers)
+    cap = -(-len(holders) // w)
+    assert len(where) == len(holders) and set(where) <= set(workers)
+    assert all(where.count(x) <= cap for x in workers)
+    moved = sum(a != b for a, b in zip(holders, where, strict=True))
+    over = sum(max(0, holders.count(x) - cap) for x in workers)
+    assert moved == over + holders.count("z") + sum(h not in workers for h in holders if h != "z")
+
+
 def test_dask_measures_blocks_and_records_by_their_arrays(texts: list[str]) -> None:
     """Dask's memory manager spills what it can measure: a block or a split counts its arrays
     (Dask's default for an object is ~56 bytes, whatever it holds)."""

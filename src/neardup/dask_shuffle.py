@@ -166,6 +166,27 @@ def bundle_runs(
     return runs
 
 
+def balance(holders: Sequence[str], workers: Sequence[str]) -> list[str]:
+    """Where each partition's tasks run: its holder while the holder has fewer than an even
+    share (ceil(partitions / workers)), the least loaded worker otherwise (ties by name). The
+    map stage gives a worker as many partitions as it finishes (18 and 21 of 39 when the
+    scheduler shares a core with one of them), and every per-partition step of ``finish``
+    would inherit that; moving a partition costs one transfer of what its tasks read."""
+    load = dict.fromkeys(workers, 0)
+    cap = -(-len(holders) // max(len(load), 1))
+    out: list[str | None] = [None] * len(holders)
+    for i, h in enumerate(holders):
+        if h in load and load[h] < cap:
+            out[i] = h
+            load[h] += 1
+    for i in range(len(holders)):
+        if out[i] is None:
+            w = min(load, key=lambda x: (load[x], x))
+            out[i] = w
+            load[w] += 1
+    return [w for w in out if w is not None]
+
+
 def _bundle(indices: list[int], parts: int, *splits: Split) -> Split:
     pieces = [
         Bundle([(i, _own(s.pieces[d])) for i, s in zip(indices, splits, strict=True)])

@@ -46,6 +46,7 @@ from .dask_shuffle import (
     Exchanges,
     LargeStar,
     Split,
+    balance,
     dask_sized,
     nbytes_of,
     route,
@@ -619,9 +620,9 @@ def finish_on_workers(
     n = int(starts[-1])
     n_blocks = len(blocks)
     # Exchanges back to the blocks fan out to the workers holding them, where their tasks run.
-    home = ex.holders([b.hashes for b in blocks]) if ex.workers else None
+    home = balance(ex.holders([b.hashes for b in blocks]), ex.workers) if ex.workers else None
     groups, state = _exact_groups(ex, blocks, starts, priority, parts, home)
-    pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts)
+    pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts, home)
     verified = _verification(ex, blocks, starts, pairparts, params, idf, parts, home)
     del pairparts  # the verification tasks hold them while they need them
     near = client.gather([sub(borderline_of, v) for v in verified])
@@ -699,7 +700,8 @@ def _exact_groups(
     """1. Hash partitions' groups, and each partition's state (``Part``) with its groups."""
     n_blocks = len(blocks)
     hashes = [
-        ex.submit(hashes_split, b.hashes, int(starts[p]), parts) for p, b in enumerate(blocks)
+        ex.at(p, hashes_split, b.hashes, int(starts[p]), parts, worker=_w(home, p))
+        for p, b in enumerate(blocks)
     ]
     pieces = ex.pieces("exact groups", hashes, parts)
     groups = [ex.at(d, hash_groups, *pieces[d]) for d in range(parts)]
@@ -720,11 +722,12 @@ def _candidates(
     idf: IdfTable | None,
     n: int,
     parts: int,
+    home: Sequence[str] | None,
 ) -> tuple[list[Any], list[Any]]:
     """2. Pair partitions (``PairPart``), and each key partition's count of big buckets."""
     keys = [
-        ex.submit(keys_split, b.hashes, b.signatures, s, parts, params, idf)
-        for b, s in zip(blocks, state, strict=True)
+        ex.at(p, keys_split, b.hashes, b.signatures, s, parts, params, idf, worker=_w(home, p))
+        for p, (b, s) in enumerate(zip(blocks, state, strict=True))
     ]
     pieces = ex.pieces("candidate keys", keys, parts)
     keyparts = [ex.at(d, key_buckets, params, idf, d, n, *pieces[d]) for d in range(parts)]
