@@ -28,7 +28,9 @@ def _pack(sets: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("kind", KINDS)
 @settings(max_examples=60, deadline=None)
-@given(sets=fingerprint_sets, t=st.sampled_from([1, 2, 7, 16, 64, 228]), seed=st.integers(0, 2**63 - 1))
+@given(
+    sets=fingerprint_sets, t=st.sampled_from([1, 2, 7, 16, 64, 228]), seed=st.integers(0, 2**63 - 1)
+)
 def test_sketch_kernels_equal_reference(
     kind: str, sets: list[list[int]], t: int, seed: int
 ) -> None:
