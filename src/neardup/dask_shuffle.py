@@ -24,7 +24,7 @@ import itertools
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -184,7 +184,7 @@ def balance(holders: Sequence[str], workers: Sequence[str]) -> list[str]:
             w = min(load, key=lambda x: (load[x], x))
             out[i] = w
             load[w] += 1
-    return [w for w in out if w is not None]
+    return cast(list[str], out)  # every entry set above
 
 
 def _bundle(indices: list[int], parts: int, *splits: Split) -> Split:
@@ -230,6 +230,8 @@ class Exchanges:
         self.bundle_bytes = bundle_bytes or bundle_budget(client, self.workers)
         self._sizes: dict[str, list[Any]] = {}  # futures of split sizes, by exchange
         self._counted: dict[str, int] = {}  # sizes the scheduler already knew, by exchange
+        #: The worker each block's own steps run on (``place_blocks``); None: where Dask likes.
+        self.blocks: list[str] | None = None
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Any:
         """One task (where its inputs live); its result stays on the worker."""
@@ -249,6 +251,16 @@ class Exchanges:
         return self.client.submit(
             _pick, d, fn, *args, key=key, workers=where, allow_other_workers=True
         )
+
+    def place_blocks(self, futures: Sequence[Any]) -> None:
+        """Choose where each block's own steps run (``at_block``) and where exchanges to the
+        blocks deliver (``where=ex.blocks``): ``balance`` of the holders of ``futures``."""
+        if self.workers:
+            self.blocks = balance(self.holders(futures), self.workers)
+
+    def at_block(self, p: int, fn: Callable[..., Any], *args: Any) -> Any:
+        """Block p's step (``at`` with destination p), on the worker ``place_blocks`` chose."""
+        return self.at(p, fn, *args, worker=self.blocks[p] if self.blocks else None)
 
     def holders(self, futures: Sequence[Any]) -> list[str]:
         """The worker holding each future's result (``home(i)`` when none is known)."""

@@ -46,7 +46,6 @@ from .dask_shuffle import (
     Exchanges,
     LargeStar,
     Split,
-    balance,
     dask_sized,
     nbytes_of,
     route,
@@ -619,11 +618,11 @@ def finish_on_workers(
     starts = np.r_[0, np.cumsum(lengths)].astype(np.int64)
     n = int(starts[-1])
     n_blocks = len(blocks)
-    # Exchanges back to the blocks fan out to the workers holding them, where their tasks run.
-    home = balance(ex.holders([b.hashes for b in blocks]), ex.workers) if ex.workers else None
-    groups, state = _exact_groups(ex, blocks, starts, priority, parts, home)
-    pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts, home)
-    verified = _verification(ex, blocks, starts, pairparts, params, idf, parts, home)
+    # Each block's steps run on its holder, up to an even share; exchanges to blocks go there.
+    ex.place_blocks([b.hashes for b in blocks])
+    groups, state = _exact_groups(ex, blocks, starts, priority, parts)
+    pairparts, big_buckets = _candidates(ex, blocks, state, params, idf, n, parts)
+    verified = _verification(ex, blocks, starts, pairparts, params, idf, parts)
     del pairparts  # the verification tasks hold them while they need them
     near = client.gather([sub(borderline_of, v) for v in verified])
     rechecked = _recheck(params, near, fetch_texts)
@@ -634,19 +633,11 @@ def finish_on_workers(
     edges = [sub(group_edges, g) for g in groups] + [sub(pair_edges, v, with_buckets) for v in acc]
     stars, rounds = star_components(ex, edges, parts)
     # 5. removal per component partition
-    labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n, where=home)
+    labels = ex.exchange("removal", stars, labels_split, n_blocks, starts, n, where=ex.blocks)
     docs_in = ex.pieces(
         "removal",
         [
-            at(
-                p,
-                docs_to_components,
-                blocks[p].hashes,
-                state[p],
-                parts,
-                *labels[p],
-                worker=_w(home, p),
-            )
+            ex.at_block(p, docs_to_components, blocks[p].hashes, state[p], parts, *labels[p])
             for p in range(n_blocks)
         ],
         parts,
@@ -695,22 +686,20 @@ def _exact_groups(
     starts: IntArray,
     priority: IntArray | None,
     parts: int,
-    home: Sequence[str] | None,
 ) -> tuple[list[Any], list[Any]]:
     """1. Hash partitions' groups, and each partition's state (``Part``) with its groups."""
     n_blocks = len(blocks)
     hashes = [
-        ex.at(p, hashes_split, b.hashes, int(starts[p]), parts, worker=_w(home, p))
-        for p, b in enumerate(blocks)
+        ex.at_block(p, hashes_split, b.hashes, int(starts[p]), parts) for p, b in enumerate(blocks)
     ]
     pieces = ex.pieces("exact groups", hashes, parts)
     groups = [ex.at(d, hash_groups, *pieces[d]) for d in range(parts)]
-    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts, where=home)
+    back = ex.exchange("exact groups", groups, groups_split, n_blocks, starts, where=ex.blocks)
     state = []
     for p in range(n_blocks):
         lo, hi = int(starts[p]), int(starts[p + 1])
         prio = None if priority is None else priority[lo:hi]
-        state.append(ex.at(p, make_part, lo, hi - lo, prio, *back[p], worker=_w(home, p)))
+        state.append(ex.at_block(p, make_part, lo, hi - lo, prio, *back[p]))
     return groups, state
 
 
@@ -722,11 +711,10 @@ def _candidates(
     idf: IdfTable | None,
     n: int,
     parts: int,
-    home: Sequence[str] | None,
 ) -> tuple[list[Any], list[Any]]:
     """2. Pair partitions (``PairPart``), and each key partition's count of big buckets."""
     keys = [
-        ex.at(p, keys_split, b.hashes, b.signatures, s, parts, params, idf, worker=_w(home, p))
+        ex.at_block(p, keys_split, b.hashes, b.signatures, s, parts, params, idf)
         for p, (b, s) in enumerate(zip(blocks, state, strict=True))
     ]
     pieces = ex.pieces("candidate keys", keys, parts)
@@ -745,21 +733,16 @@ def _verification(
     params: DedupParams,
     idf: IdfTable | None,
     parts: int,
-    home: Sequence[str] | None,
 ) -> list[Any]:
     """3. Requests for evidence rows to their owners, the rows back; each pair partition's
     ``Verified``."""
-    asks = ex.exchange("evidence", pairparts, requests_split, len(blocks), starts, where=home)
+    asks = ex.exchange("evidence", pairparts, requests_split, len(blocks), starts, where=ex.blocks)
     answers = [
-        ex.at(p, answer, b.evidence, b.signatures, int(starts[p]), *asks[p], worker=_w(home, p))
+        ex.at_block(p, answer, b.evidence, b.signatures, int(starts[p]), *asks[p])
         for p, b in enumerate(blocks)
     ]
     rows = ex.pieces("evidence", answers, parts)
     return [ex.at(d, verify, params, idf, pairparts[d], *rows[d]) for d in range(parts)]
-
-
-def _w(home: Sequence[str] | None, p: int) -> str | None:
-    return None if home is None else home[p]
 
 
 def _sum(values: Sequence[int]) -> int:
