@@ -208,3 +208,7 @@ def claim_ids(seen: dict[str, int], ids: list[str], keys: list[int]) -> list[int
         first = seen.setdefault(rid, key)
         out.append(-1 if first == key else first)
     return out
+
+
+def gather_ranges(data: bytes, ranges: list[tuple[int, int]]) -> bytes:
+    return b"".join(data[a:b] for a, b in ranges)

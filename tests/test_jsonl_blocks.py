@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from neardup._kernels import jsonl as k
+from neardup._kernels.ranges import gather_ranges
 from neardup.errors import InputError
 from neardup.io import Source, open_source
 from neardup.io import _jsonl_blocks as blocks
@@ -25,6 +26,8 @@ from neardup.io._report import RecordProblem
 from neardup.params import ShingleParams
 from neardup.text import Utf8Texts
 from neardup.textbatch import TextBatch
+
+from . import reference
 
 # Values a record may hold: the awkward ones included (escapes, surrogates, NaN, nesting).
 _scalars = st.one_of(
@@ -235,3 +238,60 @@ def test_a_changed_line_is_noticed_in_pass_two(tmp_path: Path) -> None:
     os.utime(src, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     with pytest.raises(InputError, match="changed between the two passes"):
         source.texts_at([1])
+
+
+@st.composite
+def _ranges(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int]]]:
+    data = draw(st.text(max_size=40)).encode()
+    cuts = sorted(draw(st.lists(st.integers(0, len(data)), max_size=12)))
+    pairs = list(zip(cuts[::2], cuts[1::2], strict=False))
+    return data, pairs
+
+
+@given(_ranges())
+def test_gathering_ranges_copies_what_joining_their_slices_gives(
+    case: tuple[bytes, list[tuple[int, int]]],
+) -> None:
+    data, pairs = case
+    starts = np.array([a for a, _ in pairs], dtype=np.int64)
+    ends = np.array([b for _, b in pairs], dtype=np.int64)
+    out = np.full(len(data) + 3, 0xFF, dtype=np.uint8)
+    n = gather_ranges(np.frombuffer(data, dtype=np.uint8), starts, ends, out)
+    assert out[:n].tobytes() == reference.gather_ranges(data, pairs)
+    assert (out[n:] == 0xFF).all()  # nothing written past the gathered bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 30), min_size=1, max_size=25),
+    keep_bits=st.integers(0, 2**25 - 1),
+    chunk=st.integers(8, 120),
+    newline_at_end=st.booleans(),
+)
+def test_kept_lines_and_texts_read_again_are_the_same_whatever_the_chunk(
+    tmp_path_factory: pytest.TempPathFactory,
+    sizes: list[int],
+    keep_bits: int,
+    chunk: int,
+    newline_at_end: bool,
+) -> None:
+    lines = [json.dumps({"text": "w" * n + f" {i}"}).encode() + b"\n" for i, n in enumerate(sizes)]
+    data = b"".join(lines)
+    if not newline_at_end:
+        data = data[:-1]
+    src = tmp_path_factory.mktemp("g") / "c.jsonl"
+    src.write_bytes(data)
+    keep = np.array([(keep_bits >> i) & 1 == 1 for i in range(len(lines))])
+    source = open_source(src)
+    read_all(source, 7)
+    old = blocks.CHUNK
+    blocks.CHUNK = chunk  # small chunks: lines span them, long gaps are seeked over
+    try:
+        source.write_kept(keep, src.with_name("kept.jsonl"))
+        wanted = np.flatnonzero(keep)
+        texts = source.texts_at(wanted)
+    finally:
+        blocks.CHUNK = old
+    expected = b"".join(line for line, k in zip(lines, keep, strict=True) if k)
+    assert src.with_name("kept.jsonl").read_bytes() == expected
+    assert texts == ["w" * sizes[i] + f" {i}" for i in wanted]

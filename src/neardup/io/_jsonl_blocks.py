@@ -11,9 +11,11 @@ needs instead of walking every line in Python.
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -24,8 +26,6 @@ from ._report import Entry, Problems, RecordProblem, raise_changed
 
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
 CHUNK = 8 << 20
-#: Bytes gathered per write of kept lines (a reader that goes away is noticed soon).
-WRITE = 1 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 IntArray = npt.NDArray[np.int64]
 
@@ -204,40 +204,46 @@ def _spans(entry: Entry) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
     )
 
 
-def _read_runs(
+def _gather(
     entry: Entry,
     starts: IntArray,
     ends: IntArray,
     lines: IntArray,
     firsts: npt.NDArray[np.uint8],
-) -> Iterator[memoryview]:
-    """The bytes of the file's ranges [starts[i], ends[i]) (sorted, disjoint), in pieces; seeks
+) -> Iterator[npt.NDArray[np.uint8]]:
+    """The bytes of the file's ranges [starts[i], ends[i]) (sorted, disjoint), in file order,
+    one array per chunk read (valid until the next is asked for: its buffer is reused). Seeks
     over long gaps and never reads past the last range (a damaged tail read in pass 1 stays
     unread). The lines starting at ``lines`` must still start with the bytes ``firsts`` seen in
     pass 1; raises when they do not or the file ends early (it changed after pass 1)."""
-    stop = int(ends[-1]) if len(ends) else 0
+    from .._kernels.ranges import gather_ranges
+
+    if not len(starts):
+        return
+    stop = int(ends[-1])
+    size = min(CHUNK, stop - int(starts[0]))
+    data = np.empty(size, dtype=np.uint8)
+    out = np.empty(size, dtype=np.uint8)
     with open_jsonl(entry) as handle:
-        pos = 0  # file offset of data[0]
-        data = memoryview(b"")
-        for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
-            while a < b:
-                if a >= pos + len(data):
-                    if a - pos - len(data) > CHUNK:
-                        handle.seek(a)
-                        pos, data = a, memoryview(b"")
-                    else:
-                        pos += len(data)
-                        data = memoryview(handle.read(min(CHUNK, stop - pos)))
-                        if not data:
-                            raise_changed(entry)
-                        lo, hi = np.searchsorted(lines, [pos, pos + len(data)])
-                        got = np.frombuffer(data, dtype=np.uint8)[lines[lo:hi] - pos]
-                        if not np.array_equal(got, firsts[lo:hi]):
-                            raise_changed(entry)
-                    continue
-                hi = min(b - pos, len(data))
-                yield data[a - pos : hi]
-                a = pos + hi
+        pos = 0  # file offset of the next read
+        i = 0  # the first range not yet wholly copied
+        while i < len(starts):
+            if int(starts[i]) - pos > CHUNK:
+                pos = int(starts[i])
+                handle.seek(pos)
+            n = cast(io.BufferedIOBase, handle).readinto(data.data[: min(size, stop - pos)])
+            if not n:
+                raise_changed(entry)
+            end = pos + n
+            lo, hi = np.searchsorted(lines, [pos, end])
+            if not np.array_equal(data[lines[lo:hi] - pos], firsts[lo:hi]):
+                raise_changed(entry)
+            j = int(np.searchsorted(starts, end))  # ranges starting before the chunk's end
+            a = np.maximum(starts[i:j], pos) - pos
+            b = np.minimum(ends[i:j], end) - pos
+            yield out[: gather_ranges(data, a, b, out)]
+            i = j if j and ends[j - 1] <= end else max(j - 1, i)
+            pos = end
 
 
 def copy_kept_spans(entry: Entry, keep: npt.NDArray[np.bool_], out: object) -> None:
@@ -252,22 +258,13 @@ def copy_kept_spans(entry: Entry, keep: npt.NDArray[np.bool_], out: object) -> N
     run_s = s[np.concatenate([[0], brk])]
     run_e = e[np.concatenate([brk - 1, [len(e) - 1]])]
     write = out.write  # type: ignore[attr-defined]
-    pending: list[memoryview] = []
-    size = 0
-    last = memoryview(b"\n")
-    for run in _read_runs(entry, run_s, run_e, s, firsts[keep]):
-        for at in range(0, len(run), WRITE):
-            piece = run[at : at + WRITE]
-            pending.append(piece)
-            size += len(piece)
-            last = piece
-            if size >= WRITE:
-                write(b"".join(pending))
-                pending, size = [], 0
-    if len(last) and last[-1] != 0x0A:
-        pending.append(memoryview(b"\n"))
-    if pending:
-        write(b"".join(pending))
+    last = 0x0A
+    for piece in _gather(entry, run_s, run_e, s, firsts[keep]):
+        if len(piece):
+            write(piece.data)
+            last = piece[-1]
+    if last != 0x0A:
+        write(b"\n")
 
 
 def texts_at_spans(entry: Entry, wanted: IntArray, text_field: str, id_field: str) -> list[str]:
@@ -278,7 +275,7 @@ def texts_at_spans(entry: Entry, wanted: IntArray, text_field: str, id_field: st
     starts, ends, firsts = _spans(entry)
     s, e = starts[wanted], ends[wanted]
     # Each piece copied at once: a view would keep its whole read chunk alive until the join.
-    data = b"".join([bytes(piece) for piece in _read_runs(entry, s, e, s, firsts[wanted])])
+    data = b"".join([piece.tobytes() for piece in _gather(entry, s, e, s, firsts[wanted])])
     if not data.endswith(b"\n"):  # the file's last line, without a newline
         data += b"\n"
     block, n_lines = parse_block(data, text_field, id_field, 1, 0)
