@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from neardup.engine import Deduplicator
+from neardup._kernels.hashing import EMPTY
+from neardup.engine import Deduplicator, exact_groups
 from neardup.errors import ParamError
 from neardup.params import DedupParams, FeatureParams, MinhashParams, SimhashMethodParams
 from neardup.shingles import content_hashes, shingle_batch
@@ -272,3 +275,10 @@ def test_simhash_pairs_confirmed_by_jaccard_have_precision_one(corpus: list[str]
     fa, fb = dedup.all_pairs()[:2]
     precision, *_ = precision_recall(fa, fb, *_truth(corpus[:1500], 0.8))
     assert precision == 1.0
+
+
+@given(st.lists(st.sampled_from([0, 1, 7, 2**63, 2**64 - 2, 2**64 - 1]), max_size=30))
+def test_exact_groups_name_the_first_document_with_each_content_hash(hashes: list[int]) -> None:
+    first: dict[int, int] = {}
+    want = [i if h == EMPTY else first.setdefault(h, i) for i, h in enumerate(hashes)]
+    assert exact_groups(np.array(hashes, dtype=np.uint64)).tolist() == want

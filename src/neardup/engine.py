@@ -78,11 +78,19 @@ def exact_groups(canonical: npt.NDArray[np.uint64]) -> IntArray:
     """Each document's exact-duplicate group: the index of the first document with its content
     hash (documents without tokens are each their own group)."""
     n = canonical.shape[0]
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    # An unstable sort, then each run's smallest position: half the time of np.unique's stable
+    # sort with its index and inverse (0.07 vs 0.14 s at 1M documents).
+    order = np.argsort(canonical).astype(np.int64)
+    ordered = canonical[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    first = np.minimum.reduceat(order, starts)
+    rep = np.empty(n, dtype=np.int64)
+    rep[order] = np.repeat(first, np.diff(np.r_[starts, n]))
     empty = canonical == EMPTY
-    _, first, inverse = np.unique(canonical, return_index=True, return_inverse=True)
-    rep = first[inverse.ravel()].astype(np.int64)
     rep[empty] = np.flatnonzero(empty)
-    return rep if n else np.zeros(0, dtype=np.int64)
+    return rep
 
 
 def expand_pairs(
