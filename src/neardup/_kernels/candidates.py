@@ -85,6 +85,31 @@ def _bucket(
 
 
 @njit(cache=True, nogil=True)
+def _runs(keys: np.ndarray, sh: np.uint64) -> tuple[np.ndarray, np.ndarray, int]:
+    """[lo, hi) of each run of two or more sorted keys with equal ``key >> sh``, and the
+    longest run's length (at least 1)."""
+    n = keys.shape[0]
+    lo = np.empty(n // 2 + 1, dtype=np.int64)
+    hi = np.empty(n // 2 + 1, dtype=np.int64)
+    m = 0
+    longest = 1
+    start = 0
+    prev = keys[0] >> sh if n else np.uint64(0)
+    for i in range(1, n + 1):
+        if i < n and (keys[i] >> sh) == prev:
+            continue
+        if i - start >= 2:
+            lo[m] = start
+            hi[m] = i
+            m += 1
+            longest = max(longest, i - start)
+        if i < n:
+            start = i
+            prev = keys[i] >> sh
+    return lo[:m].copy(), hi[:m].copy(), longest
+
+
+@njit(cache=True, nogil=True)
 def column_pairs(
     keys: np.ndarray,
     values: np.ndarray,
@@ -106,7 +131,21 @@ def column_pairs(
     """
     mask = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
     sh = np.uint64(shift)
-    n_keys = keys.shape[0]
+    # The runs of two or more equal high bits, found in one scan (most keys are alone in
+    # theirs); only those are visited by the two passes. 0: EMPTY values, 1: one value,
+    # 2: several (a truncation collision).
+    run_lo, run_hi, longest = _runs(keys, sh)
+    kind = np.zeros(run_lo.shape[0], dtype=np.int8)
+    for r in range(run_lo.shape[0]):
+        v0 = values[np.int64(keys[run_lo[r]] & mask)]
+        kind[r] = 1
+        for x in range(run_lo[r] + 1, run_hi[r]):
+            if values[np.int64(keys[x] & mask)] != v0:
+                kind[r] = 2
+                break
+        if kind[r] == 1 and v0 == EMPTY:
+            kind[r] = 0
+    docs = np.empty(longest, dtype=np.int64)
     out_a = np.empty(0, dtype=np.int64)
     out_b = np.empty(0, dtype=np.int64)
     big_members = np.empty(0, dtype=np.int64)
@@ -115,25 +154,42 @@ def column_pairs(
         fill = p == 1
         pos = 0
         big_pos = np.zeros(2, dtype=np.int64)
-        i = 0
-        while i < n_keys:
-            hi = keys[i] >> sh
-            j = i + 1
-            while j < n_keys and (keys[j] >> sh) == hi:
-                j += 1
-            if j - i >= 2:
-                v0 = values[np.int64(keys[i] & mask)]
-                same = True
-                for x in range(i + 1, j):
-                    if values[np.int64(keys[x] & mask)] != v0:
-                        same = False
-                        break
-                if same and v0 == EMPTY:
-                    pass
-                elif same:
-                    docs = (keys[i:j] & mask).astype(np.int64)
+        for r in range(run_lo.shape[0]):
+            if kind[r] == 0:
+                continue
+            i, j = run_lo[r], run_hi[r]
+            for x in range(i, j):
+                docs[x - i] = np.int64(keys[x] & mask)
+            if kind[r] == 1:
+                pos = _bucket(
+                    docs[: j - i],
+                    max_bucket,
+                    ident,
+                    use_ident,
+                    out_a,
+                    out_b,
+                    pos,
+                    fill,
+                    in_big,
+                    stats,
+                    collect,
+                    big_members,
+                    big_sizes,
+                    big_pos,
+                )
+                continue
+            vals = values[docs[: j - i]]
+            order = np.argsort(vals, kind="mergesort")
+            sdocs = docs[: j - i][order]
+            svals = vals[order]
+            u = 0
+            while u < j - i:
+                w = u + 1
+                while w < j - i and svals[w] == svals[u]:
+                    w += 1
+                if w - u >= 2 and svals[u] != EMPTY:
                     pos = _bucket(
-                        docs,
+                        sdocs[u:w].copy(),
                         max_bucket,
                         ident,
                         use_ident,
@@ -148,36 +204,7 @@ def column_pairs(
                         big_sizes,
                         big_pos,
                     )
-                else:
-                    docs = (keys[i:j] & mask).astype(np.int64)
-                    vals = values[docs]
-                    order = np.argsort(vals, kind="mergesort")
-                    sdocs = docs[order]
-                    svals = vals[order]
-                    u = 0
-                    while u < j - i:
-                        w = u + 1
-                        while w < j - i and svals[w] == svals[u]:
-                            w += 1
-                        if w - u >= 2 and svals[u] != EMPTY:
-                            pos = _bucket(
-                                sdocs[u:w].copy(),
-                                max_bucket,
-                                ident,
-                                use_ident,
-                                out_a,
-                                out_b,
-                                pos,
-                                fill,
-                                in_big,
-                                stats,
-                                collect,
-                                big_members,
-                                big_sizes,
-                                big_pos,
-                            )
-                        u = w
-            i = j
+                u = w
         if not fill:
             out_a = np.empty(pos, dtype=np.int64)
             out_b = np.empty(pos, dtype=np.int64)
