@@ -125,7 +125,8 @@ def test_the_kernel_itself_reads_ordinary_records() -> None:
     ]
     buf = np.frombuffer(b"\n".join(lines), dtype=np.uint8)
     key = np.frombuffer(b"text", dtype=np.uint8)
-    _, status, *_ = k.parse_lines(buf, key, np.frombuffer(b"id", dtype=np.uint8))
+    newlines = np.flatnonzero(buf == 0x0A)
+    _, status, *_ = k.parse_lines(buf, newlines, key, np.frombuffer(b"id", dtype=np.uint8))
     assert status.tolist() == [k.RECORD, k.RECORD, k.BLANK, k.RECORD]
     assert block_reading(lines) == python_reading(lines)
 

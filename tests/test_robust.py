@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from neardup import Deduplicator, DedupParams, OutputError, ParamError
 from neardup.cli import main
 from neardup.io import open_source, output_group, plan_outputs
+from neardup.io._targets import write_all
 from neardup.testing.synth import near_duplicate_corpus, random_documents
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -329,14 +330,21 @@ def test_a_closed_standard_output_is_one_line_before_reading(tmp_path: Path) -> 
         assert "standard output" in _one_error_line(done.stderr)
 
 
-def test_a_reader_closing_the_pipe_early_is_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_reader_closing_the_pipe_early_is_one_line(tmp_path: Path, unbuffered: str) -> None:
+    # PYTHONUNBUFFERED makes standard output a raw stream that may take part of a write: the
+    # rest must still be written (and fail here), not dropped with exit status 0.
     src = tmp_path / "in.jsonl"
     records = [{"id": i, "text": f"w{i} " + "x" * 2000} for i in range(600)]
     src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = unbuffered
     proc = subprocess.Popen(
         [sys.executable, "-m", "neardup.cli", "dedup", str(src), "-o", "-", "-q"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env=env,
     )
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.read(10)
@@ -797,3 +805,33 @@ def test_dedup_index_writes_the_kept_file_and_summary_together(tmp_path: Path) -
     missing = tmp_path / "no" / "summary.json"
     assert main([*args, "--summary-json", str(missing)]) == 1
     assert not kept.exists()
+
+
+class _Grudging(io.RawIOBase):
+    """A sink that takes at most 7 bytes a call and, every third call, none (would block)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.got = bytearray()
+        self.calls = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return sys.__stderr__.fileno()  # always writable: select returns at once
+
+    def write(self, data: object) -> int | None:  # type: ignore[override]
+        self.calls += 1
+        if self.calls % 3 == 0:
+            return None
+        piece = bytes(memoryview(data)[:7])  # type: ignore[arg-type]
+        self.got += piece
+        return len(piece)
+
+
+def test_a_sink_that_takes_part_of_each_write_still_gets_every_byte() -> None:
+    sink = _Grudging()
+    data = bytes(range(256)) * 3
+    assert write_all(sink, data, "the sink") == len(data)  # type: ignore[arg-type]
+    assert bytes(sink.got) == data

@@ -574,13 +574,15 @@ def _print(text: str) -> None:
         raise OutputError(
             "cannot write to standard output: it is closed; redirect it to a file instead"
         )
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except OSError as exc:
-        from .io._targets import output_error
+    from .io._targets import STDOUT, guarded, stdout_buffer, write_all
 
-        raise output_error("standard output", exc) from None
+    # Bytes written whole (``write_all``): an unbuffered text stream (PYTHONUNBUFFERED) can
+    # drop the rest of a write that the pipe took only in part.
+    data = text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
+    guarded(STDOUT, sys.stdout.flush)
+    sink = stdout_buffer()
+    write_all(sink, data, STDOUT)
+    guarded(STDOUT, sink.flush)
 
 
 def _fail(message: str) -> int:
@@ -751,7 +753,7 @@ def _read_options(args: argparse.Namespace, key_field: str | None = None) -> Any
 def _print_json(value: object) -> None:
     import json
 
-    sys.stdout.write(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
+    _print(json.dumps(value, indent=1, ensure_ascii=False) + "\n")
 
 
 def cmd_index_create(args: argparse.Namespace) -> int:
@@ -829,7 +831,7 @@ def cmd_index_show(args: argparse.Namespace) -> int:
             problems = index.check()
             if problems:
                 raise NeardupError(f"{args.path} failed the check: " + "; ".join(problems))
-            sys.stdout.write(f"{args.path}: ok ({len(index):,} documents)\n")
+            _print(f"{args.path}: ok ({len(index):,} documents)\n")
     finally:
         index.close()
     return 0

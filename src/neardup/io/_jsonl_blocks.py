@@ -82,7 +82,7 @@ def parse_block(
 
     buf = np.frombuffer(data, dtype=np.uint8)
     ends, status, t_ends, id_kinds, i_ends, tbuf, ibuf = _k.parse_lines(
-        buf, _key_bytes(text_field), _key_bytes(id_field)
+        buf, np.flatnonzero(buf == 0x0A), _key_bytes(text_field), _key_bytes(id_field)
     )
     n_lines = len(ends)
     starts = np.zeros(n_lines, dtype=np.int64)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import select
 import stat
 import sys
 import threading
@@ -250,6 +251,29 @@ class GuardedFileIO(io.FileIO):
         super().close()
 
 
+def write_all(sink: BinaryIO, data: Buffer, label: str) -> int:
+    """Write every byte of ``data`` to ``sink``; returns their number. An unbuffered sink (the
+    standard output under ``PYTHONUNBUFFERED`` or ``python -u``) may take part of a write
+    (a signal, a reader closing the pipe): the rest is written again, never dropped; a sink
+    that would block (non-blocking) is waited for. Errors name ``label``."""
+    view = memoryview(data).cast("B")
+    done = 0
+    try:
+        while done < len(view):
+            n = sink.write(view[done:])
+            if n is None:  # a non-blocking sink that is full: wait until it takes more
+                select.select([], [sink.fileno()], [])
+                continue
+            if n <= 0:
+                raise OSError(errno.EIO, "the output took no bytes")
+            done += n
+    except OSError as exc:
+        raise output_error(label, exc) from None
+    except ValueError:  # the stream was closed under us
+        raise OutputError(f"cannot write to {label}: {_HINTS[errno.EBADF]}") from None
+    return done
+
+
 class ForwardRaw(io.RawIOBase):
     """A raw writer forwarding to another binary stream (standard output), errors named."""
 
@@ -262,14 +286,7 @@ class ForwardRaw(io.RawIOBase):
         return True
 
     def write(self, data: Buffer) -> int:
-        view = memoryview(data)
-        try:
-            self._sink.write(view)
-        except OSError as exc:
-            raise output_error(self.label, exc) from None
-        except ValueError:  # the stream was closed under us
-            raise OutputError(f"cannot write to {self.label}: {_HINTS[errno.EBADF]}") from None
-        return len(view)
+        return write_all(self._sink, data, self.label)
 
     def flush(self) -> None:
         guarded(self.label, self._sink.flush)
