@@ -146,6 +146,7 @@ def column_pairs(
         if kind[r] == 1 and v0 == EMPTY:
             kind[r] = 0
     docs = np.empty(longest, dtype=np.int64)
+    no_values = np.empty(0, dtype=np.uint64)
     out_a = np.empty(0, dtype=np.int64)
     out_b = np.empty(0, dtype=np.int64)
     big_members = np.empty(0, dtype=np.int64)
@@ -158,38 +159,26 @@ def column_pairs(
             if kind[r] == 0:
                 continue
             i, j = run_lo[r], run_hi[r]
+            m = j - i
             for x in range(i, j):
                 docs[x - i] = np.int64(keys[x] & mask)
-            if kind[r] == 1:
-                pos = _bucket(
-                    docs[: j - i],
-                    max_bucket,
-                    ident,
-                    use_ident,
-                    out_a,
-                    out_b,
-                    pos,
-                    fill,
-                    in_big,
-                    stats,
-                    collect,
-                    big_members,
-                    big_sizes,
-                    big_pos,
-                )
-                continue
-            vals = values[docs[: j - i]]
-            order = np.argsort(vals, kind="mergesort")
-            sdocs = docs[: j - i][order]
-            svals = vals[order]
+            seg = docs[:m]
+            svals = no_values
+            if kind[r] == 2:  # a truncation collision: split by a stable sort on the full value
+                vals = values[seg]
+                order = np.argsort(vals, kind="mergesort")
+                seg = seg[order]
+                svals = vals[order]
             u = 0
-            while u < j - i:
-                w = u + 1
-                while w < j - i and svals[w] == svals[u]:
-                    w += 1
-                if w - u >= 2 and svals[u] != EMPTY:
+            while u < m:  # one bucket per value (the whole run when it holds one value)
+                w = m
+                if kind[r] == 2:
+                    w = u + 1
+                    while w < m and svals[w] == svals[u]:
+                        w += 1
+                if w - u >= 2 and (kind[r] == 1 or svals[u] != EMPTY):
                     pos = _bucket(
-                        sdocs[u:w].copy(),
+                        seg[u:w],
                         max_bucket,
                         ident,
                         use_ident,
