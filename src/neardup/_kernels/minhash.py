@@ -64,8 +64,8 @@ def probe_source(seed: np.uint64, j: int, attempt: int, t: int) -> np.int64:
 
 @njit(cache=True, nogil=True)
 def probe_table(seed: np.uint64, t: int) -> np.ndarray:
-    """int32[PROBES, t]: every bin's first probes, attempt by attempt, once per (seed, t)."""
-    out = np.empty((PROBES, t), dtype=np.int32)
+    """uint32[PROBES, t]: every bin's first probes, attempt by attempt, once per (seed, t)."""
+    out = np.empty((PROBES, t), dtype=np.uint32)
     for attempt in range(PROBES):
         for j in range(t):
             out[attempt, j] = probe_source(seed, j, attempt, t)
@@ -86,26 +86,28 @@ def densify(
 
     Attempt by attempt over the bins still empty, without a branch on the data: a bin whose
     probe is filled takes its value, the others go on to the next list (``pending`` and
-    ``spare``, int32[t], alternate). A short document leaves most of the 228 bins empty, and a
-    branch per probe mispredicted often: 2.7 -> 1.8 µs a row. The order does not change the
-    result: bins borrow only from bins filled by the document itself."""
+    ``spare``, uint32[t], alternate). A short document leaves most of the 228 bins empty, and a
+    branch per probe mispredicted often: 2.7 -> 1.8 µs a row. Indices are unsigned (uint32
+    lists and table) so that Numba adds no negative-index fix-up to each of the four lookups
+    of a probe: 20% less. The order does not change the result: bins borrow only from bins
+    filled by the document itself."""
     t = row.shape[0]
-    k = 0
+    k = np.uint32(0)
     for j in range(t):
         pending[k] = j
-        k += not filled[j]
+        k += np.uint32(not filled[j])
     attempt = 0
     now, nxt = pending, spare
     while k > 0 and attempt < PROBES:
         at = probes[attempt]
-        m = 0
+        m = np.uint32(0)
         for i in range(k):
             j = now[i]
             src = at[j]
             hit = filled[src]
             row[j] = row[src] if hit else row[j]
             nxt[m] = j
-            m += not hit
+            m += np.uint32(not hit)
         k = m
         now, nxt = nxt, now
         attempt += 1
@@ -125,8 +127,8 @@ def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) ->
     n = offsets.shape[0] - 1
     out = np.full((n, t), EMPTY, dtype=np.uint64)
     filled = np.zeros(t, dtype=np.bool_)
-    pending = np.empty(t, dtype=np.int32)
-    spare = np.empty(t, dtype=np.int32)
+    pending = np.empty(t, dtype=np.uint32)
+    spare = np.empty(t, dtype=np.uint32)
     dseed = splitmix64(seed)
     # t * PROBES hashes per call (microseconds): no table to pass in, no kernel to load for it
     probes = probe_table(dseed, t)
@@ -139,7 +141,7 @@ def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) ->
         filled[:] = False
         for p in range(lo, hi):
             g = fmix64(fps[p] ^ seed)
-            j = bucket(g, t)
+            j = np.uint64(bucket(g, t))  # unsigned: no negative-index fix-up
             filled[j] = True
             if g < row[j]:
                 row[j] = g
