@@ -139,7 +139,7 @@ def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) ->
             continue
         row = out[d]  # EMPTY already: filled in place
         filled[:] = False
-        for p in range(lo, hi):
+        for p in range(np.uint64(lo), np.uint64(hi)):
             g = fmix64(fps[p] ^ seed)
             j = np.uint64(bucket(g, t))  # unsigned: no negative-index fix-up
             filled[j] = True
