@@ -146,11 +146,13 @@ def _string(
         c = buf[p]
         if _plain(c):  # plain ASCII, the common case: the whole run in a tight loop
             r = p + 1
-            while r < end and _plain(buf[r]):
+            while r < end and _plain(buf[np.uint64(r)]):  # unsigned: no negative-index fix-up
                 r += 1
             if write:
-                for i in range(r - p):
-                    out[q + i] = buf[p + i]
+                src = buf[np.uint64(p) : np.uint64(r)]
+                dst = out[np.uint64(q) : np.uint64(q + r - p)]
+                for i in range(src.shape[0]):  # views and an index loop: vectorised
+                    dst[i] = src[i]
                 q += r - p
             p = r
             continue
