@@ -835,3 +835,10 @@ def test_a_sink_that_takes_part_of_each_write_still_gets_every_byte() -> None:
     data = bytes(range(256)) * 3
     assert write_all(sink, data, "the sink") == len(data)  # type: ignore[arg-type]
     assert bytes(sink.got) == data
+
+
+def test_results_printed_to_a_redirected_text_stdout_arrive_whole() -> None:
+    captured = io.StringIO()  # no binary buffer underneath: what redirect_stdout gives
+    with contextlib.redirect_stdout(captured):
+        assert main(["plan", "--threshold", "0.8"]) == 0
+    assert "threshold" in captured.getvalue().lower() and captured.getvalue().endswith("\n")

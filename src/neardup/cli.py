@@ -576,10 +576,15 @@ def _print(text: str) -> None:
         )
     from .io._targets import STDOUT, guarded, stdout_buffer, write_all
 
+    out = sys.stdout
+    if getattr(out, "buffer", None) is None:  # a text-only stream (redirect_stdout to StringIO)
+        guarded(STDOUT, lambda: out.write(text))
+        guarded(STDOUT, out.flush)
+        return
     # Bytes written whole (``write_all``): an unbuffered text stream (PYTHONUNBUFFERED) can
     # drop the rest of a write that the pipe took only in part.
-    data = text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict")
-    guarded(STDOUT, sys.stdout.flush)
+    data = text.encode(out.encoding or "utf-8", out.errors or "strict")
+    guarded(STDOUT, out.flush)
     sink = stdout_buffer()
     write_all(sink, data, STDOUT)
     guarded(STDOUT, sink.flush)
