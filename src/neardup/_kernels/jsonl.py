@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .ranges import copy_bytes
+
 BLANK = 0
 RECORD = 1
 ASK_PYTHON = 2
@@ -149,10 +151,7 @@ def _string(
             while r < end and _plain(buf[np.uint64(r)]):  # unsigned: no negative-index fix-up
                 r += 1
             if write:
-                src = buf[np.uint64(p) : np.uint64(r)]
-                dst = out[np.uint64(q) : np.uint64(q + r - p)]
-                for i in range(src.shape[0]):  # views and an index loop: vectorised
-                    dst[i] = src[i]
+                copy_bytes(out[np.uint64(q) :], buf[np.uint64(p) : np.uint64(r)])
                 q += r - p
             p = r
             continue

@@ -274,7 +274,7 @@ def texts_at_spans(entry: Entry, wanted: IntArray, text_field: str, id_field: st
         return []
     starts, ends, firsts = _spans(entry)
     s, e = starts[wanted], ends[wanted]
-    # Each piece copied at once: a view would keep its whole read chunk alive until the join.
+    # Each chunk's gathered bytes copied at once: its buffer is reused for the next chunk.
     data = b"".join([piece.tobytes() for piece in _gather(entry, s, e, s, firsts[wanted])])
     if not data.endswith(b"\n"):  # the file's last line, without a newline
         data += b"\n"
