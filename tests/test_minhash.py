@@ -95,3 +95,14 @@ def test_shingle_batch_and_sequence_give_the_same_sketch() -> None:
     docs = ["a b c d e f g a b c d e f g", "z y x w v u"]
     batch = shingle_batch(docs)
     assert np.array_equal(sketch(batch.fps, batch.offsets), sketch_texts(docs))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.integers(1, 600))
+def test_probe_table_rows_are_probe_sources_of_every_bin(seed: int, t: int) -> None:
+    from neardup._kernels.minhash import PROBES, probe_source, probe_table
+
+    table = probe_table(np.uint64(seed), t)
+    for attempt in (0, 1, PROBES - 1):
+        row = [probe_source(np.uint64(seed), j, attempt, t) for j in range(t)]
+        assert table[attempt].tolist() == row

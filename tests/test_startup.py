@@ -5,6 +5,7 @@ the command's own process skips the final garbage collection."""
 from __future__ import annotations
 
 import gc
+import gzip
 import json
 import subprocess
 import sys
@@ -79,15 +80,49 @@ def test_help_and_errors_import_neither_numba_nor_pyarrow(tmp_path: Path, args: 
     assert not (tmp_path / "kept.jsonl").exists()
 
 
-def test_a_small_jsonl_run_imports_numba_but_not_pyarrow(tmp_path: Path) -> None:
-    """Nor scipy.linalg, which Numba's start imports (0.13-0.19 s) when SciPy is installed,
-    only to probe for a BLAS no kernel of neardup calls."""
+def test_a_small_default_run_interprets_its_kernels_and_imports_neither(tmp_path: Path) -> None:
+    """Loading Numba and the compiled kernels (about 0.4 s) costs more than a small run's work
+    interpreted; tests/test_interpreted.py proves the outputs the same."""
     _corpus(tmp_path / "in.jsonl")
     code, heavy = _heavy_imports(["dedup", "in.jsonl", "-o", "kept.jsonl", "--quiet"], tmp_path)
+    assert (code, heavy) == (0, [])
+    assert len((tmp_path / "kept.jsonl").read_text().splitlines()) == 4
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--tokens", "char"],  # a method that costs more interpreted
+        ["--method", "simhash"],
+        ["--big"],  # more text than INTERPRET_BYTES
+        ["--gzip"],  # compressed: its size says little of its text
+        ["--env"],  # NEARDUP_KERNELS=numba chooses
+    ],
+)
+def test_other_runs_import_numba_but_not_pyarrow_or_scipy_linalg(
+    tmp_path: Path, extra: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nor scipy.linalg, which Numba's start imports (0.13-0.19 s) when SciPy is installed,
+    only to probe for a BLAS no kernel of neardup calls."""
+    from neardup.cli import INTERPRET_BYTES
+
+    name = "in.jsonl"
+    n = 10
+    if extra == ["--big"]:
+        n = INTERPRET_BYTES // 40 + 1
+    _corpus(tmp_path / name, n)
+    if extra == ["--gzip"]:
+        data = (tmp_path / name).read_bytes()
+        name = "in.jsonl.gz"
+        (tmp_path / name).write_bytes(gzip.compress(data))
+    if extra == ["--env"]:
+        monkeypatch.setenv("NEARDUP_KERNELS", "numba")
+    args = [a for a in extra if a not in ("--big", "--gzip", "--env")]
+    code, heavy = _heavy_imports(["dedup", name, "-o", "kept.jsonl", "--quiet", *args], tmp_path)
     assert code == 0
     assert "numba" in heavy and not any(m.startswith("pyarrow") for m in heavy)
     assert "scipy.linalg" not in heavy
-    assert len((tmp_path / "kept.jsonl").read_text().splitlines()) == 4
+    assert (tmp_path / "kept.jsonl").stat().st_size > 0
 
 
 def test_main_called_with_arguments_leaves_garbage_collection_alone(tmp_path: Path) -> None:

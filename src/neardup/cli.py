@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -1054,6 +1055,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if argv is None:  # the process is this command
         _skip_numba_blas_probe()
+        _interpret_small_run(args)
     if args.command in ("dedup", "report"):
         # The job's modules load before SIGTERM is ours. The engine (and Numba) loads inside
         # the job once its inputs are open (help and errors stay fast), where an interrupt
@@ -1095,6 +1097,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_stdout()
         if argv is None:  # the process is this command, and it ends now
             _skip_final_collection()
+
+
+#: Input size (bytes, uncompressed files) up to which a command's own process runs the kernels
+#: interpreted: loading Numba and the compiled kernels costs about 0.4 s, and interpreted
+#: kernels take as long on about 90 KB of text (benchmarks/README.md, "Start-up").
+INTERPRET_BYTES = 64 * 1024
+
+
+def _interpret_small_run(args: argparse.Namespace) -> None:
+    """Run the kernels interpreted (same source, same results, no Numba to load) when the
+    command is a ``dedup`` with the default MinHash (OPH sketches of word shingles, mixed
+    fingerprints) whose inputs are regular, uncompressed files of at most INTERPRET_BYTES in
+    all. Other methods cost 2-20 times more interpreted, so they stay compiled.
+    ``NEARDUP_KERNELS`` in the environment overrides the choice."""
+    if args.command != "dedup" or args.dask or args.index or args.add:
+        return
+    sketch = args.sketch or "oph"
+    default_method = (args.method, sketch, args.tokens, args.hash) == (
+        "minhash",
+        "oph",
+        "word",
+        "mix",
+    )
+    if not default_method or args.format == "parquet":
+        return
+    total = 0
+    for name in args.inputs:
+        if name == "-" or name.lower().endswith((".parquet", ".pq")):
+            return
+        try:
+            st = os.stat(name)
+            if not stat.S_ISREG(st.st_mode):
+                return
+            with open(name, "rb") as fh:
+                if fh.read(2) == b"\x1f\x8b":  # gzip: its size says little of its text
+                    return
+        except OSError:
+            return  # the job itself reports the input's problem
+        total += st.st_size
+        if total > INTERPRET_BYTES:
+            return
+    from ._kernels import _jit
+
+    _jit.interpret()
 
 
 def _skip_numba_blas_probe() -> None:

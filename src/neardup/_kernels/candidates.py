@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from .hashing import EMPTY
 
 # Slots of the stats array filled by column_pairs (counted once, in its counting pass).

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from .hashing import EMPTY, fmix64
 from .hashing import GOLDEN as _GOLDEN
 

@@ -9,30 +9,37 @@ references these kernels are proven equal to live in ``neardup.hamming`` (brute-
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.extending import intrinsic
 
+from ._jit import mode, njit
 from .hashing import EMPTY, GOLDEN, fmix64
 
 _U64 = np.uint64
 
+if mode() == "numba":
+    from numba import types
+    from numba.extending import intrinsic
 
-@intrinsic
-def _ctpop(typingctx, x):  # type: ignore[no-untyped-def]  # numba intrinsic signature
-    """LLVM's ctpop on a uint64, typed int64 (so comparisons with int counts stay integer):
-    one POPCNT instruction on x86-64."""
-    sig = types.int64(types.uint64)
+    @intrinsic
+    def _ctpop(typingctx, x):  # type: ignore[no-untyped-def]  # numba intrinsic signature
+        """LLVM's ctpop on a uint64, typed int64 (so comparisons with int counts stay integer):
+        one POPCNT instruction on x86-64."""
+        sig = types.int64(types.uint64)
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.ctpop(args[0])
+        def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+            return builder.ctpop(args[0])
 
-    return sig, codegen
+        return sig, codegen
 
+    @njit(cache=True, inline="always")
+    def popcount64(x: np.uint64) -> int:
+        """Number of one bits in a uint64."""
+        return _ctpop(x)  # type: ignore[call-arg]  # numba supplies typingctx
 
-@njit(cache=True, inline="always")
-def popcount64(x: np.uint64) -> int:
-    """Number of one bits in a uint64."""
-    return _ctpop(x)  # type: ignore[call-arg]  # numba supplies typingctx
+else:
+
+    def popcount64(x: np.uint64) -> int:
+        """Number of one bits in a uint64 (interpreted kernels)."""
+        return int(x).bit_count()
 
 
 @njit(cache=True)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 FNV_PRIME = np.uint64(0x100000001B3)
@@ -36,6 +37,13 @@ def splitmix64(x: np.uint64) -> np.uint64:
 
 
 @njit(cache=True, inline="always")
+def bucket_u64(h: np.uint64, t: int) -> np.uint64:
+    """Map a 64-bit hash to [0, t) by its top 32 bits (multiply-shift, negligible bias); takes
+    and gives uint64 scalars or arrays alike."""
+    return ((h >> np.uint64(32)) * np.uint64(t)) >> np.uint64(32)
+
+
+@njit(cache=True, inline="always")
 def bucket(h: np.uint64, t: int) -> np.int64:
-    """Map a 64-bit hash to [0, t) by its top 32 bits (multiply-shift, negligible bias)."""
-    return np.int64(((h >> np.uint64(32)) * np.uint64(t)) >> np.uint64(32))
+    """``bucket_u64`` as a signed index."""
+    return np.int64(bucket_u64(h, t))

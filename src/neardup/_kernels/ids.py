@@ -9,7 +9,8 @@ order (``tests/reference.py``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 
 @njit(cache=True, nogil=True, inline="always")

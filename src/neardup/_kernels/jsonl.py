@@ -15,8 +15,8 @@ there. Blank lines (only the bytes ``bytes.strip`` removes) are marked ``BLANK``
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from .ranges import copy_bytes
 
 BLANK = 0

@@ -5,7 +5,8 @@ Hirschberg's divide and conquer over bit-parallel rows (O(m n / 64) time, O(m + 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 _ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ONE = np.uint64(1)

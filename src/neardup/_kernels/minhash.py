@@ -13,9 +13,9 @@ Rows of documents without shingles are all EMPTY.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from .hashing import EMPTY, bucket, fmix64, splitmix64
+from ._jit import njit
+from .hashing import EMPTY, bucket, bucket_u64, fmix64, splitmix64
 
 
 @njit(cache=True, nogil=True)
@@ -66,9 +66,10 @@ def probe_source(seed: np.uint64, j: int, attempt: int, t: int) -> np.int64:
 def probe_table(seed: np.uint64, t: int) -> np.ndarray:
     """uint32[PROBES, t]: every bin's first probes, attempt by attempt, once per (seed, t)."""
     out = np.empty((PROBES, t), dtype=np.uint32)
-    for attempt in range(PROBES):
-        for j in range(t):
-            out[attempt, j] = probe_source(seed, j, attempt, t)
+    bins = np.arange(t).astype(np.uint64) << np.uint64(32)
+    for attempt in range(PROBES):  # probe_source for every bin at once (array arithmetic)
+        hashes = fmix64(seed ^ (bins | np.uint64(attempt)))  # type: ignore[arg-type]
+        out[attempt, :] = bucket_u64(hashes, t)
     return out
 
 

@@ -8,7 +8,8 @@ per run (about 110,000 runs at 1M documents). The reference is ``b"".join`` of t
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ._jit import njit
 
 
 @njit(cache=True, inline="always")

@@ -13,8 +13,8 @@ points (word mode: tokens joined by one space; char mode: the q characters).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from .hashing import EMPTY, FNV_OFFSET, FNV_PRIME, SHINGLE_MUL, fmix64
 
 #: The Rabin polynomial x^64 + RABIN_LOW: irreducible over GF(2) (tests prove it), chosen as the

@@ -9,8 +9,8 @@ Repeated features simply add their weight again, which is exactly count weightin
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from ._jit import njit
 from .hashing import fmix64, splitmix64
 
 _ONE = np.uint64(1)

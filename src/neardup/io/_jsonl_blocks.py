@@ -28,6 +28,7 @@ from ._report import Entry, Problems, RecordProblem, raise_changed
 CHUNK = 8 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 IntArray = npt.NDArray[np.int64]
+Bytes = npt.NDArray[np.uint8]
 
 
 @dataclass
@@ -73,17 +74,47 @@ def _key_bytes(name: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(name.encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
+def _lines_for_python(
+    data: bytes, newlines: IntArray
+) -> tuple[IntArray, Bytes, IntArray, Bytes, IntArray, Bytes, Bytes]:
+    """``parse_lines``' answer with every non-blank line marked ASK_PYTHON: with interpreted
+    kernels (a small run), the Python parser, which any line can be left to, is the faster."""
+    from .._kernels import jsonl as _k
+
+    ends = newlines + 1
+    if data and data[-1] != 0x0A:
+        ends = np.append(ends, len(data))
+    starts = np.zeros(len(ends), dtype=np.int64)
+    starts[1:] = ends[:-1]
+    status = np.array(
+        [
+            _k.ASK_PYTHON if data[a:b].strip() else _k.BLANK
+            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+        ],
+        dtype=np.uint8,
+    )
+    zeros = np.zeros(len(ends), dtype=np.int64)
+    absent = np.full(len(ends), _k.ID_ABSENT, dtype=np.uint8)
+    empty = np.zeros(0, dtype=np.uint8)
+    return ends, status, zeros, absent, zeros, empty, empty
+
+
 def parse_block(
     data: bytes, text_field: str, id_field: str, first_recno: int, offset: int
 ) -> tuple[LineBlock, int]:
     """Whole lines ``data`` (the first is line ``first_recno``, at byte ``offset`` of the file)
     -> (their records, number of lines)."""
+    from .._kernels import _jit
     from .._kernels import jsonl as _k  # Numba loads with the first block, not at import
 
     buf = np.frombuffer(data, dtype=np.uint8)
-    ends, status, t_ends, id_kinds, i_ends, tbuf, ibuf = _k.parse_lines(
-        buf, np.flatnonzero(buf == 0x0A), _key_bytes(text_field), _key_bytes(id_field)
-    )
+    newlines = np.flatnonzero(buf == 0x0A)
+    if _jit.mode() == "python":
+        ends, status, t_ends, id_kinds, i_ends, tbuf, ibuf = _lines_for_python(data, newlines)
+    else:
+        ends, status, t_ends, id_kinds, i_ends, tbuf, ibuf = _k.parse_lines(
+            buf, newlines, _key_bytes(text_field), _key_bytes(id_field)
+        )
     n_lines = len(ends)
     starts = np.zeros(n_lines, dtype=np.int64)
     starts[1:] = ends[:-1]

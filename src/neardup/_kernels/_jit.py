@@ -1,0 +1,83 @@
+"""How the kernels run: compiled by Numba, or as the same source interpreted, for small inputs.
+
+Loading Numba and its compiled kernels costs about 0.4 s, more than a small run's whole work.
+The kernels are plain Python with NumPy scalar arithmetic, so the same functions run
+compiled or interpreted with the same results (``tests/test_interpreted.py``
+compares whole runs). The mode is chosen once per process, before the first kernel module is
+imported: ``NEARDUP_KERNELS=python`` in the environment, or ``interpret()`` (the command line
+calls it for small inputs). Compiled is the default; a library caller is never switched.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+MODES = ("numba", "python")
+_mode: str | None = None  # fixed by the first kernel defined
+
+
+def _env_mode() -> str:
+    """The mode the environment asks for (NEARDUP_KERNELS), compiled when unset."""
+    mode = os.environ.get("NEARDUP_KERNELS", "numba").strip().lower() or "numba"
+    if mode not in MODES:
+        raise ValueError(f"NEARDUP_KERNELS={mode!r}: use 'numba' (the default) or 'python'")
+    return mode
+
+
+def mode() -> str:
+    """The mode in effect ('numba' or 'python'); fixed from here on."""
+    global _mode
+    if _mode is None:
+        _mode = _env_mode()
+    return _mode
+
+
+def interpret() -> bool:
+    """Run the kernels interpreted unless a kernel is already defined or the environment
+    chose (NEARDUP_KERNELS); True when they will be interpreted."""
+    global _mode
+    if _mode is None and not os.environ.get("NEARDUP_KERNELS", "").strip():
+        _mode = "python"
+    return mode() == "python"
+
+
+_inside = threading.local()  # .kernel: this thread is running an interpreted kernel
+
+
+def _interpreted(func: F) -> F:
+    """``func`` called with NumPy's integer overflow warnings off: kernel arithmetic wraps
+    modulo 2**64 by design, as it does compiled (set once, by the outermost kernel call)."""
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_inside, "kernel", False):
+            return func(*args, **kwargs)
+        _inside.kernel = True
+        try:
+            with np.errstate(over="ignore"):
+                return func(*args, **kwargs)
+        finally:
+            _inside.kernel = False
+
+    call.py_func = func  # type: ignore[attr-defined]  # as a Numba dispatcher has
+    return call  # type: ignore[return-value]
+
+
+def njit(**options: Any) -> Callable[[F], F]:
+    """Numba's ``njit(**options)``, or, interpreted, the function itself (inline helpers) or
+    wrapped so wrapping arithmetic does not warn."""
+    if mode() == "numba":
+        import numba
+
+        return numba.njit(**options)
+    if options.get("inline") == "always":
+        return lambda func: func
+    return _interpreted
