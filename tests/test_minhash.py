@@ -106,3 +106,21 @@ def test_probe_table_rows_are_probe_sources_of_every_bin(seed: int, t: int) -> N
     for attempt in (0, 1, PROBES - 1):
         row = [probe_source(np.uint64(seed), j, attempt, t) for j in range(t)]
         assert table[attempt].tolist() == row
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    value=st.integers(0, 2**64 - 1),
+    repeats=st.integers(1, 4),
+    t=st.sampled_from([1, 2, 7, 228, 256]),
+    seed=st.integers(0, 2**63 - 1),
+)
+def test_one_fingerprint_documents_take_one_value_everywhere_as_by_probing(
+    value: int, repeats: int, t: int, seed: int
+) -> None:
+    """One filled bin short-cuts densification (t * t probes otherwise); the same sketch."""
+    fps, offsets = _pack([[value] * repeats, [value, value ^ 1]])
+    out = sketch(fps, offsets, SketchParams(kind="oph", t=t, seed=seed))
+    assert len(set(out[0].tolist())) == 1
+    assert out[0].tolist() == ref.sketch_oph({value}, t, seed)
+    assert out[1].tolist() == ref.sketch_oph({value, value ^ 1}, t, seed)

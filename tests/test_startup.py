@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,7 +84,24 @@ def test_help_and_errors_import_neither_numba_nor_pyarrow(tmp_path: Path, args: 
 def test_a_small_default_run_interprets_its_kernels_and_imports_neither(tmp_path: Path) -> None:
     """Loading Numba and the compiled kernels (about 0.4 s) costs more than a small run's work
     interpreted; tests/test_interpreted.py proves the outputs the same."""
-    _corpus(tmp_path / "in.jsonl")
+    words = [
+        "a",
+        "text",
+        "of",
+        "some",
+        "length",
+        "about",
+        "nothing",
+        "in",
+        "particular",
+        "that",
+        "goes",
+        "on",
+    ]
+    with (tmp_path / "in.jsonl").open("w") as fh:
+        for i in range(10):
+            text = " ".join(f"{words[(i % 4 + j) % len(words)]}{j}" for j in range(60))
+            fh.write(json.dumps({"id": f"d{i}", "text": text}) + "\n")
     code, heavy = _heavy_imports(["dedup", "in.jsonl", "-o", "kept.jsonl", "--quiet"], tmp_path)
     assert (code, heavy) == (0, [])
     assert len((tmp_path / "kept.jsonl").read_text().splitlines()) == 4
@@ -97,6 +115,7 @@ def test_a_small_default_run_interprets_its_kernels_and_imports_neither(tmp_path
         ["--big"],  # more text than INTERPRET_BYTES
         ["--gzip"],  # compressed: its size says little of its text
         ["--env"],  # NEARDUP_KERNELS=numba chooses
+        [],  # texts of six words: compiled, sketching them takes long interpreted
     ],
 )
 def test_other_runs_import_numba_but_not_pyarrow_or_scipy_linalg(
@@ -147,3 +166,38 @@ def test_the_command_process_skips_the_final_collection(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
     assert proc.stdout.split() == ["0", "True"]
+
+
+def test_a_small_run_too_slow_interpreted_restarts_compiled_and_writes_once(tmp_path: Path) -> None:
+    """Texts of six words (padded with spaces to pass the command's guess) have two shingles:
+    a sketch densifies by some 26,000 probes each, seconds for 20 documents interpreted. The
+    command starts again compiled (its environment then says so) before writing anything, so
+    standard output gets the kept records once."""
+    pad = " " * 50
+    lines = [
+        json.dumps({"id": f"d{i}", "text": f"alpha{i} beta{i} gamma delta{pad}epsilon zeta{i % 3}"})
+        for i in range(20)
+    ]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: sys.stderr.write(os.environ.get('NEARDUP_KERNELS', '-')))\n"
+        "from neardup.cli import main\n"
+        "sys.argv = ['neardup', *sys.argv[1:]]\n"
+        "sys.exit(main())\n"
+    )
+    args = ["dedup", "in.jsonl", "-o", "-", "--quiet", "--threshold", "0.3"]
+    env = {k: v for k, v in os.environ.items() if k != "NEARDUP_KERNELS"}
+    runs = {}
+    for kernels in ("", "numba"):
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            cwd=tmp_path,
+            env={**env, "NEARDUP_KERNELS": kernels} if kernels else env,
+            capture_output=True,
+            timeout=300,
+        )
+        runs[kernels] = (proc.returncode, proc.stdout, proc.stderr)
+    assert runs[""][0] == 0 and runs[""][2] == b"numba"  # restarted, and said nothing else
+    assert runs[""] == runs["numba"]
+    assert len(runs[""][1].splitlines()) == 20

@@ -15,10 +15,10 @@ import stat
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from . import __version__
-from .errors import NeardupError, OutputError, ParamError
+from .errors import NeardupError, OutputError, ParamError, Restart
 from .params import (
     DedupParams,
     FeatureParams,
@@ -1079,6 +1079,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_plan(args)
     except NeardupError as exc:
         return _fail(str(exc))
+    except Restart:
+        _restart_compiled()
     except KeyboardInterrupt:
         sys.stderr.write("neardup: interrupted\n")
         return 130
@@ -1099,18 +1101,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             _skip_final_collection()
 
 
-#: Input size (bytes, uncompressed files) up to which a command's own process runs the kernels
-#: interpreted: loading Numba and the compiled kernels costs about 0.4 s, and interpreted
-#: kernels take as long on about 90 KB of text (benchmarks/README.md, "Start-up").
-INTERPRET_BYTES = 64 * 1024
+#: Input size (bytes of regular, uncompressed files) and lines up to which a command's own
+#: process runs its kernels interpreted: loading Numba and the compiled kernels costs about
+#: 0.4 s, and interpreted kernels take about 5 ms a KB and 3-12 ms a document (more for very
+#: short ones), so such a run ends sooner (benchmarks/README.md, "Start-up").
+INTERPRET_BYTES = 32 * 1024
+INTERPRET_LINES = 24
+#: Spaces every line must have: a text of few words fills few of a sketch's bins, and each
+#: empty bin then probes long for a filled one (t * t / filled probes: cheap compiled, slow
+#: interpreted), so short texts go to the compiled kernels directly.
+INTERPRET_MIN_SPACES = 40
+#: Seconds an interpreted run may take before it starts again compiled (a small input can still
+#: be costly interpreted: a document of one word takes 0.4 s to sketch).
+INTERPRET_SECONDS = 0.5
 
 
 def _interpret_small_run(args: argparse.Namespace) -> None:
     """Run the kernels interpreted (same source, same results, no Numba to load) when the
     command is a ``dedup`` with the default MinHash (OPH sketches of word shingles, mixed
-    fingerprints) whose inputs are regular, uncompressed files of at most INTERPRET_BYTES in
-    all. Other methods cost 2-20 times more interpreted, so they stay compiled.
-    ``NEARDUP_KERNELS`` in the environment overrides the choice."""
+    fingerprints) whose inputs are regular, uncompressed files of at most INTERPRET_BYTES and
+    INTERPRET_LINES in all, every line with INTERPRET_MIN_SPACES spaces or more. Other methods
+    cost 2-20 times more interpreted, so they stay compiled. ``NEARDUP_KERNELS`` in the environment overrides the choice. Reads those few
+    bytes before the outputs are checked, but writes nothing."""
     if args.command != "dedup" or args.dask or args.index or args.add:
         return
     sketch = args.sketch or "oph"
@@ -1122,25 +1134,38 @@ def _interpret_small_run(args: argparse.Namespace) -> None:
     )
     if not default_method or args.format == "parquet":
         return
-    total = 0
+    size = lines = 0
     for name in args.inputs:
         if name == "-" or name.lower().endswith((".parquet", ".pq")):
             return
         try:
-            st = os.stat(name)
-            if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(os.stat(name).st_mode):
                 return
             with open(name, "rb") as fh:
-                if fh.read(2) == b"\x1f\x8b":  # gzip: its size says little of its text
-                    return
+                data = fh.read(INTERPRET_BYTES + 1 - size)
         except OSError:
             return  # the job itself reports the input's problem
-        total += st.st_size
-        if total > INTERPRET_BYTES:
+        if data.startswith(b"\x1f\x8b"):  # gzip: its size says little of its text
+            return
+        size += len(data)
+        lines += data.count(b"\n") + (not data.endswith(b"\n"))
+        if size > INTERPRET_BYTES or lines > INTERPRET_LINES:
+            return
+        if any(x.strip() and x.count(b" ") < INTERPRET_MIN_SPACES for x in data.split(b"\n")):
             return
     from ._kernels import _jit
 
-    _jit.interpret()
+    if _jit.interpret(budget=INTERPRET_SECONDS):
+        args.jobs = 1  # interpreted kernels hold the GIL: threads would only take turns
+
+
+def _restart_compiled() -> NoReturn:
+    """Run this command again, compiled: its interpreted kernels ran past INTERPRET_SECONDS.
+    Nothing was written yet (``_jit.settle`` ends the budget before outputs are), and the
+    inputs are regular files, so reading them again gives the same records."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, sys.orig_argv, {**os.environ, "NEARDUP_KERNELS": "numba"})
 
 
 def _skip_numba_blas_probe() -> None:

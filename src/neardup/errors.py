@@ -33,3 +33,8 @@ class ServiceError(NeardupError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Restart(BaseException):
+    """Interpreted kernels ran past their time budget (``_kernels._jit.interpret``): the
+    command runs again, compiled. A BaseException, so no error handler takes it for a fault."""

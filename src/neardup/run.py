@@ -270,6 +270,9 @@ def dedup_source(
                 )
             ranks = key_ranks(keys, params.keep_prefer)
         dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size, jobs))
+        from ._kernels import _jit
+
+        _jit.settle()  # an interpreted run that was too slow restarts before writing, not after
         with plan.commit():  # every output appears at the end, together, or none does
             written = None
             if outputs.kept:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
+
+from ..errors import Restart
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,13 +43,42 @@ def mode() -> str:
     return _mode
 
 
-def interpret() -> bool:
+_expired = False  # the budget ran out while no kernel was running: the next call restarts
+
+
+def interpret(budget: float | None = None) -> bool:
     """Run the kernels interpreted unless a kernel is already defined or the environment
-    chose (NEARDUP_KERNELS); True when they will be interpreted."""
+    chose (NEARDUP_KERNELS); True when they will be interpreted.
+
+    ``budget`` (seconds, main thread only): after that long, the running kernel (or the next
+    one called) raises ``Restart``, until ``settle()``: an input can be small and still costly
+    interpreted (a document of one word densifies its sketch by some 50,000 probes).
+    """
     global _mode
     if _mode is None and not os.environ.get("NEARDUP_KERNELS", "").strip():
         _mode = "python"
-    return mode() == "python"
+    if mode() != "python":
+        return False
+    if budget is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGALRM, _expire)
+        signal.setitimer(signal.ITIMER_REAL, budget)
+    return True
+
+
+def _expire(signum: int, frame: object) -> None:
+    """SIGALRM: the budget is spent; stop the kernel running in this thread, if one is."""
+    global _expired
+    _expired = True
+    if getattr(_inside, "kernel", False):
+        raise Restart
+
+
+def settle() -> None:
+    """No restart from here on (outputs are about to be written); a no-op when none was armed."""
+    global _expired
+    if _mode == "python" and signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    _expired = False
 
 
 _inside = threading.local()  # .kernel: this thread is running an interpreted kernel
@@ -60,6 +92,8 @@ def _interpreted(func: F) -> F:
     def call(*args: Any, **kwargs: Any) -> Any:
         if getattr(_inside, "kernel", False):
             return func(*args, **kwargs)
+        if _expired:
+            raise Restart
         _inside.kernel = True
         try:
             with np.errstate(over="ignore"):

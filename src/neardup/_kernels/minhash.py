@@ -91,12 +91,18 @@ def densify(
     branch per probe mispredicted often: 2.7 -> 1.8 µs a row. Indices are unsigned (uint32
     lists and table) so that Numba adds no negative-index fix-up to each of the four lookups
     of a probe: 20% less. The order does not change the result: bins borrow only from bins
-    filled by the document itself."""
+    filled by the document itself. With one bin filled, all take its value at once (probing
+    would take t * t probes: 0.3 ms compiled, 0.4 s interpreted, a document)."""
     t = row.shape[0]
     k = np.uint32(0)
     for j in range(t):
         pending[k] = j
         k += np.uint32(not filled[j])
+    if k == t - 1:  # one filled bin (a text of at most w tokens): every probe ends there
+        for j in range(t):
+            if filled[j]:
+                row[:] = row[j]
+                return
     attempt = 0
     now, nxt = pending, spare
     while k > 0 and attempt < PROBES:
