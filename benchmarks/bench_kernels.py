@@ -9,7 +9,8 @@ same inputs a run gives them (best of ``--repeat``; compiled and loaded before t
 - ``parse_block``: the JSON kernel over 8 MB chunks of whole lines (MB/s of JSONL);
 - ``utf8_lengths``: characters per text (GB/s of UTF-8);
 - ``shingle_kernel``: tokens and word 5-shingle fingerprints (MB/s of text);
-- ``sketch_oph``: one-permutation MinHash, t=228, densified (µs a document);
+- ``sketch_oph``: one-permutation MinHash, t=228, densified (µs a document); and on documents
+  of one shingle each (a text of at most 5 words: one filled bin, the densification's worst);
 - ``column_pairs``: one key column's candidate pairs after its sort (ms a column).
 
 ``--ab PATH`` times the kernels of another checkout's ``src`` too, alternating the two
@@ -77,6 +78,10 @@ fps, fp_offsets = sh[0], sh[1]
 seed = np.uint64(12345)
 t, sketches = best(lambda: km.sketch_oph(fps, fp_offsets, seed, 228))
 result["sketch_oph us/doc"] = (t / len(texts) * 1e6, digest(sketches))
+one = np.ascontiguousarray(fps[fp_offsets[:-1][np.diff(fp_offsets) > 0]])  # a shingle each
+one_offsets = np.arange(len(one) + 1, dtype=np.int64)
+t, short = best(lambda: km.sketch_oph(one, one_offsets, seed, 228))
+result["sketch_oph one-shingle us/doc"] = (t / len(one) * 1e6, digest(short))
 n = len(texts)
 shift = max(1, (n - 1).bit_length())
 low = np.uint64((1 << shift) - 1)

@@ -14,8 +14,8 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__
 from .errors import NeardupError, OutputError, ParamError, Restart
@@ -26,6 +26,9 @@ from .params import (
     ShingleParams,
     SimhashMethodParams,
 )
+
+if TYPE_CHECKING:
+    from .engine import Deduplicator
 
 
 def _features(value: str) -> tuple[int, int, int]:
@@ -492,6 +495,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             warn=_warn,
             jobs=args.jobs,
             memory_limit=limit,
+            make=_small_run_deduplicator(args) if args.own_process else None,
         )
     if not args.quiet:
         sys.stderr.write(_format_summary(result.summary, result.problems))
@@ -1053,9 +1057,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     parser = _build_parser()
     args = parser.parse_args(argv)
-    if argv is None:  # the process is this command
+    args.own_process = argv is None  # the process is this command
+    if args.own_process:
         _skip_numba_blas_probe()
-        _interpret_small_run(args)
     if args.command in ("dedup", "report"):
         # The job's modules load before SIGTERM is ours. The engine (and Numba) loads inside
         # the job once its inputs are open (help and errors stay fast), where an interrupt
@@ -1155,8 +1159,20 @@ def _interpret_small_run(args: argparse.Namespace) -> None:
             return
     from ._kernels import _jit
 
-    if _jit.interpret(budget=INTERPRET_SECONDS):
-        args.jobs = 1  # interpreted kernels hold the GIL: threads would only take turns
+    _jit.interpret(budget=INTERPRET_SECONDS)
+
+
+def _small_run_deduplicator(args: argparse.Namespace) -> Callable[[DedupParams], Deduplicator]:
+    """The job's deduplicator, built once its outputs are checked: first the kernels' mode is
+    chosen (``_interpret_small_run``), as nothing is read before the outputs are checked."""
+
+    def make(params: DedupParams) -> Deduplicator:
+        _interpret_small_run(args)
+        from .engine import Deduplicator
+
+        return Deduplicator(params)
+
+    return make
 
 
 def _restart_compiled() -> NoReturn:

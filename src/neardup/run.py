@@ -235,6 +235,10 @@ def dedup_source(
             folders={"-o"} if source.fmt == "text" else (),
         )
         dedup = _build(make, params)
+        from ._kernels import _jit
+
+        if _jit.mode() == "python":
+            jobs = 1  # interpreted kernels hold the GIL: threads would only take turns
         dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
         dedup.jobs = jobs
         from .methods import needs_fit
@@ -270,8 +274,6 @@ def dedup_source(
                 )
             ranks = key_ranks(keys, params.keep_prefer)
         dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size, jobs))
-        from ._kernels import _jit
-
         _jit.settle()  # an interpreted run that was too slow restarts before writing, not after
         with plan.commit():  # every output appears at the end, together, or none does
             written = None
