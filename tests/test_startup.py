@@ -201,3 +201,20 @@ def test_a_small_run_too_slow_interpreted_restarts_compiled_and_writes_once(tmp_
     assert runs[""][0] == 0 and runs[""][2] == b"numba"  # restarted, and said nothing else
     assert runs[""] == runs["numba"]
     assert len(runs[""][1].splitlines()) == 20
+
+
+def test_an_unknown_kernels_mode_is_one_line_naming_the_variable(tmp_path: Path) -> None:
+    _corpus(tmp_path / "in.jsonl")
+    proc = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "dedup", "in.jsonl", "-o", "kept.jsonl"],
+        cwd=tmp_path,
+        env={**os.environ, "NEARDUP_KERNELS": "fast"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        "neardup: error: NEARDUP_KERNELS='fast': set it to 'numba' (the default) or 'python'"
+    ]
+    assert not (tmp_path / "kept.jsonl").exists()

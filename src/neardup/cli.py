@@ -1125,8 +1125,8 @@ def _interpret_small_run(args: argparse.Namespace) -> None:
     command is a ``dedup`` with the default MinHash (OPH sketches of word shingles, mixed
     fingerprints) whose inputs are regular, uncompressed files of at most INTERPRET_BYTES and
     INTERPRET_LINES in all, every line with INTERPRET_MIN_SPACES spaces or more. Other methods
-    cost 2-20 times more interpreted, so they stay compiled. ``NEARDUP_KERNELS`` in the environment overrides the choice. Reads those few
-    bytes before the outputs are checked, but writes nothing."""
+    cost 2-20 times more interpreted, so they stay compiled. ``NEARDUP_KERNELS`` in the
+    environment overrides the choice."""
     if args.command != "dedup" or args.dask or args.index or args.add:
         return
     sketch = args.sketch or "oph"

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..errors import Restart
+from ..errors import ParamError, Restart
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,7 +31,7 @@ def _env_mode() -> str:
     """The mode the environment asks for (NEARDUP_KERNELS), compiled when unset."""
     mode = os.environ.get("NEARDUP_KERNELS", "numba").strip().lower() or "numba"
     if mode not in MODES:
-        raise ValueError(f"NEARDUP_KERNELS={mode!r}: use 'numba' (the default) or 'python'")
+        raise ParamError(f"NEARDUP_KERNELS={mode!r}: set it to 'numba' (the default) or 'python'")
     return mode
 
 
@@ -52,7 +52,7 @@ def interpret(budget: float | None = None) -> bool:
 
     ``budget`` (seconds, main thread only): after that long, the running kernel (or the next
     one called) raises ``Restart``, until ``settle()``: an input can be small and still costly
-    interpreted (a document of one word densifies its sketch by some 50,000 probes).
+    interpreted (a text of six words densifies its sketch by some 26,000 probes).
     """
     global _mode
     if _mode is None and not os.environ.get("NEARDUP_KERNELS", "").strip():
