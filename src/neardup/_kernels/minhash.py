@@ -55,21 +55,26 @@ def sketch_classic(
 PROBES = 32
 
 
+@njit(cache=True, inline="always")
+def probe_bin(seed: np.uint64, j: np.uint64, attempt: int, t: int) -> np.uint64:
+    """The bin that empty bin j copies from at its attempt-th probe (optimal densification);
+    ``j`` a uint64 scalar or array (the table computes every bin at once)."""
+    return bucket_u64(fmix64(seed ^ ((j << np.uint64(32)) | np.uint64(attempt))), t)
+
+
 @njit(cache=True, nogil=True)
 def probe_source(seed: np.uint64, j: int, attempt: int, t: int) -> np.int64:
-    """The bin that empty bin j copies from at its attempt-th probe (optimal densification)."""
-    h = fmix64(seed ^ ((np.uint64(j) << np.uint64(32)) | np.uint64(attempt)))
-    return bucket(h, t)
+    """``probe_bin`` of one bin, as a signed index."""
+    return np.int64(probe_bin(seed, np.uint64(j), attempt, t))
 
 
 @njit(cache=True, nogil=True)
 def probe_table(seed: np.uint64, t: int) -> np.ndarray:
     """uint32[PROBES, t]: every bin's first probes, attempt by attempt, once per (seed, t)."""
     out = np.empty((PROBES, t), dtype=np.uint32)
-    bins = np.arange(t).astype(np.uint64) << np.uint64(32)
-    for attempt in range(PROBES):  # probe_source for every bin at once (array arithmetic)
-        hashes = fmix64(seed ^ (bins | np.uint64(attempt)))  # type: ignore[arg-type]
-        out[attempt, :] = bucket_u64(hashes, t)
+    bins = np.arange(t).astype(np.uint64)
+    for attempt in range(PROBES):
+        out[attempt, :] = probe_bin(seed, bins, attempt, t)  # type: ignore[arg-type]
     return out
 
 
