@@ -84,15 +84,8 @@ def _lines_for_python(
     ends = newlines + 1
     if data and data[-1] != 0x0A:
         ends = np.append(ends, len(data))
-    starts = np.zeros(len(ends), dtype=np.int64)
-    starts[1:] = ends[:-1]
-    status = np.array(
-        [
-            _k.ASK_PYTHON if data[a:b].strip() else _k.BLANK
-            for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
-        ],
-        dtype=np.uint8,
-    )
+    lines = data.split(b"\n")[: len(ends)]  # a final newline leaves an empty piece: dropped
+    status = np.array([_k.ASK_PYTHON if x.strip() else _k.BLANK for x in lines], dtype=np.uint8)
     zeros = np.zeros(len(ends), dtype=np.int64)
     absent = np.full(len(ends), _k.ID_ABSENT, dtype=np.uint8)
     empty = np.zeros(0, dtype=np.uint8)
