@@ -218,3 +218,19 @@ def test_an_unknown_kernels_mode_is_one_line_naming_the_variable(tmp_path: Path)
         "neardup: error: NEARDUP_KERNELS='fast': set it to 'numba' (the default) or 'python'"
     ]
     assert not (tmp_path / "kept.jsonl").exists()
+
+
+def test_a_restart_that_cannot_start_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from neardup import cli
+
+    def refuse(*args: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cli.os, "execve", refuse)
+    assert cli._restart_compiled() == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "neardup: error: this small run was slow interpreted and could not start again compiled "
+        "(Permission denied); run it with NEARDUP_KERNELS=numba"
+    ]

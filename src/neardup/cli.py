@@ -15,7 +15,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import NeardupError, OutputError, ParamError, Restart
@@ -1084,7 +1084,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeardupError as exc:
         return _fail(str(exc))
     except Restart:
-        _restart_compiled()
+        return _restart_compiled()
     except KeyboardInterrupt:
         sys.stderr.write("neardup: interrupted\n")
         return 130
@@ -1175,13 +1175,20 @@ def _small_run_deduplicator(args: argparse.Namespace) -> Callable[[DedupParams],
     return make
 
 
-def _restart_compiled() -> NoReturn:
+def _restart_compiled() -> int:
     """Run this command again, compiled: its interpreted kernels ran past INTERPRET_SECONDS.
     Nothing was written yet (``_jit.settle`` ends the budget before outputs are), and the
-    inputs are regular files, so reading them again gives the same records."""
+    inputs are regular files, so reading them again gives the same records. Returns only if
+    the new program cannot start (exit status 1, one line)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, sys.orig_argv, {**os.environ, "NEARDUP_KERNELS": "numba"})
+    try:
+        os.execve(sys.executable, sys.orig_argv, {**os.environ, "NEARDUP_KERNELS": "numba"})
+    except OSError as exc:
+        return _fail(
+            f"this small run was slow interpreted and could not start again compiled "
+            f"({exc.strerror or exc}); run it with NEARDUP_KERNELS=numba"
+        )
 
 
 def _skip_numba_blas_probe() -> None:
