@@ -89,8 +89,8 @@ def _rabin_shingle(
     return f
 
 
-@njit(cache=True, nogil=True)
-def shingle_kernel(
+@njit(cache=True, inline="always")
+def _shingle_core(
     buf: np.ndarray,
     offsets: np.ndarray,
     is_word: np.ndarray,
@@ -121,6 +121,9 @@ def shingle_kernel(
     for i in range(128):
         if is_word[i] != 0:
             ascii_fold[i] = fold[i]
+    char_tok = np.empty(128, dtype=np.uint64)  # a one-character token's hash, by code point
+    for i in range(128):
+        char_tok[i] = fmix64(((FNV_OFFSET ^ np.uint64(i)) * FNV_PRIME) ^ np.uint64(1))
     k = 0
     for d in range(n):
         out_offsets[d] = k
@@ -154,8 +157,20 @@ def shingle_kernel(
                         start = here
                     h = (h ^ f) * FNV_PRIME
                     length += 1
+                    # The rest of an ASCII run of word characters, byte by byte (unsigned
+                    # index: no negative-index fix-up).
+                    while p < stop:
+                        b = buf[np.uint64(p)]
+                        if b >= 0x80 or ascii_fold[b] == 0:
+                            break
+                        h = (h ^ np.uint64(ascii_fold[b])) * FNV_PRIME
+                        length += 1
+                        p += 1
                     continue
-                tok = fmix64(((FNV_OFFSET ^ f) * FNV_PRIME) ^ np.uint64(1))
+                if f < 128:
+                    tok = char_tok[f]
+                else:
+                    tok = fmix64(((FNV_OFFSET ^ f) * FNV_PRIME) ^ np.uint64(1))
                 tok_start = here
                 tok_end = p
             elif length > 0:
@@ -164,12 +179,18 @@ def shingle_kernel(
                 tok_end = here
                 length = 0
             else:
+                # The rest of an ASCII run of separators.
+                while p < stop:
+                    b = buf[np.uint64(p)]
+                    if b >= 0x80 or ascii_fold[b] != 0:
+                        break
+                    p += 1
                 continue
             if ntok >= w:
-                rolling = (rolling - ring[head] * oldest_power) * SHINGLE_MUL + tok
+                rolling = (rolling - ring[np.uint64(head)] * oldest_power) * SHINGLE_MUL + tok
             else:
                 rolling = rolling * SHINGLE_MUL + tok
-            ring[head] = tok
+            ring[np.uint64(head)] = tok
             head += 1
             if head == w:
                 head = 0
@@ -185,7 +206,7 @@ def shingle_kernel(
                 if rabin:
                     fps[k] = _rabin_shingle(buf, starts, ends, 0, w, fold, char_mode, table)
                 else:
-                    fps[k] = fmix64(rolling ^ np.uint64(w))
+                    fps[np.uint64(k)] = fmix64(rolling ^ np.uint64(w))
                 k += 1
         if 0 < ntok < w:
             if rabin:
@@ -197,6 +218,79 @@ def shingle_kernel(
         canonical[d] = fmix64(content ^ np.uint64(ntok)) if ntok > 0 else EMPTY
     out_offsets[n] = k
     return fps[:k].copy(), out_offsets, ntokens, canonical
+
+
+# One compiled kernel per (tokens, hash) choice: with both constant, the byte loop carries no
+# branch on them (word/mix 20news: 177 -> 193 MB/s).
+@njit(cache=True, nogil=True)
+def _word_mix(
+    buf: np.ndarray,
+    offsets: np.ndarray,
+    is_word: np.ndarray,
+    fold: np.ndarray,
+    w: int,
+    table: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``shingle_kernel`` for word tokens and the "mix" hash."""
+    return _shingle_core(buf, offsets, is_word, fold, w, False, False, table)
+
+
+@njit(cache=True, nogil=True)
+def _char_mix(
+    buf: np.ndarray,
+    offsets: np.ndarray,
+    is_word: np.ndarray,
+    fold: np.ndarray,
+    w: int,
+    table: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``shingle_kernel`` for character q-grams and the "mix" hash."""
+    return _shingle_core(buf, offsets, is_word, fold, w, True, False, table)
+
+
+@njit(cache=True, nogil=True)
+def _word_rabin(
+    buf: np.ndarray,
+    offsets: np.ndarray,
+    is_word: np.ndarray,
+    fold: np.ndarray,
+    w: int,
+    table: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``shingle_kernel`` for word tokens and Rabin fingerprints."""
+    return _shingle_core(buf, offsets, is_word, fold, w, False, True, table)
+
+
+@njit(cache=True, nogil=True)
+def _char_rabin(
+    buf: np.ndarray,
+    offsets: np.ndarray,
+    is_word: np.ndarray,
+    fold: np.ndarray,
+    w: int,
+    table: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``shingle_kernel`` for character q-grams and Rabin fingerprints."""
+    return _shingle_core(buf, offsets, is_word, fold, w, True, True, table)
+
+
+def shingle_kernel(
+    buf: np.ndarray,
+    offsets: np.ndarray,
+    is_word: np.ndarray,
+    fold: np.ndarray,
+    w: int,
+    char_mode: bool,
+    rabin: bool,
+    table: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """UTF-8 bytes -> (fps in document order with repeats, offsets[n+1], tokens[n], canonical[n]):
+    ``_shingle_core`` compiled for this (tokens, hash) choice."""
+    if rabin:
+        kernel = _char_rabin if char_mode else _word_rabin
+    else:
+        kernel = _char_mix if char_mode else _word_mix
+    return kernel(buf, offsets, is_word, fold, w, table)
 
 
 @njit(cache=True, nogil=True)
