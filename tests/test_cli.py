@@ -190,6 +190,29 @@ def test_keep_field_keeps_the_preferred_cluster_member(tmp_path: Path) -> None:
         assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == [winner, "d"]
 
 
+def test_a_keep_field_no_document_has_is_one_warning_after_the_last_chance_to_restart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warning comes after ``_jit.settle()``: a small run that restarts compiled would
+    otherwise print it once in each process."""
+    from neardup._kernels import _jit
+
+    said: list[str] = []
+    settle = _jit.settle
+    monkeypatch.setattr(_jit, "settle", lambda: (said.append("settle"), settle()))
+    monkeypatch.setattr(sys.stderr, "write", lambda text: said.append(text) or len(text))
+    text = " ".join(f"word{i}" for i in range(40))
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": text}) + "\n" for i in "ab"))
+    assert (
+        main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--keep-field", "q", "-q"]) == 0
+    )
+    assert said == [
+        "settle",
+        "neardup: warning: no document has the field 'q'; clusters keep their first member\n",
+    ]
+
+
 def test_hybrid_verification_reads_borderline_texts_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

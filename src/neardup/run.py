@@ -265,16 +265,12 @@ def dedup_source(
         finally:
             bar.close()
         ids: Sequence[str] = source.ids if source.ids is not None else []
-        ranks = None
-        if read.key_field:
-            if source.n_docs and source.missing_keys == source.n_docs and warn is not None:
-                warn(
-                    f"no document has the field {read.key_field!r}; clusters keep their first "
-                    "member"
-                )
-            ranks = key_ranks(keys, params.keep_prefer)
+        ranks = key_ranks(keys, params.keep_prefer) if read.key_field else None
         dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size, jobs))
         _jit.settle()  # an interpreted run that was too slow restarts before writing, not after
+        # Said after settle(): a restart would otherwise say it twice.
+        if read.key_field and source.n_docs and source.missing_keys == source.n_docs and warn:
+            warn(f"no document has the field {read.key_field!r}; clusters keep their first member")
         with plan.commit():  # every output appears at the end, together, or none does
             written = None
             if outputs.kept:
