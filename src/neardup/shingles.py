@@ -68,16 +68,11 @@ def _run(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     is_word, fold = tables()
     buf, offsets = encode_batch(texts, params.nfkc)
-    return _k.shingle_kernel(
-        buf,
-        offsets,
-        is_word,
-        fold,
-        params.w,
-        params.tokens == "char",
-        params.hash == "rabin",
-        _rabin_table(),
-    )
+    chars, rabin = params.tokens == "char", params.hash == "rabin"
+    if not rabin:  # compiled for the token kind alone
+        mixed = _k.shingle_chars_mixed if chars else _k.shingle_words_mixed
+        return mixed(buf, offsets, is_word, fold, params.w)
+    return _k.shingle_kernel(buf, offsets, is_word, fold, params.w, chars, rabin, _rabin_table())
 
 
 def shingle_sequence(

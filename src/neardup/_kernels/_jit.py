@@ -107,11 +107,12 @@ def _interpreted(func: F) -> F:
 
 def njit(**options: Any) -> Callable[[F], F]:
     """Numba's ``njit(**options)``, or, interpreted, the function itself (inline helpers) or
-    wrapped so wrapping arithmetic does not warn."""
+    wrapped so wrapping arithmetic does not warn. A kernel marked both ``inline="always"``
+    and ``nogil=True`` is inlined into other kernels and also called from Python: wrapped."""
     if mode() == "numba":
         import numba
 
         return numba.njit(**options)
-    if options.get("inline") == "always":
+    if options.get("inline") == "always" and not options.get("nogil"):
         return lambda func: func
     return _interpreted

@@ -13,7 +13,7 @@ import numpy as np
 from ._jit import njit
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, inline="always")
 def _same(buf: np.ndarray, lo: int, hi: int, other: np.ndarray, olo: int, ohi: int) -> bool:
     if hi - lo != ohi - olo:
         return False
