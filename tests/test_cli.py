@@ -200,6 +200,7 @@ def test_a_keep_field_no_document_has_is_one_warning_after_the_last_chance_to_re
     said: list[str] = []
     settle = _jit.settle
     monkeypatch.setattr(_jit, "settle", lambda: (said.append("settle"), settle()))
+    # capsys makes sys.stderr an object whose write can be replaced, even under ``pytest -s``
     monkeypatch.setattr(sys.stderr, "write", lambda text: said.append(text) or len(text))
     text = " ".join(f"word{i}" for i in range(40))
     src = tmp_path / "in.jsonl"
