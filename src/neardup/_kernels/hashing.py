@@ -41,9 +41,3 @@ def bucket_u64(h: np.uint64, t: int) -> np.uint64:
     """Map a 64-bit hash to [0, t) by its top 32 bits (multiply-shift, negligible bias); takes
     and gives uint64 scalars or arrays alike."""
     return ((h >> np.uint64(32)) * np.uint64(t)) >> np.uint64(32)
-
-
-@njit(cache=True, inline="always")
-def bucket(h: np.uint64, t: int) -> np.int64:
-    """``bucket_u64`` as a signed index."""
-    return np.int64(bucket_u64(h, t))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .hashing import EMPTY, bucket, bucket_u64, fmix64, splitmix64
+from .hashing import EMPTY, bucket_u64, fmix64, splitmix64
 
 
 @njit(cache=True, nogil=True)
@@ -153,7 +153,7 @@ def sketch_oph(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int) ->
         filled[:] = False
         for p in range(np.uint64(lo), np.uint64(hi)):
             g = fmix64(fps[p] ^ seed)
-            j = np.uint64(bucket(g, t))  # unsigned: no negative-index fix-up
+            j = bucket_u64(g, t)  # unsigned: no negative-index fix-up
             filled[j] = True
             if g < row[j]:
                 row[j] = g
