@@ -1116,7 +1116,7 @@ INTERPRET_LINES = 24
 #: interpreted), so short texts go to the compiled kernels directly.
 INTERPRET_MIN_SPACES = 40
 #: Seconds an interpreted run may take before it starts again compiled (a small input can still
-#: be costly interpreted: a document of one word takes 0.4 s to sketch).
+#: be costly interpreted: a text of six words, two shingles, takes 0.18 s to sketch).
 INTERPRET_SECONDS = 0.5
 
 
