@@ -19,9 +19,17 @@ from neardup.cli import main
 from .golden.dedup_cases import CASES, run_case
 
 PINNED = json.loads((Path(__file__).parent / "golden" / "dedup_v1.json").read_text())
+#: Deliberate changes since: hybrid verification's band became a binomial bound on each pair's
+#: effective sketch size (issue 24), so more pairs near the threshold are scored exactly; the
+#: same pairs are found and the kept set and clusters are unchanged, some scores are now exact.
+CHANGED = {
+    "minhash_hybrid_longest": {
+        "pairs": "83a02bebecc417dc750e7ad2d957fe72a9cdee7fa3f8dc5b24b06d95b203c12f"
+    },
+}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_explicit_options_reproduce_the_pre_restructure_outputs(tmp_path: Path, name: str) -> None:
     got = run_case(main, tmp_path, name, ["--removal", "components"])
-    assert got == PINNED[name]
+    assert got == {**PINNED[name], **CHANGED.get(name, {})}

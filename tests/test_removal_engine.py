@@ -22,10 +22,10 @@ def corpus() -> list[str]:
         DedupParams(threshold=0.7),
         DedupParams(threshold=0.5, keep="longest"),
         DedupParams(threshold=0.7, verify="exact"),
-        # tiny buckets: most feature buckets are big, so big-bucket resolution runs too
         DedupParams(threshold=0.7, method=MinhashParams(max_bucket=2)),
+        DedupParams(threshold=0.7, removal="components", method=MinhashParams(max_bucket=2)),
     ],
-    ids=["hybrid", "longest", "exact", "big-buckets"],
+    ids=["hybrid", "longest", "exact", "tiny-max-bucket", "components-big-buckets"],
 )
 def test_keep_aware_answer_does_not_depend_on_the_batch_size(
     corpus: list[str], params: DedupParams
@@ -34,7 +34,7 @@ def test_keep_aware_answer_does_not_depend_on_the_batch_size(
     first = runs[0]
     assert 0 < first.stats_.removed < len(corpus)  # the corpus has duplicates to remove
     assert np.array_equal(first.duplicate_of_ >= 0, ~first.kept_)
-    if isinstance(params.method, MinhashParams) and params.method.max_bucket == 2:
+    if params.removal == "components":  # pairs listed: tiny buckets are chained
         assert first.stats_.big_buckets > 0
     for other in runs[1:]:
         assert np.array_equal(first.kept_, other.kept_)
@@ -43,3 +43,14 @@ def test_keep_aware_answer_does_not_depend_on_the_batch_size(
         assert np.array_equal(first.clusters_, other.clusters_)
         for x, y in zip(first.pairs_, other.pairs_, strict=True):
             assert np.array_equal(x, y)
+
+
+def test_keep_aware_removal_ignores_the_bucket_size_limit(corpus: list[str]) -> None:
+    # Leaders are found in buckets of any size: nothing is chained, so the limit on listed
+    # bucket pairs changes nothing for keep-aware removal.
+    small = Deduplicator(DedupParams(threshold=0.7, method=MinhashParams(max_bucket=2)))
+    default = Deduplicator(DedupParams(threshold=0.7))
+    a, b = small.fit(corpus), default.fit(corpus)
+    assert np.array_equal(a.kept_, b.kept_)
+    assert np.array_equal(a.duplicate_of_, b.duplicate_of_)
+    assert np.array_equal(a.duplicate_score_, b.duplicate_score_, equal_nan=True)

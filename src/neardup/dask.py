@@ -476,23 +476,23 @@ class DaskDeduplicator(Deduplicator):
             self._n = sum(m.n for m in self.meta_)
             self._bytes = sum(m.chars for m in self.meta_)
 
-    def _fetch_blocks(self) -> None:
+    def _fetch_blocks(self, gather_signatures: bool = False) -> None:
         """The engine's own ``finish`` path: content hashes and lengths (16 B per document) to
-        the client, signatures and evidence left on the workers behind ``take``."""
+        the client, signatures (unless ``gather_signatures``) and evidence left on the workers
+        behind ``take``."""
         with cluster_errors():
             hashes = self.client.gather([b.hashes for b in self._blocks])
         for block, m, h in zip(self._blocks, self.meta_, hashes, strict=True):
             _tally(self.moved_, "hashes_lengths", h.canonical.nbytes + h.lengths.nbytes)
+            sigs: Signatures = RemoteSignatures(
+                m.sig_template, ref=block.signatures, rows=m.n, size=m.sig_nbytes, moved=self.moved_
+            )
+            if gather_signatures:
+                sigs = sigs.take(np.arange(m.n, dtype=np.int64))
             self._append_block(
                 h.canonical,
                 h.lengths,
-                RemoteSignatures(
-                    m.sig_template,
-                    ref=block.signatures,
-                    rows=m.n,
-                    size=m.sig_nbytes,
-                    moved=self.moved_,
-                ),
+                sigs,
                 RemoteEvidence(block.evidence, m.n, m.ev_nbytes, self.moved_),
             )
 
@@ -524,11 +524,13 @@ class DaskDeduplicator(Deduplicator):
         self.collect()
         if fetch_texts is None and self._parts:
             fetch_texts = self.fetch_texts
-        if self._n and keyed(self.params, self.idf):
+        if self._n and keyed(self.params, self.idf) and self.params.removal == "components":
             with cluster_errors():
                 self._finish_on_workers(key, fetch_texts)
         else:
-            self._fetch_blocks()
+            # Keep-aware removal against kept leaders runs in the client for now, on the
+            # signatures gathered from the workers: the same answer as the local engine.
+            self._fetch_blocks(gather_signatures=self.params.removal == "keep-aware")
             super().finish(key, fetch_texts)
         self._blocks.clear()
         return self

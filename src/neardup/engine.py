@@ -25,8 +25,10 @@ from . import _heap
 from . import removal as _removal
 from ._kernels.hashing import EMPTY
 from .errors import NeardupError, ParamError
+from .leaders import bucket_lists, remove_by_leaders
 from .methods import KeyedCandidates, Method, Signatures, keyed_candidates, make_method
 from .params import DedupParams, check_int
+from .shingles import ShingleBatch
 from .simhash import IdfTable
 from .spill import Spill, release_pages
 from .textbatch import TextBatch, check_texts
@@ -52,15 +54,16 @@ class DedupStats:
     documents: int
     empty: int
     exact_duplicates: int
-    candidate_pairs: int
     accepted_pairs: int
     clusters: int
     removed: int
     seconds: float
     bytes_in: int
     bytes_per_doc_in_memory: float
-    big_buckets: int
-    big_bucket_docs: int
+    #: Pairs compared (under keep-aware removal: documents against their buckets' kept leaders).
+    candidate_pairs: int = 0
+    big_buckets: int = 0
+    big_bucket_docs: int = 0
     rechecked_pairs: int = 0
     #: Big buckets under keep-aware removal: member-leader checks verified, the pairs they found,
     #: and kept members whose check budget ran out (their bucket pairs were not all compared).
@@ -69,6 +72,13 @@ class DedupStats:
     bucket_unresolved: int = 0
     #: Bytes of per-document blocks written to disk because of the memory limit.
     spilled_bytes: int = 0
+    #: Keep-aware removal against kept leaders: pairs compared, pairs decided by exact Jaccard,
+    #: documents whose shingle sets were computed again, passes made, bucket memberships held.
+    leader_checks: int = 0
+    exact_checks: int = 0
+    exact_sets: int = 0
+    check_rounds: int = 0
+    bucket_records: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -157,6 +167,17 @@ class Removed:
     b: IntArray
     score: npt.NDArray[np.float64]
     bucket_stats: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A removal, the accepted near pairs between first copies (a < b), and what it cost."""
+
+    removal: _removal.Removal
+    a: IntArray
+    b: IntArray
+    score: npt.NDArray[np.float64]
+    stats: dict[str, int]
 
 
 def remove(
@@ -438,8 +459,118 @@ class Deduplicator:
         is_first = groups == np.arange(n)
         dup = np.flatnonzero(~is_first)
         reps = np.flatnonzero(is_first & ~empty)
+        priority = self._priority(n, lengths, key)
 
         columns = _key_columns(self.method, self._signatures, reps)
+        if columns is not None and p.removal == "keep-aware":
+            found = self._by_leaders(n, reps, groups, priority, columns, fetch_texts)
+        else:
+            found = self._by_pairs(n, reps, groups, priority, columns, fetch_texts)
+        result, a, b, score = found.removal, found.a, found.b, found.score
+
+        all_a = np.concatenate([groups[dup], a])
+        all_b = np.concatenate([dup, b])
+        all_s = np.concatenate([np.ones(len(dup)), score])
+        order = np.lexsort((all_b, all_a))
+        self.pairs_ = (all_a[order], all_b[order], all_s[order])
+        self.groups_ = groups
+        self.empty_ = empty
+        self.kept_ = result.kept
+        self.duplicate_of_ = result.duplicate_of
+        self.duplicate_score_ = result.score
+        self.clusters_ = result.labels
+        sizes = np.bincount(self.clusters_, minlength=n)
+        self.stats_ = DedupStats(
+            documents=n,
+            empty=int(empty.sum()),
+            exact_duplicates=len(dup),
+            accepted_pairs=len(a),
+            clusters=int((sizes >= 2).sum()),
+            removed=int(n - self.kept_.sum()),
+            seconds=time.perf_counter() - self._started,
+            bytes_in=self._bytes,
+            bytes_per_doc_in_memory=memory_per_doc,
+            spilled_bytes=self.spilled_bytes,
+            **found.stats,
+        )
+        if self._spill is not None:
+            self._spill.close()
+        self._finished = True
+        _heap.trim()
+        return self
+
+    def _by_leaders(
+        self,
+        n: int,
+        reps: IntArray,
+        groups: IntArray,
+        priority: IntArray,
+        columns: tuple[Callable[[int], npt.NDArray[np.uint64]], int],
+        fetch_texts: FetchTexts | None,
+    ) -> Found:
+        """Keep-aware removal against each bucket's kept leaders (``neardup.leaders``): linear
+        in the documents of near-copy clusters, every bucket whole, no pair list built."""
+        method = cast(KeyedCandidates, self.method)
+        column, k = columns
+        buckets = bucket_lists(column, len(reps), k, self.jobs)
+        self._signatures.clear()
+        active = reps[buckets.docs]
+        ev = _take_evidence(self._evidence, active)
+        self._evidence.clear()
+        _heap.trim()
+        check = self.verifier.pair_check(ev)
+        count_score, count_ok = method.candidate_scores(np.arange(k + 1, dtype=np.int32))
+        nodes = _removal.group_nodes(n, priority, groups)
+
+        def fetch_sets(rows: IntArray) -> ShingleBatch:
+            if fetch_texts is None:
+                raise ParamError(
+                    "verify='hybrid' needs the borderline documents' texts: give a way to "
+                    "fetch them (fit() keeps them; the CLI reads its input again)"
+                )
+            texts = list(fetch_texts(active[rows]))
+            if len(texts) != len(rows):
+                raise NeardupError(
+                    f"fetch_texts returned {len(texts)} texts for {len(rows)} documents"
+                )
+            return self.verifier.exact_sets(texts, self.jobs)
+
+        res = remove_by_leaders(
+            buckets, nodes.rank[active], method.min_shared, count_ok, count_score, check,
+            fetch_sets if check.wants_sets else None,
+        )  # fmt: skip
+        node_kept = np.ones(n, dtype=np.bool_)
+        node_dup = np.full(n, -1, dtype=np.int64)
+        node_score = np.full(n, np.nan, dtype=np.float64)
+        node_kept[active] = res.kept
+        removed = res.duplicate_of >= 0
+        node_dup[active[removed]] = active[res.duplicate_of[removed]]
+        node_score[active] = res.score
+        removal = _removal.expand(nodes, node_kept, node_dup, node_score)
+        x, y = active[res.a], active[res.b]
+        stats = {
+            "candidate_pairs": res.checks,
+            "leader_checks": res.checks,
+            "exact_checks": res.exact,
+            "rechecked_pairs": res.exact,
+            "exact_sets": res.sets,
+            "check_rounds": res.rounds,
+            "bucket_records": buckets.records,
+        }
+        return Found(removal, np.minimum(x, y), np.maximum(x, y), res.pair_score, stats)
+
+    def _by_pairs(
+        self,
+        n: int,
+        reps: IntArray,
+        groups: IntArray,
+        priority: IntArray,
+        columns: tuple[Callable[[int], npt.NDArray[np.uint64]], int] | None,
+        fetch_texts: FetchTexts | None,
+    ) -> Found:
+        """Every candidate pair listed, verified, then removal over the verified pairs (the
+        method's own candidates; components; methods without candidate keys)."""
+        p = self.params
         if columns is not None:  # one key column at a time, never the whole key matrix
             found = keyed_candidates(
                 cast(KeyedCandidates, self.method), columns[0], len(reps), columns[1], self.jobs
@@ -468,47 +599,17 @@ class Deduplicator:
 
         # Big-bucket checks compare first members of groups in big buckets: their rows suffice.
         verify_pairs = bucket_verifier(self.method, self.verifier, sigs, bucket_docs, ev, needed)
-        priority = self._priority(n, lengths, key)
         removed = remove(
             p, n, a, b, score, priority, groups, in_buckets, found.big_offsets, verify_pairs
         )
-        result, a, b, score = removed.removal, removed.a, removed.b, removed.score
-        bucket_stats = removed.bucket_stats
-
-        all_a = np.concatenate([groups[dup], a])
-        all_b = np.concatenate([dup, b])
-        all_s = np.concatenate([np.ones(len(dup)), score])
-        order = np.lexsort((all_b, all_a))
-        self.pairs_ = (all_a[order], all_b[order], all_s[order])
-        self.groups_ = groups
-        self.empty_ = empty
-        self.kept_ = result.kept
-        self.duplicate_of_ = result.duplicate_of
-        self.duplicate_score_ = result.score
-        self.clusters_ = result.labels
-        sizes = np.bincount(self.clusters_, minlength=n)
-        self.stats_ = DedupStats(
-            documents=n,
-            empty=int(empty.sum()),
-            exact_duplicates=len(dup),
-            candidate_pairs=len(found),
-            accepted_pairs=len(a),
-            clusters=int((sizes >= 2).sum()),
-            removed=int(n - self.kept_.sum()),
-            seconds=time.perf_counter() - self._started,
-            bytes_in=self._bytes,
-            bytes_per_doc_in_memory=memory_per_doc,
-            big_buckets=int(found.stats.get("big_buckets", 0)),
-            big_bucket_docs=int(found.stats.get("big_bucket_docs", 0)),
-            rechecked_pairs=int(verdict.rechecked),
-            spilled_bytes=self.spilled_bytes,
-            **bucket_stats,
-        )
-        if self._spill is not None:
-            self._spill.close()
-        self._finished = True
-        _heap.trim()
-        return self
+        stats = {
+            "candidate_pairs": len(found),
+            "rechecked_pairs": int(verdict.rechecked),
+            "big_buckets": int(found.stats.get("big_buckets", 0)),
+            "big_bucket_docs": int(found.stats.get("big_bucket_docs", 0)),
+            **removed.bucket_stats,
+        }
+        return Found(removed.removal, removed.a, removed.b, removed.score, stats)
 
     def all_pairs(self) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]:
         """Every accepted document pair with exact-duplicate groups expanded (a < b, sorted).

@@ -134,7 +134,7 @@ def priority_ranks(
 
 # -- shared input handling ----------------------------------------------------------------------
 @dataclass(frozen=True)
-class _Nodes:
+class Nodes:
     """The pair graph collapsed onto exact-duplicate groups (node = a group's first member)."""
 
     n: int
@@ -202,7 +202,7 @@ def _nodes(
     score: npt.ArrayLike,
     priority: npt.ArrayLike,
     groups: npt.ArrayLike | None,
-) -> _Nodes:
+) -> Nodes:
     n = _check_n(n)
     aa = _as_index_array("a", a, n)
     bb = _as_index_array("b", b, n)
@@ -216,7 +216,7 @@ def _nodes(
     doc_rank = _strict_ranks(priority, n)
     g = _check_groups(groups, n)
     if groups is None:
-        return _Nodes(n, g, False, g, doc_rank, aa, bb, ss, doc_rank)
+        return Nodes(n, g, False, g, doc_rank, aa, bb, ss, doc_rank)
     # Best member of each group: the first of its run when sorted by (group, rank).
     o = np.lexsort((doc_rank, g))
     first = np.r_[True, g[o][1:] != g[o][:-1]] if n else np.zeros(0, dtype=np.bool_)
@@ -225,7 +225,14 @@ def _nodes(
     node_rank = np.arange(n, n + n, dtype=np.int64)  # non-first members: no pairs, any rank
     heads = np.flatnonzero(g == np.arange(n))
     node_rank[heads] = doc_rank[best[heads]]
-    return _Nodes(n, g, True, best, node_rank, aa, bb, ss, doc_rank)
+    return Nodes(n, g, True, best, node_rank, aa, bb, ss, doc_rank)
+
+
+def group_nodes(n: int, priority: npt.ArrayLike, groups: npt.ArrayLike | None) -> Nodes:
+    """The exact-duplicate groups as nodes with their keep priority (no pairs): what a removal
+    that decides nodes itself (``neardup.leaders``) needs before ``expand``."""
+    none = np.zeros(0, dtype=np.int64)
+    return _nodes(n, none, none, np.zeros(0), priority, groups)
 
 
 def _star_labels(kept: npt.NDArray[np.bool_], dup: IntArray) -> IntArray:
@@ -238,10 +245,11 @@ def _star_labels(kept: npt.NDArray[np.bool_], dup: IntArray) -> IntArray:
     return low[center]
 
 
-def _expand(
-    nodes: _Nodes, node_kept: npt.NDArray[np.bool_], node_dup: IntArray, node_score: FloatArray
+def expand(
+    nodes: Nodes, node_kept: npt.NDArray[np.bool_], node_dup: IntArray, node_score: FloatArray
 ) -> Removal:
-    """Node decisions -> per-document Removal (best member of a kept group kept, rest removed)."""
+    """Node decisions (indexed by a group's first member; ``node_dup`` names a node) ->
+    per-document Removal (the best member of a kept group kept, the rest removed)."""
     n = nodes.n
     g = nodes.groups
     idx = np.arange(n, dtype=np.int64)
@@ -255,7 +263,7 @@ def _expand(
 
 
 def _greedy_nodes(
-    nodes: _Nodes, a: IntArray, b: IntArray, s: FloatArray
+    nodes: Nodes, a: IntArray, b: IntArray, s: FloatArray
 ) -> tuple[npt.NDArray[np.bool_], IntArray, FloatArray]:
     """The greedy keep rule on nodes; pairs may name any group member (mapped in the kernel)."""
     kept, dup, score = _k.greedy_keep(nodes.rank, a, b, s, nodes.groups, nodes.use_groups)
@@ -280,7 +288,7 @@ def keep_aware(
     O(n + pairs) after sorting, in one Numba pass.
     """
     nodes = _nodes(n, a, b, score, priority, groups)
-    return _expand(nodes, *_greedy_nodes(nodes, nodes.a, nodes.b, nodes.score))
+    return expand(nodes, *_greedy_nodes(nodes, nodes.a, nodes.b, nodes.score))
 
 
 def components(
@@ -456,5 +464,5 @@ def resolve_big_buckets(
         starved=starved,
         pending=pending,
     )
-    removal = _expand(nodes, node_kept, node_dup, node_score)
+    removal = expand(nodes, node_kept, node_dup, node_score)
     return BucketResolution(removal, pa[n_given:], pb[n_given:], ps[n_given:], stats)

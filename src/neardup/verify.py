@@ -8,9 +8,10 @@ kind          how a pair is decided                              kept per docume
 ``none``      the method's own decision (features / Hamming)      nothing
 ``sketch``    MinHash estimate of Jaccard >= threshold            2 bytes per sketch value (low 16
                                                                   bits of the t-value sketch)
-``hybrid``    the sketch decides clear pairs; pairs within        as ``sketch``; the borderline
-              ``HYBRID_Z`` standard errors of the threshold are   documents' texts are fetched
-              re-checked by exact Jaccard of their texts          again, once, at the end
+``hybrid``    the sketch decides clear pairs; pairs whose         as ``sketch``; the borderline
+              estimate lies in the binomial error band of the     documents' texts are fetched
+              threshold are re-checked by exact Jaccard of their  again, once per round
+              texts (see ``binomial_band``)
 ``exact``     Jaccard of the stored shingle sets >= threshold     8 bytes per distinct shingle
 ============  =================================================  ================================
 
@@ -21,6 +22,7 @@ unequal values agree there with probability 2^-16, a bias of at most 1.5e-5 on t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -28,16 +30,18 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ._kernels import leaders as _lk
 from .errors import NeardupError, ParamError
 from .minhash import estimate_pairs
-from .params import DedupParams, ShingleParams, SketchParams, Verify
+from .params import DedupParams, ShingleParams, SketchKind, SketchParams, Verify
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
 from .textbatch import TextBatch
 
-#: Hybrid verification re-checks exactly the pairs whose sketch estimate lies within this many
-#: standard errors, sqrt(threshold (1 - threshold) / t), of the threshold.
-HYBRID_Z = 3.0
+#: Hybrid verification trusts a sketch decision only when, had the true resemblance been on the
+#: other side of the threshold, an estimate at least that far from it would have had a binomial
+#: probability below this (two-sided); other pairs are re-checked exactly.
+HYBRID_ALPHA = 1e-4
 #: Texts per task when the hybrid re-check shingles in several threads.
 RECHECK_CHUNK = 4096
 
@@ -122,6 +126,86 @@ class Verdict:
     ok: BoolArray
     method_ok: BoolArray
     rechecked: int = 0
+    #: Pairs a hybrid verifier must score again exactly (None: none).
+    band: BoolArray | None = None
+
+
+@dataclass(frozen=True)
+class PairCheck:
+    """A verifier's rule in the form the removal kernels apply it, over rows 0..m-1 of its
+    evidence: ``kind`` (``_kernels.leaders``: by the method's count, a sketch estimate, exact
+    sets), the arrays it reads, and for hybrid the band of estimates decided exactly."""
+
+    kind: int
+    threshold: float
+    rows: npt.NDArray[np.uint16]
+    set_fps: npt.NDArray[np.uint64]
+    set_off: IntArray
+    band_lo: FloatArray
+    band_hi: FloatArray
+    size: IntArray
+
+    @property
+    def wants_sets(self) -> bool:
+        """Whether some estimate may need the exact sets of its documents' texts."""
+        return bool((self.band_lo <= self.band_hi).any())
+
+
+def _no_rows() -> npt.NDArray[np.uint16]:
+    return np.zeros((0, 0), dtype=np.uint16)
+
+
+def _no_sets() -> tuple[npt.NDArray[np.uint64], IntArray]:
+    return np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64)
+
+
+def _no_band(t: int) -> tuple[FloatArray, FloatArray]:
+    """A band no estimate falls in (lo above hi)."""
+    return np.full(t + 1, 2.0), np.full(t + 1, -1.0)
+
+
+def binomial_band(
+    threshold: float, t: int, alpha: float = HYBRID_ALPHA
+) -> tuple[FloatArray, FloatArray]:
+    """(lo, hi), float64[t + 1]: for n = 0..t independent sketch positions, an estimate in
+    ``[lo[n], hi[n]]`` cannot be trusted to say which side of ``threshold`` the resemblance lies.
+
+    With n positions an estimate of a pair at exactly the threshold is Binomial(n, threshold) / n;
+    ``hi[n]`` is the smallest k / n it exceeds with probability <= alpha / 2 and ``lo[n]`` the
+    largest k / n it falls below with probability <= alpha / 2. Pairs further from the threshold
+    err less (the tails shrink away from it), so deciding outside the band by the sketch errs with
+    probability below alpha / 2 per pair. n = 0 (no information) puts every estimate in the band.
+    """
+    lo = np.full(t + 1, -1.0)
+    hi = np.full(t + 1, 2.0)
+    half = alpha / 2
+    for n in range(1, t + 1):
+        k = np.arange(n + 1, dtype=np.float64)
+        if threshold <= 0.0 or threshold >= 1.0:
+            pmf = (k == (n if threshold >= 1.0 else 0)).astype(np.float64)
+        else:
+            logc = np.array(
+                [
+                    math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                    for i in range(n + 1)
+                ]
+            )
+            pmf = np.exp(logc + k * math.log(threshold) + (n - k) * math.log1p(-threshold))
+        below = np.concatenate([[0.0], np.cumsum(pmf)[:-1]])  # P(X < k)
+        above = 1.0 - np.cumsum(pmf)  # P(X > k)
+        q_lo = int(np.flatnonzero(below <= half)[-1])
+        q_hi = int(np.flatnonzero(above <= half)[0])
+        lo[n] = q_lo / n
+        hi[n] = q_hi / n
+    return lo, hi
+
+
+def effective_sizes(rows: np.ndarray, kind: SketchKind) -> IntArray:
+    """Independent positions each sketch row holds: a one-permutation row's filled bins (its
+    distinct values; densified bins copy them), else the row's length."""
+    if kind == "oph" and rows.shape[1]:
+        return _lk.distinct_values(np.ascontiguousarray(rows, dtype=np.uint16))
+    return np.full(rows.shape[0], rows.shape[1], dtype=np.int64)
 
 
 class Verifier(Protocol):
@@ -145,6 +229,14 @@ class Verifier(Protocol):
         threads; the verdict of every other pair unchanged."""
         ...
 
+    def pair_check(self, ev: Evidence) -> PairCheck:
+        """The same rule as ``decide`` (and ``recheck``), in the form the kernels apply."""
+        ...
+
+    def exact_sets(self, texts: Sequence[str], jobs: int = 1) -> ShingleBatch:
+        """The shingle sets a re-check compares (of texts fetched again)."""
+        ...
+
 
 class NoVerification:
     """The method decides alone: its own score and acceptance are the verdict."""
@@ -164,6 +256,15 @@ class NoVerification:
         self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
     ) -> Verdict:
         return verdict
+
+    def pair_check(self, ev: Evidence) -> PairCheck:
+        lo, hi = _no_band(0)
+        fps, off = _no_sets()
+        size = np.zeros(len(ev), dtype=np.int64)
+        return PairCheck(_lk.BY_COUNT, 0.0, _no_rows(), fps, off, lo, hi, size)
+
+    def exact_sets(self, texts: Sequence[str], jobs: int = 1) -> ShingleBatch:
+        raise NeardupError("verify='none' never compares shingle sets")
 
 
 class SketchVerification:
@@ -190,9 +291,26 @@ class SketchVerification:
     ) -> Verdict:
         return verdict
 
+    def band(self) -> tuple[FloatArray, FloatArray]:
+        """Estimates decided exactly, by effective sketch size (none: the sketch decides)."""
+        return _no_band(self.sketch.t)
+
+    def pair_check(self, ev: Evidence) -> PairCheck:
+        rows = np.ascontiguousarray(_rows(ev))
+        kind = _lk.SKETCH_BOTTOMK if self.sketch.kind == "bottomk" else _lk.SKETCH_POSITIONAL
+        lo, hi = self.band()
+        size = effective_sizes(rows, self.sketch.kind)
+        fps, off = _no_sets()
+        return PairCheck(kind, self.threshold, rows, fps, off, lo, hi, size)
+
+    def exact_sets(self, texts: Sequence[str], jobs: int = 1) -> ShingleBatch:
+        raise NeardupError("verify='sketch' never compares shingle sets")
+
 
 class HybridVerification(SketchVerification):
-    """The sketch decides clear pairs; borderline pairs are re-checked by exact Jaccard."""
+    """The sketch decides clear pairs; pairs in its binomial error band (``binomial_band``, by
+    each pair's effective sketch size: a one-permutation sketch of a small set holds few
+    independent positions) are re-checked by exact Jaccard of their texts."""
 
     name: Verify = "hybrid"
     needs_texts = True
@@ -200,15 +318,29 @@ class HybridVerification(SketchVerification):
     def __init__(self, threshold: float, sketch: SketchParams, shingle: ShingleParams) -> None:
         super().__init__(threshold, sketch)
         self.shingle = shingle
+        self._band: tuple[FloatArray, FloatArray] | None = None
 
-    def margin(self) -> float:
-        """Half-width of the band around the threshold whose pairs are re-checked."""
-        t = self.threshold
-        return float(HYBRID_Z * np.sqrt(t * (1 - t) / self.sketch.t))
+    def band(self) -> tuple[FloatArray, FloatArray]:
+        if self._band is None:  # computed once: the same for every batch
+            self._band = binomial_band(self.threshold, self.sketch.t)
+        return self._band
+
+    def decide(
+        self, ev: Evidence, a: IntArray, b: IntArray, method_score: FloatArray, method_ok: BoolArray
+    ) -> Verdict:
+        rows = _rows(ev)
+        score = estimate_pairs(rows, a, b, self.sketch.kind)
+        size = effective_sizes(rows, self.sketch.kind)
+        eff = np.minimum(size[a], size[b]) if len(a) else np.zeros(0, dtype=np.int64)
+        lo, hi = self.band()
+        band = (lo[eff] <= score) & (score <= hi[eff])
+        return Verdict(score, method_ok & (score >= self.threshold), method_ok, band=band)
 
     def borderline(self, verdict: Verdict) -> BoolArray:
-        """Pairs ``recheck`` scores again from the texts (within the margin of the threshold)."""
-        return np.asarray(np.abs(verdict.score - self.threshold) <= self.margin())
+        """Pairs ``recheck`` scores again from the texts (in the band ``decide`` marked)."""
+        if verdict.band is None:
+            return np.zeros(len(verdict.score), dtype=np.bool_)
+        return verdict.band
 
     def recheck(
         self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
@@ -226,16 +358,16 @@ class HybridVerification(SketchVerification):
         texts = list(fetch(docs))
         if len(texts) != len(docs):
             raise NeardupError(f"fetch_texts returned {len(texts)} texts for {len(docs)} documents")
-        batch = self._shingled(texts, jobs)
+        batch = self.exact_sets(texts, jobs)
         la, lb = np.searchsorted(docs, a[near]), np.searchsorted(docs, b[near])
         score[near] = pair_scores(batch, la, lb, "jaccard")
         ok = verdict.ok.copy()
         ok[near] = verdict.method_ok[near] & (score[near] >= self.threshold)
         return Verdict(score, ok, verdict.method_ok, len(near))
 
-    def _shingled(self, texts: list[str], jobs: int) -> ShingleBatch:
+    def exact_sets(self, texts: Sequence[str], jobs: int = 1) -> ShingleBatch:
         """The texts' shingle sets, ``RECHECK_CHUNK`` texts a task in ``jobs`` threads (the
-        kernels release the GIL): at 1M documents the re-check shingles ~50,000 texts."""
+        kernels release the GIL): a re-check may shingle tens of thousands of texts."""
         if jobs <= 1 or len(texts) < 2 * RECHECK_CHUNK:
             return shingle_batch(texts, self.shingle)
         from .io._prefetch import ordered_map
@@ -267,6 +399,17 @@ class ExactVerification:
         self, a: IntArray, b: IntArray, verdict: Verdict, fetch: FetchTexts | None, jobs: int = 1
     ) -> Verdict:
         return verdict
+
+    def pair_check(self, ev: Evidence) -> PairCheck:
+        sets = _sets(ev)
+        lo, hi = _no_band(0)
+        size = np.diff(sets.offsets).astype(np.int64)
+        return PairCheck(
+            _lk.EXACT_SETS, self.threshold, _no_rows(), sets.fps, sets.offsets, lo, hi, size
+        )
+
+    def exact_sets(self, texts: Sequence[str], jobs: int = 1) -> ShingleBatch:
+        raise NeardupError("verify='exact' keeps the shingle sets; nothing is fetched again")
 
 
 def borderline(verifier: Verifier, verdict: Verdict) -> BoolArray:

@@ -184,49 +184,58 @@ def sketch_bottomk(fps: np.ndarray, offsets: np.ndarray, seed: np.uint64, t: int
     return out
 
 
+@njit(cache=True, inline="always")
+def positional_share(x: np.ndarray, y: np.ndarray) -> float:
+    """Share of equal positions of two sketch rows (classic, OPH); 0 when either is empty."""
+    t = x.shape[0]
+    if x[0] == EMPTY or y[0] == EMPTY:  # only rows of empty documents hold EMPTY
+        return 0.0
+    eq = 0
+    for j in range(t):
+        eq += x[j] == y[j]
+    return eq / t
+
+
+@njit(cache=True, inline="always")
+def bottomk_share(x: np.ndarray, y: np.ndarray) -> float:
+    """|S_k(A u B) n S_k(A) n S_k(B)| / |S_k(A u B)| by merging two ascending bottom-k rows."""
+    t = x.shape[0]
+    p = 0
+    q = 0
+    union = 0
+    both = 0
+    while union < t:
+        vx = x[p] if p < t else EMPTY
+        vy = y[q] if q < t else EMPTY
+        if vx == EMPTY and vy == EMPTY:
+            break
+        if vx == vy:
+            both += 1
+            p += 1
+            q += 1
+        elif vx < vy:
+            p += 1
+        else:
+            q += 1
+        union += 1
+    if union > 0:
+        return both / union
+    return 0.0
+
+
 @njit(cache=True, nogil=True)
 def estimate_positional(sketches: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Share of equal positions for each pair (classic and OPH); 0 when either row is empty."""
-    t = sketches.shape[1]
     out = np.zeros(a.shape[0], dtype=np.float64)
     for i in range(a.shape[0]):
-        x = sketches[a[i]]
-        y = sketches[b[i]]
-        if x[0] == EMPTY or y[0] == EMPTY:  # only rows of empty documents hold EMPTY
-            continue
-        eq = 0
-        for j in range(t):
-            eq += x[j] == y[j]
-        out[i] = eq / t
+        out[i] = positional_share(sketches[a[i]], sketches[b[i]])
     return out
 
 
 @njit(cache=True, nogil=True)
 def estimate_bottomk(sketches: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """|S_k(A u B) n S_k(A) n S_k(B)| / |S_k(A u B)| by merging two ascending bottom-k rows."""
-    t = sketches.shape[1]
+    """Bottom-k estimate for each pair (``bottomk_share``)."""
     out = np.zeros(a.shape[0], dtype=np.float64)
     for i in range(a.shape[0]):
-        x = sketches[a[i]]
-        y = sketches[b[i]]
-        p = 0
-        q = 0
-        union = 0
-        both = 0
-        while union < t:
-            vx = x[p] if p < t else EMPTY
-            vy = y[q] if q < t else EMPTY
-            if vx == EMPTY and vy == EMPTY:
-                break
-            if vx == vy:
-                both += 1
-                p += 1
-                q += 1
-            elif vx < vy:
-                p += 1
-            else:
-                q += 1
-            union += 1
-        if union > 0:
-            out[i] = both / union
+        out[i] = bottomk_share(sketches[a[i]], sketches[b[i]])
     return out

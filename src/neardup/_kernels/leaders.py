@@ -1,0 +1,348 @@
+"""Numba kernels: key columns -> bucket records; keep-aware removal against each bucket's kept leaders.
+
+A bucket is a run of equal keys in one column. ``column_records`` lists the members of every
+bucket of two or more documents; ``leader_pass`` visits documents in keep priority and compares
+each only with the documents already *kept* in its buckets (its "leaders"), never with removed
+ones, so a cluster of m near-copies costs m comparisons, not m²/2.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import njit
+from .hashing import EMPTY
+from .minhash import bottomk_share, positional_share
+from .resemblance import intersection_size
+
+#: Verification kinds ``leader_pass`` understands (see ``neardup.verify``'s kernel forms).
+BY_COUNT = 0  # the method's own score and decision from the number of shared keys
+SKETCH_POSITIONAL = 1  # share of equal sketch positions (classic, one-permutation)
+SKETCH_BOTTOMK = 2  # bottom-k estimate
+EXACT_SETS = 3  # Jaccard of the stored shingle sets
+
+#: Indices of ``leader_pass``'s statistics.
+CHECKS, EXACT, WANTED, ACCEPTED = 0, 1, 2, 3
+N_STATS = 4
+
+
+@njit(cache=True, nogil=True)
+def column_records(
+    packed: np.ndarray, col: np.ndarray, shift: int, first_bucket: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(document, bucket) of every member of a bucket of two or more, and the buckets made.
+
+    packed: sorted ``(key & ~low) | document`` (the document index in the low ``shift`` bits);
+    col: the full keys. Runs of equal high bits whose full keys differ are split by full key.
+    Buckets are numbered from ``first_bucket`` in key order; members ascend within a bucket.
+    EMPTY keys make no bucket.
+    """
+    n = packed.shape[0]
+    low = (np.uint64(1) << np.uint64(shift)) - np.uint64(1)
+    docs = np.empty(n, dtype=np.int64)
+    buckets = np.empty(n, dtype=np.int64)
+    out = 0
+    bucket = first_bucket
+    i = 0
+    while i < n:
+        head = packed[i] & ~low
+        j = i + 1
+        while j < n and (packed[j] & ~low) == head:
+            j += 1
+        if j - i >= 2:
+            first = np.int64(packed[i] & low)
+            same = True
+            for q in range(i + 1, j):
+                if col[np.int64(packed[q] & low)] != col[first]:
+                    same = False
+                    break
+            if same:
+                if col[first] != EMPTY:
+                    for q in range(i, j):
+                        docs[out] = np.int64(packed[q] & low)
+                        buckets[out] = bucket
+                        out += 1
+                    bucket += 1
+            else:  # a collision of the high bits: order the run by full key, then document
+                members = np.empty(j - i, dtype=np.int64)
+                for q in range(i, j):
+                    members[q - i] = np.int64(packed[q] & low)
+                keys = np.empty(j - i, dtype=np.uint64)
+                for q in range(j - i):
+                    keys[q] = col[members[q]]
+                order = np.argsort(keys, kind="mergesort")  # members ascend: stable keeps them
+                s = 0
+                while s < j - i:
+                    e = s + 1
+                    while e < j - i and keys[order[e]] == keys[order[s]]:
+                        e += 1
+                    if e - s >= 2 and keys[order[s]] != EMPTY:
+                        for q in range(s, e):
+                            docs[out] = members[order[q]]
+                            buckets[out] = bucket
+                            out += 1
+                        bucket += 1
+                    s = e
+        i = j
+    return docs[:out].copy(), buckets[:out].copy(), bucket - first_bucket
+
+
+@njit(cache=True, nogil=True)
+def records_by_document(
+    docs: np.ndarray, buckets: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets int64[n+1], buckets of document d at ``[offsets[d]:offsets[d+1]]``), a stable
+    counting sort: records given column by column stay in that order within a document."""
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for e in range(docs.shape[0]):
+        offsets[docs[e] + 1] += 1
+    for d in range(n):
+        offsets[d + 1] += offsets[d]
+    fill = offsets[:n].copy()
+    out = np.empty(docs.shape[0], dtype=np.int64)
+    for e in range(docs.shape[0]):
+        d = docs[e]
+        out[fill[d]] = buckets[e]
+        fill[d] += 1
+    return offsets, out
+
+
+@njit(cache=True, nogil=True)
+def distinct_values(rows: np.ndarray) -> np.ndarray:
+    """Distinct values in each row of 16-bit sketch values (a one-permutation sketch's filled
+    bins: densified bins copy a filled bin's value), int64[n]."""
+    n = rows.shape[0]
+    stamp = np.zeros(65536, dtype=np.int64)
+    out = np.zeros(n, dtype=np.int64)
+    for d in range(n):
+        c = 0
+        for j in range(rows.shape[1]):
+            v = np.int64(rows[d, j])
+            if stamp[v] != d + 1:
+                stamp[v] = d + 1
+                c += 1
+        out[d] = c
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _grow(arr: np.ndarray, need: int) -> np.ndarray:
+    """``arr`` or a copy at least twice as long when ``need`` entries would not fit."""
+    if need <= arr.shape[0]:
+        return arr
+    bigger = np.empty(max(need, 2 * arr.shape[0]), dtype=arr.dtype)
+    bigger[: arr.shape[0]] = arr
+    return bigger
+
+
+@njit(cache=True, inline="always")
+def set_jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Exact Jaccard of two ascending sets, as ``resemblance.pair_scores`` computes it."""
+    inter = np.float64(intersection_size(a, b))
+    denom = np.float64(a.shape[0] + b.shape[0]) - inter
+    if denom > 0:
+        return inter / denom
+    return 0.0
+
+
+@njit(cache=True, nogil=True)
+def leader_pass(
+    order: np.ndarray,
+    rank: np.ndarray,
+    offsets: np.ndarray,
+    buckets: np.ndarray,
+    n_buckets: int,
+    min_shared: int,
+    count_ok: np.ndarray,
+    count_score: np.ndarray,
+    kind: int,
+    rows: np.ndarray,
+    set_fps: np.ndarray,
+    set_off: np.ndarray,
+    threshold: float,
+    band_lo: np.ndarray,
+    band_hi: np.ndarray,
+    size: np.ndarray,
+    exact_codes: np.ndarray,
+    exact_scores: np.ndarray,
+    run: np.ndarray,
+    kept: np.ndarray,
+    dup: np.ndarray,
+    dscore: np.ndarray,
+    keep_pairs: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Keep-aware removal of m documents against the kept leaders of their buckets.
+
+    order: the documents (0..m-1) in keep priority; rank[d]: d's position in it (ties between
+    equal scores go to the better rank). offsets, buckets: each document's buckets (CSR).
+    A document's candidates are the kept documents sharing at least ``min_shared`` of its
+    buckets; each is scored (by ``kind``: the method's score by shared-key count, a sketch
+    estimate from ``rows``, or exact Jaccard of ``set_fps``/``set_off``) and accepted when
+    ``count_ok[count]`` and the score reaches ``threshold``. A document with an accepted
+    candidate is removed as a duplicate of the best (highest score, then better rank); else it
+    is kept and becomes a leader of its buckets.
+
+    Sketch estimates with ``band_lo[n] <= estimate <= band_hi[n]``, n = min(size[x], size[y]),
+    are decided by the pair's exact Jaccard, looked up by code ``d * m + x`` in the sorted
+    ``exact_codes`` (scores in ``exact_scores``); when it is missing the estimate decides for
+    now and the pair is returned as wanted, so the caller can score it and run the pass again.
+
+    Only documents with ``run[d]`` are decided (whole components of the bucket graph, which
+    are independent); their results are written into ``kept``, ``dup`` (duplicate_of, -1 if
+    kept) and ``dscore`` (NaN if kept), the others' left as they are. Returns the accepted pairs
+    (doc, leader, score) when ``keep_pairs``, the wanted pairs (doc, leader), stats[N_STATS].
+    """
+    m = order.shape[0]
+    head = np.full(n_buckets, -1, dtype=np.int64)
+    node_doc = np.empty(16, dtype=np.int64)
+    node_next = np.empty(16, dtype=np.int64)
+    nodes = 0
+    count = np.zeros(m, dtype=np.int64)
+    touched = np.empty(m, dtype=np.int64)
+    pa = np.empty(16, dtype=np.int64)
+    pb = np.empty(16, dtype=np.int64)
+    ps = np.empty(16, dtype=np.float64)
+    n_pairs = 0
+    wa = np.empty(16, dtype=np.int64)
+    wb = np.empty(16, dtype=np.int64)
+    n_want = 0
+    stats = np.zeros(N_STATS, dtype=np.int64)
+    for pos in range(m):
+        d = order[pos]
+        if not run[d]:
+            continue
+        nt = 0
+        for e in range(offsets[d], offsets[d + 1]):
+            node = head[buckets[e]]
+            while node >= 0:
+                x = node_doc[node]
+                if count[x] == 0:
+                    touched[nt] = x
+                    nt += 1
+                count[x] += 1
+                node = node_next[node]
+        best = -1
+        best_s = 0.0
+        for q in range(nt):
+            x = touched[q]
+            c = count[x]
+            count[x] = 0
+            if c < min_shared or not count_ok[c]:
+                continue
+            stats[CHECKS] += 1
+            if kind == BY_COUNT:
+                s = count_score[c]
+            elif kind == EXACT_SETS:
+                s = set_jaccard(
+                    set_fps[set_off[d] : set_off[d + 1]], set_fps[set_off[x] : set_off[x + 1]]
+                )
+                stats[EXACT] += 1
+            else:
+                if kind == SKETCH_POSITIONAL:
+                    s = positional_share(rows[d], rows[x])
+                else:
+                    s = bottomk_share(rows[d], rows[x])
+                eff = min(size[d], size[x])
+                if band_lo[eff] <= s <= band_hi[eff]:
+                    code = d * np.int64(m) + x
+                    at = np.searchsorted(exact_codes, code)
+                    if at < exact_codes.shape[0] and exact_codes[at] == code:
+                        s = exact_scores[at]
+                        stats[EXACT] += 1
+                    else:
+                        wa = _grow(wa, n_want + 1)
+                        wb = _grow(wb, n_want + 1)
+                        wa[n_want] = d
+                        wb[n_want] = x
+                        n_want += 1
+            if kind != BY_COUNT and s < threshold:
+                continue
+            stats[ACCEPTED] += 1
+            if keep_pairs:
+                pa = _grow(pa, n_pairs + 1)
+                pb = _grow(pb, n_pairs + 1)
+                ps = _grow(ps, n_pairs + 1)
+                pa[n_pairs] = d
+                pb[n_pairs] = x
+                ps[n_pairs] = s
+                n_pairs += 1
+            if best == -1 or s > best_s or (s == best_s and rank[x] < rank[best]):
+                best = x
+                best_s = s
+        if best == -1:
+            kept[d] = True
+            dup[d] = -1
+            dscore[d] = np.nan
+            need = nodes + offsets[d + 1] - offsets[d]
+            node_doc = _grow(node_doc, need)
+            node_next = _grow(node_next, need)
+            for e in range(offsets[d], offsets[d + 1]):
+                b = buckets[e]
+                node_doc[nodes] = d
+                node_next[nodes] = head[b]
+                head[b] = nodes
+                nodes += 1
+        else:
+            kept[d] = False
+            dup[d] = best
+            dscore[d] = best_s
+    stats[WANTED] = n_want
+    return (
+        pa[:n_pairs].copy(),
+        pb[:n_pairs].copy(),
+        ps[:n_pairs].copy(),
+        wa[:n_want].copy(),
+        wb[:n_want].copy(),
+        stats,
+    )
+
+
+@njit(cache=True, nogil=True)
+def cross_jaccard(
+    a_fps: np.ndarray,
+    a_off: np.ndarray,
+    a_rows: np.ndarray,
+    b_fps: np.ndarray,
+    b_off: np.ndarray,
+    b_rows: np.ndarray,
+) -> np.ndarray:
+    """Exact Jaccard of set ``a_rows[i]`` of one CSR with set ``b_rows[i]`` of another."""
+    out = np.empty(a_rows.shape[0], dtype=np.float64)
+    for i in range(a_rows.shape[0]):
+        x = a_rows[i]
+        y = b_rows[i]
+        out[i] = set_jaccard(a_fps[a_off[x] : a_off[x + 1]], b_fps[b_off[y] : b_off[y + 1]])
+    return out
+
+
+@njit(cache=True, nogil=True)
+def bucket_components(offsets: np.ndarray, buckets: np.ndarray, n_buckets: int) -> np.ndarray:
+    """Connected components of documents sharing buckets: the smallest document of each
+    document's component (documents of different components never meet in ``leader_pass``)."""
+    m = offsets.shape[0] - 1
+    parent = np.arange(m, dtype=np.int64)
+    first = np.full(n_buckets, -1, dtype=np.int64)
+    for d in range(m):
+        for e in range(offsets[d], offsets[d + 1]):
+            b = buckets[e]
+            if first[b] < 0:
+                first[b] = d
+                continue
+            x = first[b]
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            y = d
+            while parent[y] != y:
+                parent[y] = parent[parent[y]]
+                y = parent[y]
+            if x < y:
+                parent[y] = x
+            elif y < x:
+                parent[x] = y
+    for d in range(m):
+        x = d
+        while parent[x] != x:
+            x = parent[x]
+        parent[d] = x
+    return parent

@@ -1,0 +1,304 @@
+"""Candidate keys -> kept set: each document compared only with the kept leaders of its buckets.
+
+Keep-aware removal needs, for each document in keep priority, one *kept* document that
+resembles it, never every pair. A bucket is a run of equal keys in one key column (a Broder
+feature, an LSH band); the documents already kept in a bucket are its leaders. Visiting documents
+in priority order, a document's candidates are the leaders sharing at least ``min_shared`` of
+its buckets; it is removed as a duplicate of the best accepted candidate, else kept and made a
+leader of its buckets. A removed document is never compared again, so a cluster of m near-copies
+costs about m comparisons (one per copy against the kept original), not m²/2, and no pair list
+is built for removal. The result is the keep-aware rule applied to every candidate pair whose
+better document is kept — what ``removal.keep_aware`` gives on the complete verified candidate
+pairs — with buckets of any size, none chained.
+
+Verification is the verifier's own rule in kernel form (``verify.PairCheck``). Under hybrid
+verification a sketch estimate in the binomial error band of the threshold is decided by exact
+Jaccard of the two documents' shingle sets; sets are computed once per document when first
+wanted (the texts fetched in one batch per round), kept for the rest of the removal, and the
+pass is run again with them until no decision waits for a set: every decision in the band is
+exact in the final pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ._kernels import leaders as _k
+from .errors import NeardupError, ParamError
+from .shingles import ShingleBatch
+from .verify import PairCheck
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+#: The exact shingle sets of the given documents (rows of the removal, ascending).
+FetchSets = Callable[[IntArray], ShingleBatch]
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """Each document's buckets of two or more members (CSR over ``docs``).
+
+    docs: the documents in some bucket (indices into the caller's rows, ascending); the
+    buckets of ``docs[i]`` are ``buckets[offsets[i]:offsets[i+1]]``, ascending (column order).
+    """
+
+    docs: IntArray
+    offsets: IntArray
+    buckets: IntArray
+    n_buckets: int
+
+    @property
+    def records(self) -> int:
+        """(document, bucket) memberships held."""
+        return int(self.buckets.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.docs.nbytes + self.offsets.nbytes + self.buckets.nbytes)
+
+
+def column_buckets(
+    values: npt.NDArray[np.uint64], first_bucket: int
+) -> tuple[IntArray, IntArray, int]:
+    """One key column (uint64[n], EMPTY = no key) -> (document, bucket) of every member of a
+    bucket of two or more, buckets numbered from ``first_bucket`` in key order."""
+    n = values.shape[0]
+    col = np.ascontiguousarray(values, dtype=np.uint64)
+    shift = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << shift) - 1)
+    packed = np.sort((col & ~low) | np.arange(n, dtype=np.uint64))
+    docs, buckets, made = _k.column_records(packed, col, shift, int(first_bucket))
+    return docs, buckets, int(made)
+
+
+def bucket_lists(
+    column: Callable[[int], npt.NDArray[np.uint64]], n: int, k: int, jobs: int = 1
+) -> Buckets:
+    """Every document's buckets, from key columns fetched one at a time (``column(j)``:
+    uint64[n]); at most ``jobs`` columns are in memory at once. Singleton buckets are dropped,
+    so a collection without near-copies holds almost nothing."""
+    from .io._prefetch import ordered_map
+
+    def one(j: int) -> tuple[IntArray, IntArray, int]:
+        return column_buckets(column(j), 0)
+
+    docs_parts: list[IntArray] = []
+    bucket_parts: list[IntArray] = []
+    total = 0
+    for _, (docs, local, made) in ordered_map(one, range(k), jobs):
+        docs_parts.append(docs)
+        bucket_parts.append(local + total)
+        total += made
+    docs = np.concatenate([np.zeros(0, dtype=np.int64), *docs_parts])
+    buckets = np.concatenate([np.zeros(0, dtype=np.int64), *bucket_parts])
+    docs_parts.clear()
+    bucket_parts.clear()
+    offsets, by_doc = _k.records_by_document(docs, buckets, n)
+    del docs, buckets
+    counts = np.diff(offsets)
+    active = np.flatnonzero(counts > 0).astype(np.int64)
+    compact = np.zeros(len(active) + 1, dtype=np.int64)
+    np.cumsum(counts[active], out=compact[1:])
+    return Buckets(active, compact, by_doc, total)
+
+
+@dataclass(frozen=True)
+class LeaderResult:
+    """The removal over the documents of ``Buckets`` (rows 0..m-1) and what it cost.
+
+    kept: bool[m]; duplicate_of: int64[m] (row of the kept document, -1 if kept); score:
+    float64[m] (NaN if kept). a, b, pair_score: every accepted pair (document, better kept
+    document) compared. checks: comparisons made, every pass; exact: comparisons decided by
+    exact Jaccard, every pass; sets:
+    documents whose shingle sets were computed again; rounds: passes made.
+    """
+
+    kept: npt.NDArray[np.bool_]
+    duplicate_of: IntArray
+    score: FloatArray
+    a: IntArray
+    b: IntArray
+    pair_score: FloatArray
+    checks: int
+    exact: int
+    sets: int
+    set_bytes: int
+    rounds: int
+
+
+#: Documents whose sets are computed at once when exact scores are wanted (each chunk's texts
+#: are fetched, shingled and dropped before the next).
+SET_CHUNK = 4096
+
+
+class _ExactScores:
+    """Exact Jaccard of the pairs (document, leader) the passes wanted, by code ``d * m + x``.
+
+    Leaders' sets stay cached while the removal runs (a leader meets its cluster's members
+    again); a member's set is computed, scored against its leaders and dropped, chunk by chunk.
+    """
+
+    def __init__(self, m: int, fetch: FetchSets | None) -> None:
+        self.m = m
+        self.fetch = fetch
+        self.codes = np.zeros(0, dtype=np.int64)
+        self.scores = np.zeros(0, dtype=np.float64)
+        self.leader_row = np.full(m, -1, dtype=np.int64)
+        self.leaders = ShingleBatch(np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64))
+        self.sets = 0  # sets computed
+        self.peak_bytes = 0
+
+    def _fetch(self, rows: IntArray) -> ShingleBatch:
+        if self.fetch is None:
+            raise ParamError(
+                "hybrid verification needs the texts of borderline documents: give fetch_sets"
+            )
+        got = self.fetch(rows)
+        if len(got) != len(rows):
+            raise NeardupError(f"fetched {len(got)} shingle sets for {len(rows)} documents")
+        self.sets += len(rows)
+        return got
+
+    def add(self, d: IntArray, x: IntArray) -> None:
+        """Score the wanted pairs (d[i], leader x[i]) not scored yet."""
+        codes, first = np.unique(d * np.int64(self.m) + x, return_index=True)
+        fresh = ~np.isin(codes, self.codes, assume_unique=True)
+        codes, d, x = codes[fresh], d[first[fresh]], x[first[fresh]]
+        if len(codes) == 0:
+            return
+        self._cache_leaders(np.unique(x))
+        scores = self._score(d, x)
+        order = np.argsort(np.concatenate([self.codes, codes]), kind="stable")
+        self.codes = np.concatenate([self.codes, codes])[order]
+        self.scores = np.concatenate([self.scores, scores])[order]
+
+    def _cache_leaders(self, leaders: IntArray) -> None:
+        """Compute and keep the sets of these leaders (those not cached yet)."""
+        leaders = leaders[self.leader_row[leaders] < 0]
+        parts = [self.leaders]
+        base = len(self.leaders)
+        for lo in range(0, len(leaders), SET_CHUNK):
+            chunk = leaders[lo : lo + SET_CHUNK]
+            parts.append(self._fetch(chunk))
+            self.leader_row[chunk] = np.arange(base + lo, base + lo + len(chunk), dtype=np.int64)
+        if len(parts) > 1:
+            self.leaders = ShingleBatch.concat(parts)
+
+    def _score(self, d: IntArray, x: IntArray) -> FloatArray:
+        """Jaccard of (d[i], cached leader x[i]): the members' sets computed chunk by chunk and
+        dropped (a member that is a cached leader itself uses its cached set)."""
+        scores = np.empty(len(d), dtype=np.float64)
+        cached = self.leader_row[d] >= 0
+        if cached.any():
+            scores[cached] = self._cross(self.leaders, self.leader_row[d[cached]], x[cached])
+        todo = np.flatnonzero(~cached)
+        todo = todo[np.argsort(d[todo], kind="stable")]
+        ordered = d[todo]
+        members = np.unique(ordered)
+        for lo in range(0, len(members), SET_CHUNK):
+            chunk = members[lo : lo + SET_CHUNK]
+            i = int(np.searchsorted(ordered, chunk[0]))
+            j = int(np.searchsorted(ordered, chunk[-1], side="right"))
+            at = todo[i:j]
+            sets = self._fetch(chunk)
+            scores[at] = self._cross(sets, np.searchsorted(chunk, d[at]), x[at])
+            self.peak_bytes = max(self.peak_bytes, self.leaders.fps.nbytes + sets.fps.nbytes)
+        return scores
+
+    def _cross(self, sets: ShingleBatch, rows: IntArray, leaders: IntArray) -> FloatArray:
+        lead = self.leaders
+        return np.asarray(
+            _k.cross_jaccard(
+                sets.fps, sets.offsets, rows, lead.fps, lead.offsets, self.leader_row[leaders]
+            )
+        )
+
+
+def remove_by_leaders(
+    buckets: Buckets,
+    rank: IntArray,
+    min_shared: int,
+    count_ok: npt.NDArray[np.bool_],
+    count_score: FloatArray,
+    check: PairCheck,
+    fetch_sets: FetchSets | None = None,
+    keep_pairs: bool = True,
+) -> LeaderResult:
+    """Keep-aware removal of the documents of ``buckets`` against their buckets' kept leaders.
+
+    rank: int64[m], distinct keep priorities of the rows (smaller = kept first). A pair sharing
+    c buckets is a candidate when c >= min_shared and ``count_ok[c]`` (the method's decision
+    from the count; ``count_score[c]`` is its score, used when the verifier defers to the
+    method). ``check``: the verifier's rule over the rows. fetch_sets: the exact shingle sets of
+    rows (hybrid verification; see the module docstring). keep_pairs: also return the accepted
+    pairs. The result does not depend on how the rows' buckets were numbered.
+    """
+    m = len(buckets.docs)
+    rank = np.ascontiguousarray(rank, dtype=np.int64)
+    if rank.shape != (m,):
+        raise ParamError(f"rank must have one entry per document ({m}), got shape {rank.shape}")
+    order = np.argsort(rank, kind="stable").astype(np.int64)
+    exact = _ExactScores(m, fetch_sets)
+    # Components of the bucket graph are independent: after a pass, those that wanted no exact
+    # score are settled, and only the others run again.
+    component = _k.bucket_components(buckets.offsets, buckets.buckets, buckets.n_buckets)
+    run = np.ones(m, dtype=np.bool_)
+    kept = np.ones(m, dtype=np.bool_)
+    dup = np.full(m, -1, dtype=np.int64)
+    score = np.full(m, np.nan, dtype=np.float64)
+    pa = pb = np.zeros(0, dtype=np.int64)
+    ps = np.zeros(0, dtype=np.float64)
+    rounds = checks = exact_checks = 0
+    while True:
+        a, b, s, wa, wb, stats = _k.leader_pass(
+            order,
+            rank,
+            buckets.offsets,
+            buckets.buckets,
+            buckets.n_buckets,
+            int(min_shared),
+            np.ascontiguousarray(count_ok, dtype=np.bool_),
+            np.ascontiguousarray(count_score, dtype=np.float64),
+            check.kind,
+            check.rows,
+            check.set_fps,
+            check.set_off,
+            float(check.threshold),
+            check.band_lo,
+            check.band_hi,
+            check.size,
+            exact.codes,
+            exact.scores,
+            run,
+            kept,
+            dup,
+            score,
+            keep_pairs,
+        )
+        rounds += 1
+        checks += int(stats[_k.CHECKS])
+        exact_checks += int(stats[_k.EXACT])
+        settled = ~run[pa]  # pairs of components that did not run again
+        pa, pb, ps = (np.concatenate([pa[settled], a]), np.concatenate([pb[settled], b]),
+                      np.concatenate([ps[settled], s]))  # fmt: skip
+        if len(wa) == 0:
+            break
+        exact.add(wa, wb)
+        run = np.isin(component, np.unique(component[wa]))
+    return LeaderResult(
+        kept,
+        dup,
+        score,
+        pa,
+        pb,
+        ps,
+        checks=checks,
+        exact=exact_checks,
+        sets=exact.sets,
+        set_bytes=exact.peak_bytes,
+        rounds=rounds,
+    )

@@ -1,0 +1,302 @@
+"""Keep-aware removal against kept leaders: equal to a pure-Python reference and to the
+pair-based rule on complete candidates, linear in cluster size, exact near the threshold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import binom
+
+from neardup._kernels import leaders as _k
+from neardup._kernels.hashing import EMPTY
+from neardup.engine import Deduplicator
+from neardup.leaders import bucket_lists, column_buckets, remove_by_leaders
+from neardup.params import DedupParams, ShingleParams
+from neardup.removal import keep_aware
+from neardup.resemblance import pair_scores
+from neardup.shingles import ShingleBatch, shingle_batch
+from neardup.testing.synth import near_duplicate_corpus, random_documents
+from neardup.verify import PairCheck, binomial_band, effective_sizes
+
+MAXU = int(EMPTY)
+
+
+# -- bucket records -------------------------------------------------------------------------------
+def reference_buckets(col: list[int]) -> list[tuple[int, list[int]]]:
+    """(key, members ascending) of every key held by two or more documents, by ascending key."""
+    members: dict[int, list[int]] = {}
+    for d, key in enumerate(col):
+        if key != MAXU:
+            members.setdefault(key, []).append(d)
+    return [(key, docs) for key, docs in sorted(members.items()) if len(docs) >= 2]
+
+
+# Keys that differ only in their low bits share the packed sort's high bits: the kernel must
+# split such runs by full key. EMPTY shares its high bits with MAXU - 1.
+KEYS = st.sampled_from([0, 1, 2, 3, 5, 2**40, 2**40 + 1, 2**63 + 7, MAXU - 1, MAXU])
+
+
+@given(st.lists(KEYS, max_size=60), st.integers(0, 5))
+def test_column_records_list_every_shared_key_once_with_its_members(
+    col: list[int], first: int
+) -> None:
+    docs, buckets, made = column_buckets(np.array(col, dtype=np.uint64), first)
+    want = reference_buckets(col)
+    assert made == len(want)
+    got: dict[int, list[int]] = {}
+    for d, b in zip(docs.tolist(), buckets.tolist(), strict=True):
+        got.setdefault(b, []).append(d)
+    assert [got[first + i] for i in range(made)] == [m for _, m in want]
+
+
+@given(st.lists(st.lists(KEYS, min_size=4, max_size=4), max_size=30), st.integers(1, 3))
+def test_bucket_lists_give_each_document_its_shared_keys_in_column_order(
+    rows: list[list[int]], jobs: int
+) -> None:
+    keys = np.array(rows, dtype=np.uint64).reshape(len(rows), 4)
+    got = bucket_lists(lambda j: keys[:, j].copy(), len(rows), 4, jobs)
+    seen = {}
+    for i, d in enumerate(got.docs.tolist()):
+        seen[d] = got.buckets[got.offsets[i] : got.offsets[i + 1]].tolist()
+    for d in range(len(rows)):
+        shared = [
+            j
+            for j in range(4)
+            if keys[d, j] != EMPTY
+            and sum(int(keys[e, j] == keys[d, j]) for e in range(len(rows))) >= 2
+        ]
+        assert len(seen.get(d, [])) == len(shared)
+        assert seen.get(d, []) == sorted(seen.get(d, []))
+    # two documents share a bucket id exactly when they share a key in that column
+    for d in seen:
+        for e in seen:
+            common = len(set(seen[d]) & set(seen[e]))
+            want = sum(int(keys[d, j] == keys[e, j] != EMPTY) for j in range(4))
+            assert d == e or common == want
+
+
+# -- the leader pass against a reference -----------------------------------------------------------
+def reference_leaders(
+    keys: np.ndarray,
+    rank: np.ndarray,
+    r: int,
+    score: object,
+    accept: object,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Visit by rank; a document's candidates are kept documents sharing >= r keys in the same
+    column; removed as a duplicate of the accepted candidate with the best (score, rank)."""
+    m = keys.shape[0]
+    kept = np.zeros(m, dtype=bool)
+    dup = np.full(m, -1)
+    sc = np.full(m, np.nan)
+    for d in np.argsort(rank, kind="stable").tolist():
+        best = None
+        for x in np.flatnonzero(kept).tolist():
+            c = int(((keys[d] == keys[x]) & (keys[d] != EMPTY)).sum())
+            if c < r:
+                continue
+            s = score(d, x, c)  # type: ignore[operator]
+            if not accept(s, c):  # type: ignore[operator]
+                continue
+            if best is None or s > best[0] or (s == best[0] and rank[x] < rank[best[1]]):
+                best = (s, x)
+        if best is None:
+            kept[d] = True
+        else:
+            sc[d], dup[d] = best
+    return kept, dup, sc
+
+
+def _sets_of(values: list[list[int]]) -> ShingleBatch:
+    sets = [np.unique(np.array(v, dtype=np.uint64)) for v in values]
+    offsets = np.zeros(len(sets) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in sets], out=offsets[1:])
+    fps = np.concatenate([np.zeros(0, dtype=np.uint64), *sets])
+    return ShingleBatch(fps, offsets)
+
+
+instances = st.integers(2, 24).flatmap(
+    lambda m: st.tuples(
+        st.lists(st.lists(st.integers(0, 3), min_size=5, max_size=5), min_size=m, max_size=m),
+        st.lists(st.lists(st.integers(0, 12), min_size=1, max_size=10), min_size=m, max_size=m),
+        st.permutations(list(range(m))),
+        st.integers(1, 3),
+        st.sampled_from([0.3, 0.5, 0.8]),
+    )
+)
+
+
+@settings(max_examples=150)
+@given(instances, st.sampled_from(["count", "exact", "sketch", "hybrid"]))
+def test_leader_pass_equals_the_reference(inst: tuple, verify: str) -> None:
+    raw_keys, raw_sets, perm, r, t = inst
+    m = len(raw_keys)
+    keys = np.array(raw_keys, dtype=np.uint64)
+    keys[keys == 3] = EMPTY  # "no key"
+    rank = np.array(perm, dtype=np.int64)
+    sets = _sets_of(raw_sets)
+    # Sketch rows: each position holds the smallest member under a per-position order, so
+    # equal positions estimate the sets' Jaccard (a classic MinHash of the small sets).
+    width = 16
+    rows = np.zeros((m, width), dtype=np.uint16)
+    for d in range(m):
+        members = sets.fps[sets.offsets[d] : sets.offsets[d + 1]].astype(np.int64)
+        for j in range(width):
+            rows[d, j] = int(min((v * (2 * j + 1) + j * 7) % 101 for v in members))
+    count_ok = np.ones(6, dtype=bool)
+    count_ok[5] = False  # the method may reject by count too
+    count_score = np.linspace(0.0, 1.0, 6)
+    jac = {
+        (d, x): float(pair_scores(sets, np.array([d]), np.array([x]))[0])
+        for d in range(m)
+        for x in range(m)
+    }
+
+    def est(d: int, x: int) -> float:
+        return float((rows[d] == rows[x]).mean())
+
+    buckets = bucket_lists(lambda j: keys[:, j].copy(), m, 5)
+    act = buckets.docs  # the kernel's rows: documents sharing a key
+    act_sets = _sets_of([raw_sets[i] for i in act.tolist()])
+    lo, hi = binomial_band(t, width, alpha=0.2)
+    none_lo, none_hi = np.full(width + 1, 2.0), np.full(width + 1, -1.0)
+    size = np.full(len(act), width, dtype=np.int64)
+    empty_fps, empty_off = np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64)
+    no_rows = np.zeros((0, 0), dtype=np.uint16)
+    if verify == "count":
+        check = PairCheck(_k.BY_COUNT, t, no_rows, empty_fps, empty_off, none_lo, none_hi, size)
+        score = lambda d, x, c: float(count_score[c])  # noqa: E731
+        accept = lambda s, c: bool(count_ok[c])  # noqa: E731
+    elif verify == "exact":
+        check = PairCheck(
+            _k.EXACT_SETS, t, no_rows, act_sets.fps, act_sets.offsets, none_lo, none_hi, size
+        )
+        score = lambda d, x, c: jac[d, x]  # noqa: E731
+        accept = lambda s, c: bool(count_ok[c]) and s >= t  # noqa: E731
+    else:
+        band = (lo, hi) if verify == "hybrid" else (none_lo, none_hi)
+        check = PairCheck(_k.SKETCH_POSITIONAL, t, rows[act], empty_fps, empty_off, *band, size)
+
+        def score(d: int, x: int, c: int) -> float:
+            s = est(d, x)
+            return jac[d, x] if band[0][width] <= s <= band[1][width] else s
+
+        accept = lambda s, c: bool(count_ok[c]) and s >= t  # noqa: E731
+
+    # documents without a shared key are kept and compared with nothing
+    local_rank = rank[buckets.docs]
+
+    def fetch(rows_: np.ndarray) -> ShingleBatch:
+        picked = [raw_sets[int(buckets.docs[i])] for i in rows_.tolist()]
+        return _sets_of(picked)
+
+    res = remove_by_leaders(buckets, local_rank, r, count_ok, count_score, check, fetch)
+    kept = np.ones(m, dtype=bool)
+    dup = np.full(m, -1)
+    sc = np.full(m, np.nan)
+    kept[buckets.docs] = res.kept
+    has = res.duplicate_of >= 0
+    dup[buckets.docs[has]] = buckets.docs[res.duplicate_of[has]]
+    sc[buckets.docs] = res.score
+    want = reference_leaders(keys, rank, r, score, accept)
+    assert np.array_equal(kept, want[0])
+    assert np.array_equal(dup, want[1])
+    assert np.array_equal(sc, want[2], equal_nan=True)
+    # every accepted pair names a removed document and a better, kept one
+    for a, b in zip(res.a.tolist(), res.b.tolist(), strict=True):
+        assert not res.kept[a] and res.kept[b] and local_rank[b] < local_rank[a]
+
+
+# -- the engine --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def corpus() -> list[str]:
+    base = random_documents(200, seed=41, words=(6, 120))
+    return list(near_duplicate_corpus(base, 400, 0.5, seed=42, n_empty=2).texts)
+
+
+def _complete_pairs_removal(texts: list[str], p: DedupParams) -> np.ndarray:
+    """Keep-aware removal over every candidate pair (buckets never chained), exact Jaccard."""
+    from neardup.candidates import candidate_pairs
+    from neardup.engine import exact_groups
+    from neardup.methods import make_method
+    from neardup.removal import priority_ranks
+    from neardup.textbatch import TextBatch
+
+    batch = TextBatch(texts, p.shingle)
+    method = make_method(p)
+    keys = method.candidate_keys(method.signatures(batch))  # type: ignore[attr-defined]
+    groups = exact_groups(batch.canonical)
+    reps = np.flatnonzero((groups == np.arange(len(texts))) & ~batch.empty)
+    found = candidate_pairs(keys[reps], method.min_shared, max_bucket=10**9)  # type: ignore[attr-defined]
+    a, b = reps[found.a], reps[found.b]
+    s = pair_scores(batch.sets(), a, b)
+    ok = s >= p.resolved_threshold
+    return keep_aware(
+        len(texts), a[ok], b[ok], s[ok], priority_ranks(len(texts)), groups=groups
+    ).kept
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.8])
+def test_engine_equals_keep_aware_removal_over_every_candidate_pair(
+    corpus: list[str], threshold: float
+) -> None:
+    p = DedupParams(threshold=threshold, verify="exact")
+    got = Deduplicator(p).fit(corpus)
+    assert got.stats_.removed > 0
+    assert np.array_equal(got.kept_, _complete_pairs_removal(corpus, p))
+
+
+def test_a_cluster_of_near_copies_costs_one_comparison_a_copy() -> None:
+    words = random_documents(1, seed=43, words=(300, 300))[0].split()
+    rng = np.random.default_rng(44)
+    copies = []
+    for _ in range(400):
+        w = list(words)
+        w[int(rng.integers(len(w)))] = "changed"
+        copies.append(" ".join(w))
+    got = Deduplicator(DedupParams(threshold=0.8)).fit(copies)
+    assert got.stats_.removed == len(copies) - 1
+    # every copy met the one kept leader: about m comparisons, where all pairs are m²/2 = 80,000
+    assert got.stats_.leader_checks < 2 * len(copies)
+
+
+def test_short_texts_are_decided_exactly_near_the_threshold() -> None:
+    # Texts of a few shingles fill a handful of one-permutation bins, so their estimates are far
+    # off: 7 and 9 shingles (J = 0.78) or 2 and 3 (J = 0.67) were removed at t = 0.8 by
+    # estimates above the old 3-sigma band (10 of these 1,200 pairs). Every decision is exact.
+    texts = []
+    for words, extra, seed in ((6, 1, 47), (11, 2, 48)):
+        base = [" ".join(t.split()[:words]) for t in random_documents(600, seed, (words, words))]
+        for i, t in enumerate(base):
+            texts += [t, t + "".join(f" x{i}y{e}" for e in range(extra))]
+    got = Deduplicator(DedupParams(threshold=0.8)).fit(texts)
+    sets = shingle_batch(texts, ShingleParams())
+    removed = np.flatnonzero(~got.kept_)
+    assert got.stats_.exact_checks > 0
+    j = pair_scores(sets, removed, got.duplicate_of_[removed])
+    assert (j >= 0.8).all()  # no unjustified removal
+    assert np.array_equal(got.duplicate_score_[removed], j)  # and the scores are exact
+
+
+@settings(max_examples=40)
+@given(st.integers(0, 228), st.sampled_from([0.3, 0.5, 0.8, 0.9, 1.0]))
+def test_binomial_band_holds_the_binomial_quantiles(n: int, t: float) -> None:
+    alpha = 1e-4
+    lo, hi = binomial_band(t, 228, alpha)
+    if n == 0:
+        assert lo[0] <= 0.0 and hi[0] >= 1.0
+        return
+    assert lo[n] <= t <= hi[n]
+    k_hi, k_lo = round(hi[n] * n), round(lo[n] * n)
+    assert binom.sf(k_hi, n, t) <= alpha / 2 + 1e-12  # above the band: rarer than alpha / 2
+    assert k_hi == 0 or binom.sf(k_hi - 1, n, t) > alpha / 2 - 1e-12  # the smallest such
+    assert binom.cdf(k_lo - 1, n, t) <= alpha / 2 + 1e-12 if k_lo > 0 else True
+    assert k_lo == n or binom.cdf(k_lo, n, t) > alpha / 2 - 1e-12  # the largest such
+
+
+def test_effective_sizes_count_filled_bins_of_one_permutation_sketches() -> None:
+    rows = np.array([[1, 1, 2, 2], [1, 2, 3, 4], [7, 7, 7, 7]], dtype=np.uint16)
+    assert effective_sizes(rows, "oph").tolist() == [2, 4, 1]
+    assert effective_sizes(rows, "classic").tolist() == [4, 4, 4]
