@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from neardup._kernels.hashing import EMPTY
 from neardup.engine import Deduplicator, exact_groups
-from neardup.errors import ParamError
+from neardup.errors import NeardupError, ParamError
 from neardup.params import DedupParams, FeatureParams, MinhashParams, SimhashMethodParams
 from neardup.shingles import content_hashes, shingle_batch
 from neardup.testing.synth import near_duplicate_corpus, random_documents
@@ -48,7 +48,7 @@ def _truth(texts: list[str], threshold: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_exact_verification_has_precision_one_and_high_recall(corpus: list[str]) -> None:
-    dedup = Deduplicator(DedupParams(threshold=0.8, verify="exact")).fit(corpus)
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="exact"), pairs="all").fit(corpus)
     fa, fb = dedup.all_pairs()[:2]
     precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
     assert precision == 1.0
@@ -56,7 +56,7 @@ def test_exact_verification_has_precision_one_and_high_recall(corpus: list[str])
 
 
 def test_sketch_verification_is_accurate(corpus: list[str]) -> None:
-    dedup = Deduplicator(DedupParams(threshold=0.8, verify="sketch")).fit(corpus)
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="sketch"), pairs="all").fit(corpus)
     fa, fb = dedup.all_pairs()[:2]
     precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
     assert precision >= 0.97
@@ -167,12 +167,18 @@ def test_scores_do_not_depend_on_how_batches_are_gathered(corpus: list[str], ver
 
 
 def test_hybrid_verification_rechecks_borderline_pairs_exactly(corpus: list[str]) -> None:
-    dedup = Deduplicator(DedupParams(threshold=0.8, verify="hybrid")).fit(corpus)
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="hybrid"), pairs="all").fit(corpus)
     assert dedup.stats_.rechecked_pairs > 0
     fa, fb = dedup.all_pairs()[:2]
     precision, recall, *_ = precision_recall(fa, fb, *_truth(corpus, 0.8))
     assert precision >= 0.995
     assert recall >= 0.98
+
+
+def test_all_pairs_needs_every_pair_asked_for_up_front(corpus: list[str]) -> None:
+    dedup = Deduplicator(DedupParams(threshold=0.8)).fit(corpus[:300])
+    with pytest.raises(NeardupError, match="pairs='all'"):
+        dedup.all_pairs()
 
 
 def test_hybrid_without_a_way_to_fetch_texts_is_a_clear_error(corpus: list[str]) -> None:
@@ -202,7 +208,7 @@ def test_an_empty_collection_gives_empty_results(verify: str) -> None:
 
 
 def test_all_pairs_expands_exact_groups_like_the_brute_force_expansion(corpus: list[str]) -> None:
-    dedup = Deduplicator(DedupParams(threshold=0.8, verify="exact")).fit(corpus[:1200])
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="exact"), pairs="all").fit(corpus[:1200])
     a, b, score = dedup.all_pairs()
     want_a, want_b = reference_expansion(corpus[:1200], dedup.pairs_[0], dedup.pairs_[1])
     assert np.array_equal(a, want_a) and np.array_equal(b, want_b)
@@ -249,7 +255,7 @@ def test_a_third_method_plugs_in_without_touching_the_engine() -> None:
     texts = random_documents(40, seed=3, words=(20, 40))
     texts = [*texts, texts[0] + " tail words here", texts[5].upper(), "x"]
     params = DedupParams(threshold=0.5, verify="none")
-    dedup = Deduplicator(params, method=AllPairsJaccard()).fit(texts)
+    dedup = Deduplicator(params, method=AllPairsJaccard(), pairs="all").fit(texts)
     truth_a, truth_b, _ = exact_similar_pairs(shingle_batch(texts), threshold=0.5)
     a, b, _ = dedup.all_pairs()
     assert {(int(x), int(y)) for x, y in zip(a, b, strict=True)} == {
@@ -271,7 +277,7 @@ def test_options_that_do_nothing_under_a_method_are_refused() -> None:
 
 def test_simhash_pairs_confirmed_by_jaccard_have_precision_one(corpus: list[str]) -> None:
     params = DedupParams(threshold=0.8, method=SimhashMethodParams(max_distance=6), verify="exact")
-    dedup = Deduplicator(params).fit(corpus[:1500])
+    dedup = Deduplicator(params, pairs="all").fit(corpus[:1500])
     fa, fb = dedup.all_pairs()[:2]
     precision, *_ = precision_recall(fa, fb, *_truth(corpus[:1500], 0.8))
     assert precision == 1.0

@@ -12,6 +12,7 @@ from scipy.stats import binom
 from neardup._kernels import leaders as _k
 from neardup._kernels.hashing import EMPTY
 from neardup.engine import Deduplicator
+from neardup.exact import SetStore
 from neardup.leaders import bucket_lists, column_buckets, remove_by_leaders
 from neardup.params import DedupParams, ShingleParams
 from neardup.removal import keep_aware
@@ -129,8 +130,10 @@ instances = st.integers(2, 24).flatmap(
 
 
 @settings(max_examples=150)
-@given(instances, st.sampled_from(["count", "exact", "sketch", "hybrid"]))
-def test_leader_pass_equals_the_reference(inst: tuple, verify: str) -> None:
+@given(
+    instances, st.sampled_from(["count", "exact", "sketch", "hybrid"]), st.sampled_from([None, 0])
+)
+def test_leader_pass_equals_the_reference(inst: tuple, verify: str, budget: int | None) -> None:
     raw_keys, raw_sets, perm, r, t = inst
     m = len(raw_keys)
     keys = np.array(raw_keys, dtype=np.uint64)
@@ -192,7 +195,8 @@ def test_leader_pass_equals_the_reference(inst: tuple, verify: str) -> None:
         picked = [raw_sets[int(buckets.docs[i])] for i in rows_.tolist()]
         return _sets_of(picked)
 
-    res = remove_by_leaders(buckets, local_rank, r, count_ok, count_score, check, fetch)
+    store = SetStore(len(act), fetch, budget=budget)
+    res = remove_by_leaders(buckets, local_rank, r, count_ok, count_score, check, store)
     kept = np.ones(m, dtype=bool)
     dup = np.full(m, -1)
     sc = np.full(m, np.nan)

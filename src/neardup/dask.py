@@ -524,7 +524,8 @@ class DaskDeduplicator(Deduplicator):
         self.collect()
         if fetch_texts is None and self._parts:
             fetch_texts = self.fetch_texts
-        if self._n and keyed(self.params, self.idf) and self.params.removal == "components":
+        on_workers = self.params.removal == "components" and self.pairs == "removal"
+        if self._n and keyed(self.params, self.idf) and on_workers:
             with cluster_errors():
                 self._finish_on_workers(key, fetch_texts)
         else:
@@ -728,6 +729,7 @@ def dedup(
         client = distributed.get_client()
     parts = list(collection.to_delayed())
     dd = DaskDeduplicator(params, client)
+    dd.pairs = "all" if all_pairs else "removal"
     dd.feed_partitions(parts, text_field, id_field, key_field)
     dd.collect()
     ids: list[str] = []

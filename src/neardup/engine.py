@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Literal, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +24,10 @@ import numpy.typing as npt
 from . import _heap
 from . import removal as _removal
 from ._kernels.hashing import EMPTY
+from .allpairs import every_pair
+from .candidates import CandidateResult, pairs_by_column
 from .errors import NeardupError, ParamError
+from .exact import SetStore
 from .leaders import bucket_lists, remove_by_leaders
 from .methods import KeyedCandidates, Method, Signatures, keyed_candidates, make_method
 from .params import DedupParams, check_int
@@ -79,6 +82,9 @@ class DedupStats:
     exact_sets: int = 0
     check_rounds: int = 0
     bucket_records: int = 0
+    #: With every pair asked for: documents of big buckets joined exactly, pairs it verified.
+    joined_docs: int = 0
+    join_verified: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
@@ -261,9 +267,12 @@ class Deduplicator:
     -1 for kept documents); ``duplicate_score_`` (float64[n]: that pair's score, NaN for kept
     ones); ``clusters_`` (int64[n]: the smallest document index of each document's cluster);
     ``empty_`` (bool[n]); ``groups_`` (int64[n]: exact-duplicate group = its first document);
-    ``pairs_`` ((a, b, score) of accepted pairs: exact duplicates as pairs with the first copy,
-    score 1.0, near pairs between first copies; ``all_pairs()`` expands them); ``stats_``.
-    The same texts and parameters give identical results whatever the batching.
+    ``pairs_`` ((a, b, score): exact duplicates as pairs with their first copy, score 1.0, and
+    near pairs between first copies: with ``pairs="removal"`` (the default) the pairs that
+    justify each removal (a removed document and each kept document it was found to resemble),
+    with ``pairs="all"`` every pair at or above the threshold, which ``all_pairs()`` expands over
+    exact-duplicate groups); ``stats_``. The same texts and parameters give identical results
+    whatever the batching.
     """
 
     def __init__(
@@ -273,10 +282,16 @@ class Deduplicator:
         method: Method | None = None,
         memory_limit: int | None = None,
         spill_dir: str | None = None,
+        pairs: Literal["removal", "all"] = "removal",
     ) -> None:
-        """memory_limit: bytes of per-document blocks to keep in memory; past it, new blocks
-        go to a temporary folder (in ``spill_dir``, else the system's) and are memory-mapped."""
+        """memory_limit: bytes of per-document blocks (and exact sets) to keep in memory; past
+        it they go to a temporary folder (in ``spill_dir``, else the system's), memory-mapped.
+        pairs: which near pairs ``pairs_`` lists (see the class docstring): "all" costs the
+        complete listing, which keep-aware removal alone never needs."""
         self.params = params or DedupParams()
+        if pairs not in ("removal", "all"):
+            raise ParamError(f"pairs must be 'removal' or 'all', got {pairs!r}")
+        self.pairs = pairs
         if memory_limit is not None:
             check_int("memory_limit", memory_limit, 0, 2**62)
         self.memory_limit = memory_limit
@@ -286,6 +301,7 @@ class Deduplicator:
         self._spill: Spill | None = None
         #: Bytes of per-document blocks held in memory (not counting memory-mapped ones).
         self._held = 0
+        self._spilled_sets = 0
         self.idf = idf
         self._method = method
         self.verifier: Verifier = make_verifier(self.params)
@@ -462,8 +478,8 @@ class Deduplicator:
         priority = self._priority(n, lengths, key)
 
         columns = _key_columns(self.method, self._signatures, reps)
-        if columns is not None and p.removal == "keep-aware":
-            found = self._by_leaders(n, reps, groups, priority, columns, fetch_texts)
+        if columns is not None and (p.removal == "keep-aware" or self.pairs == "all"):
+            found = self._by_keys(n, reps, groups, priority, columns, fetch_texts)
         else:
             found = self._by_pairs(n, reps, groups, priority, columns, fetch_texts)
         result, a, b, score = found.removal, found.a, found.b, found.score
@@ -499,7 +515,7 @@ class Deduplicator:
         _heap.trim()
         return self
 
-    def _by_leaders(
+    def _by_keys(
         self,
         n: int,
         reps: IntArray,
@@ -508,11 +524,20 @@ class Deduplicator:
         columns: tuple[Callable[[int], npt.NDArray[np.uint64]], int],
         fetch_texts: FetchTexts | None,
     ) -> Found:
-        """Keep-aware removal against each bucket's kept leaders (``neardup.leaders``): linear
-        in the documents of near-copy clusters, every bucket whole, no pair list built."""
+        """Removal from the candidate keys' buckets: keep-aware against each bucket's kept
+        leaders (``neardup.leaders``: linear in the documents of near-copy clusters, every bucket
+        whole, no pair list built); with ``pairs="all"`` also every pair at or above the
+        threshold (``neardup.allpairs``), which components removal then uses."""
         method = cast(KeyedCandidates, self.method)
         column, k = columns
         buckets = bucket_lists(column, len(reps), k, self.jobs)
+        listed = None
+        if self.pairs == "all":  # joined big buckets are listed only for verifiers without sets
+            limit = method.max_bucket if self.verifier.joins_exactly else max(len(reps), 2)
+            listed = pairs_by_column(
+                column, len(reps), k, method.min_shared, max_bucket=limit,
+                list_big_buckets=True, jobs=self.jobs,
+            )  # fmt: skip
         self._signatures.clear()
         active = reps[buckets.docs]
         ev = _take_evidence(self._evidence, active)
@@ -520,25 +545,35 @@ class Deduplicator:
         _heap.trim()
         check = self.verifier.pair_check(ev)
         count_score, count_ok = method.candidate_scores(np.arange(k + 1, dtype=np.int32))
+        store = SetStore(
+            len(active), self._fetch_sets(active, fetch_texts), self._set_budget(), self._spill_dir
+        )
+        stats: dict[str, int] = {"bucket_records": buckets.records}
+        pairs = None
+        if listed is not None:
+            rows = _rows_of(listed, buckets.docs)
+            every = every_pair(rows, len(active), count_ok, count_score, check, store)
+            pairs = (active[every.a], active[every.b], every.score)
+            stats.update(
+                candidate_pairs=every.listed,
+                rechecked_pairs=every.exact,
+                joined_docs=every.joined,
+                join_verified=every.join_verified,
+            )
+            del listed, rows
+        if self.params.removal == "components":
+            assert pairs is not None  # components from keys only when every pair is asked for
+            removal = _removal.components(n, *pairs, priority, groups=groups)
+            self._spilled_sets = store.spilled
+            store.close()
+            return Found(removal, *pairs, stats)
         nodes = _removal.group_nodes(n, priority, groups)
-
-        def fetch_sets(rows: IntArray) -> ShingleBatch:
-            if fetch_texts is None:
-                raise ParamError(
-                    "verify='hybrid' needs the borderline documents' texts: give a way to "
-                    "fetch them (fit() keeps them; the CLI reads its input again)"
-                )
-            texts = list(fetch_texts(active[rows]))
-            if len(texts) != len(rows):
-                raise NeardupError(
-                    f"fetch_texts returned {len(texts)} texts for {len(rows)} documents"
-                )
-            return self.verifier.exact_sets(texts, self.jobs)
-
         res = remove_by_leaders(
             buckets, nodes.rank[active], method.min_shared, count_ok, count_score, check,
-            fetch_sets if check.wants_sets else None,
+            store if check.wants_sets else None,
         )  # fmt: skip
+        self._spilled_sets = store.spilled
+        store.close()
         node_kept = np.ones(n, dtype=np.bool_)
         node_dup = np.full(n, -1, dtype=np.int64)
         node_score = np.full(n, np.nan, dtype=np.float64)
@@ -547,17 +582,38 @@ class Deduplicator:
         node_dup[active[removed]] = active[res.duplicate_of[removed]]
         node_score[active] = res.score
         removal = _removal.expand(nodes, node_kept, node_dup, node_score)
-        x, y = active[res.a], active[res.b]
-        stats = {
-            "candidate_pairs": res.checks,
-            "leader_checks": res.checks,
-            "exact_checks": res.exact,
-            "rechecked_pairs": res.exact,
-            "exact_sets": res.sets,
-            "check_rounds": res.rounds,
-            "bucket_records": buckets.records,
-        }
-        return Found(removal, np.minimum(x, y), np.maximum(x, y), res.pair_score, stats)
+        stats.update(
+            leader_checks=res.checks,
+            exact_checks=res.exact,
+            exact_sets=res.sets,
+            check_rounds=res.rounds,
+        )
+        stats.setdefault("candidate_pairs", res.checks)
+        stats.setdefault("rechecked_pairs", res.exact)
+        if pairs is None:  # the pairs that justify each removal
+            x, y = active[res.a], active[res.b]
+            pairs = (np.minimum(x, y), np.maximum(x, y), res.pair_score)
+        return Found(removal, *pairs, stats)
+
+    def _fetch_sets(
+        self, docs: IntArray, fetch_texts: FetchTexts | None
+    ) -> Callable[[IntArray], ShingleBatch]:
+        """The exact shingle sets of rows of ``docs``, from their texts fetched again."""
+
+        def fetch_sets(rows: IntArray) -> ShingleBatch:
+            if fetch_texts is None:
+                raise ParamError(
+                    "verify='hybrid' needs the borderline documents' texts: give a way to "
+                    "fetch them (fit() keeps them; the CLI reads its input again)"
+                )
+            texts = fetch_texts(docs[rows])
+            if len(texts) != len(rows):
+                raise NeardupError(
+                    f"fetch_texts returned {len(texts)} texts for {len(rows)} documents"
+                )
+            return self.verifier.exact_sets(texts, self.jobs)
+
+        return fetch_sets
 
     def _by_pairs(
         self,
@@ -612,14 +668,16 @@ class Deduplicator:
         return Found(removed.removal, removed.a, removed.b, removed.score, stats)
 
     def all_pairs(self) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]:
-        """Every accepted document pair with exact-duplicate groups expanded (a < b, sorted).
-
-        ``pairs_`` lists each exact duplicate once (with its first copy) and near pairs between
-        first copies; this lists every pair those imply: all pairs inside a group, and every
-        member of one group with every member of a near-duplicate group.
-        """
+        """Every document pair at or above the threshold (a < b, sorted): the near pairs found
+        with ``pairs="all"``, each exact-duplicate group expanded (all pairs inside a group, and
+        every member of one group with every member of a near-duplicate group)."""
         if not self._finished:
             raise NeardupError("call fit() or finish() before all_pairs()")
+        if self.pairs != "all":
+            raise NeardupError(
+                "all_pairs() needs every pair found: create the Deduplicator with pairs='all' "
+                "(keep-aware removal alone compares documents with kept ones only)"
+            )
         a, b, s = self.pairs_
         near = self.groups_[b] != a  # exact-duplicate star pairs are implied by the groups
         return expand_pairs(self.groups_, a[near], b[near], s[near])
@@ -638,8 +696,14 @@ class Deduplicator:
 
     @property
     def spilled_bytes(self) -> int:
-        """Bytes of blocks written to disk because of the memory limit."""
-        return 0 if self._spill is None else self._spill.bytes
+        """Bytes of blocks (and exact sets) written to disk because of the memory limit."""
+        return (0 if self._spill is None else self._spill.bytes) + self._spilled_sets
+
+    def _set_budget(self) -> int | None:
+        """Bytes of exact shingle sets to hold in memory: what the limit leaves after blocks."""
+        if self.memory_limit is None:
+            return None
+        return max(self.memory_limit - self._held, 0)
 
     def _memory_per_doc(self) -> float:
         total = sum(x.nbytes for x in [*self._canonical, *self._lengths])
@@ -736,3 +800,15 @@ def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
     if not parts:
         return np.zeros(0, dtype=dtype)
     return np.concatenate(parts).astype(dtype, copy=False)
+
+
+def _rows_of(found: CandidateResult, docs: IntArray) -> CandidateResult:
+    """``found`` with its document indices mapped to rows of ``docs`` (every one is there)."""
+    return CandidateResult(
+        np.searchsorted(docs, found.a),
+        np.searchsorted(docs, found.b),
+        found.count,
+        found.stats,
+        np.searchsorted(docs, found.big_members),
+        found.big_offsets,
+    )

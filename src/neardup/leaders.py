@@ -28,14 +28,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _k
-from .errors import NeardupError, ParamError
-from .shingles import ShingleBatch
+from .errors import ParamError
+from .exact import SetStore, score_exactly
 from .verify import PairCheck
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
-#: The exact shingle sets of the given documents (rows of the removal, ascending).
-FetchSets = Callable[[IntArray], ShingleBatch]
 
 
 @dataclass(frozen=True)
@@ -130,92 +128,38 @@ class LeaderResult:
     rounds: int
 
 
-#: Documents whose sets are computed at once when exact scores are wanted (each chunk's texts
-#: are fetched, shingled and dropped before the next).
-SET_CHUNK = 4096
-
-
 class _ExactScores:
     """Exact Jaccard of the pairs (document, leader) the passes wanted, by code ``d * m + x``.
 
-    Leaders' sets stay cached while the removal runs (a leader meets its cluster's members
-    again); a member's set is computed, scored against its leaders and dropped, chunk by chunk.
+    Leaders' sets are held in the store while the removal runs (a leader meets its cluster's
+    members again); a member's set is computed, scored against its leaders and dropped.
     """
 
-    def __init__(self, m: int, fetch: FetchSets | None) -> None:
+    def __init__(self, m: int, store: SetStore | None) -> None:
         self.m = m
-        self.fetch = fetch
+        self.store = store
         self.codes = np.zeros(0, dtype=np.int64)
         self.scores = np.zeros(0, dtype=np.float64)
-        self.leader_row = np.full(m, -1, dtype=np.int64)
-        self.leaders = ShingleBatch(np.zeros(0, dtype=np.uint64), np.zeros(1, dtype=np.int64))
-        self.sets = 0  # sets computed
-        self.peak_bytes = 0
-
-    def _fetch(self, rows: IntArray) -> ShingleBatch:
-        if self.fetch is None:
-            raise ParamError(
-                "hybrid verification needs the texts of borderline documents: give fetch_sets"
-            )
-        got = self.fetch(rows)
-        if len(got) != len(rows):
-            raise NeardupError(f"fetched {len(got)} shingle sets for {len(rows)} documents")
-        self.sets += len(rows)
-        return got
 
     def add(self, d: IntArray, x: IntArray) -> None:
         """Score the wanted pairs (d[i], leader x[i]) not scored yet."""
+        if self.store is None:
+            raise ParamError(
+                "hybrid verification needs the texts of borderline documents: give a SetStore"
+            )
         codes, first = np.unique(d * np.int64(self.m) + x, return_index=True)
         fresh = ~np.isin(codes, self.codes, assume_unique=True)
         codes, d, x = codes[fresh], d[first[fresh]], x[first[fresh]]
         if len(codes) == 0:
             return
-        self._cache_leaders(np.unique(x))
-        scores = self._score(d, x)
+        leaders = np.unique(x)
+        store = self.store
+        scores = score_exactly(
+            store, d, x, lambda rows: np.isin(rows, leaders) | (store.row[rows] >= 0)
+        )
         order = np.argsort(np.concatenate([self.codes, codes]), kind="stable")
         self.codes = np.concatenate([self.codes, codes])[order]
         self.scores = np.concatenate([self.scores, scores])[order]
-
-    def _cache_leaders(self, leaders: IntArray) -> None:
-        """Compute and keep the sets of these leaders (those not cached yet)."""
-        leaders = leaders[self.leader_row[leaders] < 0]
-        parts = [self.leaders]
-        base = len(self.leaders)
-        for lo in range(0, len(leaders), SET_CHUNK):
-            chunk = leaders[lo : lo + SET_CHUNK]
-            parts.append(self._fetch(chunk))
-            self.leader_row[chunk] = np.arange(base + lo, base + lo + len(chunk), dtype=np.int64)
-        if len(parts) > 1:
-            self.leaders = ShingleBatch.concat(parts)
-
-    def _score(self, d: IntArray, x: IntArray) -> FloatArray:
-        """Jaccard of (d[i], cached leader x[i]): the members' sets computed chunk by chunk and
-        dropped (a member that is a cached leader itself uses its cached set)."""
-        scores = np.empty(len(d), dtype=np.float64)
-        cached = self.leader_row[d] >= 0
-        if cached.any():
-            scores[cached] = self._cross(self.leaders, self.leader_row[d[cached]], x[cached])
-        todo = np.flatnonzero(~cached)
-        todo = todo[np.argsort(d[todo], kind="stable")]
-        ordered = d[todo]
-        members = np.unique(ordered)
-        for lo in range(0, len(members), SET_CHUNK):
-            chunk = members[lo : lo + SET_CHUNK]
-            i = int(np.searchsorted(ordered, chunk[0]))
-            j = int(np.searchsorted(ordered, chunk[-1], side="right"))
-            at = todo[i:j]
-            sets = self._fetch(chunk)
-            scores[at] = self._cross(sets, np.searchsorted(chunk, d[at]), x[at])
-            self.peak_bytes = max(self.peak_bytes, self.leaders.fps.nbytes + sets.fps.nbytes)
-        return scores
-
-    def _cross(self, sets: ShingleBatch, rows: IntArray, leaders: IntArray) -> FloatArray:
-        lead = self.leaders
-        return np.asarray(
-            _k.cross_jaccard(
-                sets.fps, sets.offsets, rows, lead.fps, lead.offsets, self.leader_row[leaders]
-            )
-        )
 
 
 def remove_by_leaders(
@@ -225,7 +169,7 @@ def remove_by_leaders(
     count_ok: npt.NDArray[np.bool_],
     count_score: FloatArray,
     check: PairCheck,
-    fetch_sets: FetchSets | None = None,
+    sets: SetStore | None = None,
     keep_pairs: bool = True,
 ) -> LeaderResult:
     """Keep-aware removal of the documents of ``buckets`` against their buckets' kept leaders.
@@ -233,8 +177,8 @@ def remove_by_leaders(
     rank: int64[m], distinct keep priorities of the rows (smaller = kept first). A pair sharing
     c buckets is a candidate when c >= min_shared and ``count_ok[c]`` (the method's decision
     from the count; ``count_score[c]`` is its score, used when the verifier defers to the
-    method). ``check``: the verifier's rule over the rows. fetch_sets: the exact shingle sets of
-    rows (hybrid verification; see the module docstring). keep_pairs: also return the accepted
+    method). ``check``: the verifier's rule over the rows. sets: where exact shingle sets of
+    rows are fetched and held (hybrid verification; see the module docstring). keep_pairs: also return the accepted
     pairs. The result does not depend on how the rows' buckets were numbered.
     """
     m = len(buckets.docs)
@@ -242,7 +186,7 @@ def remove_by_leaders(
     if rank.shape != (m,):
         raise ParamError(f"rank must have one entry per document ({m}), got shape {rank.shape}")
     order = np.argsort(rank, kind="stable").astype(np.int64)
-    exact = _ExactScores(m, fetch_sets)
+    exact = _ExactScores(m, sets)
     # Components of the bucket graph are independent: after a pass, those that wanted no exact
     # score are settled, and only the others run again.
     component = _k.bucket_components(buckets.offsets, buckets.buckets, buckets.n_buckets)
@@ -262,17 +206,7 @@ def remove_by_leaders(
             buckets.n_buckets,
             int(min_shared),
             np.ascontiguousarray(count_ok, dtype=np.bool_),
-            np.ascontiguousarray(count_score, dtype=np.float64),
-            check.kind,
-            check.rows,
-            check.set_fps,
-            check.set_off,
-            float(check.threshold),
-            check.band_lo,
-            check.band_hi,
-            check.size,
-            exact.codes,
-            exact.scores,
+            check.kernel_args(count_score, exact.codes, exact.scores),
             run,
             kept,
             dup,
@@ -298,7 +232,7 @@ def remove_by_leaders(
         ps,
         checks=checks,
         exact=exact_checks,
-        sets=exact.sets,
-        set_bytes=exact.peak_bytes,
+        sets=0 if sets is None else sets.computed,
+        set_bytes=0 if sets is None else sets.held + sets.spilled,
         rounds=rounds,
     )

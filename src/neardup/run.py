@@ -60,7 +60,8 @@ class ReadOptions:
 
 @dataclass(frozen=True)
 class DedupOutputs:
-    """Where results go; None skips one. ``all_pairs`` expands exact-duplicate groups."""
+    """Where results go; None skips one. ``all_pairs``: the pairs file lists every pair at or
+    above the threshold (exact-duplicate groups expanded), not the pairs behind each removal."""
 
     kept: str | None = None
     clusters: str | None = None
@@ -241,6 +242,7 @@ def dedup_source(
             jobs = 1  # interpreted kernels hold the GIL: threads would only take turns
         dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
         dedup.jobs = jobs
+        dedup.pairs = "all" if outputs.all_pairs else "removal"
         from .methods import needs_fit
 
         if needs_fit(params):

@@ -49,6 +49,17 @@ class ShingleBatch:
         """True for documents without any token (and so without shingles)."""
         return self.sizes == 0
 
+    def take(self, rows: np.ndarray) -> ShingleBatch:
+        """The sets of documents ``rows``, in that order, as a new batch."""
+        rows = np.asarray(rows, dtype=np.int64)
+        off = self.offsets
+        sizes = (off[rows + 1] - off[rows]).astype(np.int64)
+        new_off = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=new_off[1:])
+        total = int(new_off[-1])
+        idx = np.repeat(off[rows] - new_off[:-1], sizes) + np.arange(total, dtype=np.int64)
+        return ShingleBatch(np.ascontiguousarray(self.fps[idx]), new_off)
+
     @classmethod
     def concat(cls, parts: Sequence[ShingleBatch]) -> ShingleBatch:
         """The documents of ``parts``, in order, as one batch."""

@@ -94,13 +94,7 @@ class SetEvidence:
         return int(self.sets.fps.nbytes + self.sets.offsets.nbytes)
 
     def take(self, rows: IntArray) -> SetEvidence:
-        off = self.sets.offsets
-        sizes = (off[rows + 1] - off[rows]).astype(np.int64)
-        new_off = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=new_off[1:])
-        total = int(new_off[-1])
-        idx = np.repeat(off[rows] - new_off[:-1], sizes) + np.arange(total, dtype=np.int64)
-        return SetEvidence(ShingleBatch(self.sets.fps[idx], new_off))
+        return SetEvidence(self.sets.take(rows))
 
 
 def concat_evidence(parts: Sequence[Evidence]) -> Evidence:
@@ -149,6 +143,25 @@ class PairCheck:
     def wants_sets(self) -> bool:
         """Whether some estimate may need the exact sets of its documents' texts."""
         return bool((self.band_lo <= self.band_hi).any())
+
+    def kernel_args(
+        self, count_score: FloatArray, exact_codes: IntArray, exact_scores: FloatArray
+    ) -> tuple[object, ...]:
+        """The tuple ``_kernels.leaders.check_pair`` reads: this rule, the method's score by
+        shared-key count, and the exact scores known so far (sorted pair codes)."""
+        return (
+            self.kind,
+            float(self.threshold),
+            np.ascontiguousarray(count_score, dtype=np.float64),
+            self.rows,
+            self.set_fps,
+            self.set_off,
+            self.band_lo,
+            self.band_hi,
+            self.size,
+            exact_codes,
+            exact_scores,
+        )
 
 
 def _no_rows() -> npt.NDArray[np.uint16]:
@@ -213,6 +226,8 @@ class Verifier(Protocol):
 
     name: Verify
     needs_texts: bool
+    #: Whether its exact shingle sets can be had (held or fetched), so big buckets can be joined.
+    joins_exactly: bool
 
     def evidence(self, batch: TextBatch) -> Evidence: ...
 
@@ -243,6 +258,7 @@ class NoVerification:
 
     name: Verify = "none"
     needs_texts = False
+    joins_exactly = False
 
     def evidence(self, batch: TextBatch) -> Evidence:
         return RowEvidence(np.zeros((len(batch), 0), dtype=np.uint16))
@@ -272,6 +288,7 @@ class SketchVerification:
 
     name: Verify = "sketch"
     needs_texts = False
+    joins_exactly = False
 
     def __init__(self, threshold: float, sketch: SketchParams) -> None:
         self.threshold = threshold
@@ -314,6 +331,7 @@ class HybridVerification(SketchVerification):
 
     name: Verify = "hybrid"
     needs_texts = True
+    joins_exactly = True
 
     def __init__(self, threshold: float, sketch: SketchParams, shingle: ShingleParams) -> None:
         super().__init__(threshold, sketch)
@@ -382,6 +400,7 @@ class ExactVerification:
 
     name: Verify = "exact"
     needs_texts = False
+    joins_exactly = True
 
     def __init__(self, threshold: float) -> None:
         self.threshold = threshold

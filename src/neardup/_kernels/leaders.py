@@ -145,6 +145,45 @@ def set_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return 0.0
 
 
+#: How ``check_pair`` scored a pair.
+BY_METHOD_OR_SKETCH, BY_EXACT, WANTS_EXACT = 0, 1, 2
+
+
+@njit(cache=True, inline="always")
+def check_pair(check: tuple, d: int, x: int, c: int, m: int) -> tuple[float, int]:
+    """(score, how) of pair (d, x) sharing c keys, by the verifier's rule in kernel form.
+
+    check = (kind, threshold, count_score, rows, set_fps, set_off, band_lo, band_hi, size,
+    exact_codes, exact_scores) (``verify.PairCheck.kernel_args``): by the method's score from
+    the count, exact Jaccard of stored sets, or a sketch estimate from ``rows``. An estimate
+    with ``band_lo[n] <= estimate <= band_hi[n]`` (n = min(size[d], size[x])) is replaced by the
+    pair's exact Jaccard, looked up by code ``d * m + x`` in the sorted ``exact_codes``; when it
+    is not there the estimate stands for now and ``how`` says the pair wants an exact score.
+    """
+    kind = check[0]
+    if kind == BY_COUNT:
+        return check[2][c], BY_METHOD_OR_SKETCH
+    if kind == EXACT_SETS:
+        fps = check[4]
+        off = check[5]
+        return set_jaccard(fps[off[d] : off[d + 1]], fps[off[x] : off[x + 1]]), BY_EXACT
+    rows = check[3]
+    if kind == SKETCH_POSITIONAL:
+        s = positional_share(rows[d], rows[x])
+    else:
+        s = bottomk_share(rows[d], rows[x])
+    size = check[8]
+    eff = min(size[d], size[x])
+    if check[6][eff] <= s <= check[7][eff]:
+        codes = check[9]
+        code = d * np.int64(m) + x
+        at = np.searchsorted(codes, code)
+        if at < codes.shape[0] and codes[at] == code:
+            return check[10][at], BY_EXACT
+        return s, WANTS_EXACT
+    return s, BY_METHOD_OR_SKETCH
+
+
 @njit(cache=True, nogil=True)
 def leader_pass(
     order: np.ndarray,
@@ -154,17 +193,7 @@ def leader_pass(
     n_buckets: int,
     min_shared: int,
     count_ok: np.ndarray,
-    count_score: np.ndarray,
-    kind: int,
-    rows: np.ndarray,
-    set_fps: np.ndarray,
-    set_off: np.ndarray,
-    threshold: float,
-    band_lo: np.ndarray,
-    band_hi: np.ndarray,
-    size: np.ndarray,
-    exact_codes: np.ndarray,
-    exact_scores: np.ndarray,
+    check: tuple,
     run: np.ndarray,
     kept: np.ndarray,
     dup: np.ndarray,
@@ -176,16 +205,12 @@ def leader_pass(
     order: the documents (0..m-1) in keep priority; rank[d]: d's position in it (ties between
     equal scores go to the better rank). offsets, buckets: each document's buckets (CSR).
     A document's candidates are the kept documents sharing at least ``min_shared`` of its
-    buckets; each is scored (by ``kind``: the method's score by shared-key count, a sketch
-    estimate from ``rows``, or exact Jaccard of ``set_fps``/``set_off``) and accepted when
-    ``count_ok[count]`` and the score reaches ``threshold``. A document with an accepted
-    candidate is removed as a duplicate of the best (highest score, then better rank); else it
-    is kept and becomes a leader of its buckets.
-
-    Sketch estimates with ``band_lo[n] <= estimate <= band_hi[n]``, n = min(size[x], size[y]),
-    are decided by the pair's exact Jaccard, looked up by code ``d * m + x`` in the sorted
-    ``exact_codes`` (scores in ``exact_scores``); when it is missing the estimate decides for
-    now and the pair is returned as wanted, so the caller can score it and run the pass again.
+    buckets with ``count_ok[count]``; each is scored by ``check_pair`` and accepted when the
+    score reaches the threshold (under ``BY_COUNT``, the method's count decides alone). A
+    document with an accepted candidate is removed as a duplicate of the best (highest score,
+    then better rank); else it is kept and becomes a leader of its buckets. A pair wanting an
+    exact score is decided by its estimate for now and returned, so the caller can score it and
+    run the pass again.
 
     Only documents with ``run[d]`` are decided (whole components of the bucket graph, which
     are independent); their results are written into ``kept``, ``dup`` (duplicate_of, -1 if
@@ -193,6 +218,8 @@ def leader_pass(
     (doc, leader, score) when ``keep_pairs``, the wanted pairs (doc, leader), stats[N_STATS].
     """
     m = order.shape[0]
+    kind = check[0]
+    threshold = check[1]
     head = np.full(n_buckets, -1, dtype=np.int64)
     node_doc = np.empty(16, dtype=np.int64)
     node_next = np.empty(16, dtype=np.int64)
@@ -230,31 +257,15 @@ def leader_pass(
             if c < min_shared or not count_ok[c]:
                 continue
             stats[CHECKS] += 1
-            if kind == BY_COUNT:
-                s = count_score[c]
-            elif kind == EXACT_SETS:
-                s = set_jaccard(
-                    set_fps[set_off[d] : set_off[d + 1]], set_fps[set_off[x] : set_off[x + 1]]
-                )
+            s, how = check_pair(check, d, x, c, m)
+            if how == BY_EXACT:
                 stats[EXACT] += 1
-            else:
-                if kind == SKETCH_POSITIONAL:
-                    s = positional_share(rows[d], rows[x])
-                else:
-                    s = bottomk_share(rows[d], rows[x])
-                eff = min(size[d], size[x])
-                if band_lo[eff] <= s <= band_hi[eff]:
-                    code = d * np.int64(m) + x
-                    at = np.searchsorted(exact_codes, code)
-                    if at < exact_codes.shape[0] and exact_codes[at] == code:
-                        s = exact_scores[at]
-                        stats[EXACT] += 1
-                    else:
-                        wa = _grow(wa, n_want + 1)
-                        wb = _grow(wb, n_want + 1)
-                        wa[n_want] = d
-                        wb[n_want] = x
-                        n_want += 1
+            elif how == WANTS_EXACT:
+                wa = _grow(wa, n_want + 1)
+                wb = _grow(wb, n_want + 1)
+                wa[n_want] = d
+                wb[n_want] = x
+                n_want += 1
             if kind != BY_COUNT and s < threshold:
                 continue
             stats[ACCEPTED] += 1
@@ -295,6 +306,20 @@ def leader_pass(
         wb[:n_want].copy(),
         stats,
     )
+
+
+@njit(cache=True, nogil=True)
+def score_pairs(
+    a: np.ndarray, b: np.ndarray, count: np.ndarray, m: int, check: tuple
+) -> tuple[np.ndarray, np.ndarray]:
+    """``check_pair`` of each pair (a[i], b[i]) sharing count[i] keys: (score, how)."""
+    score = np.empty(a.shape[0], dtype=np.float64)
+    how = np.empty(a.shape[0], dtype=np.int8)
+    for i in range(a.shape[0]):
+        s, h = check_pair(check, a[i], b[i], count[i], m)
+        score[i] = s
+        how[i] = h
+    return score, how
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,182 @@
+"""Fetched texts -> exact shingle sets held once per document, in memory or memory-mapped.
+
+Hybrid verification decides a pair exactly when its sketch estimate is not conclusive; the
+complete pair listing joins the members of big buckets exactly. Both need documents' shingle
+sets, which pass 1 did not keep: a ``SetStore`` fetches the texts again in chunks of
+``SET_CHUNK`` documents (one read per chunk, never one per pair), shingles them, keeps each set
+once, and past its byte budget appends them to a file read back memory-mapped, so what it holds
+in memory stays bounded by ``--memory-limit`` whatever the number of documents checked.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ._kernels import leaders as _k
+from .errors import NeardupError, ParamError
+from .shingles import ShingleBatch
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+#: The exact shingle sets of the given rows (ascending), in that order.
+FetchSets = Callable[[IntArray], ShingleBatch]
+
+#: Documents whose sets are computed at once (their texts fetched, shingled, then dropped).
+SET_CHUNK = 4096
+
+
+class SetStore:
+    """The shingle sets of some of m rows, each computed once.
+
+    ``budget``: bytes of fingerprints held in memory (None: no limit); past it every set goes to
+    a file in a temporary folder (in ``spill_dir``) and is read back memory-mapped.
+    """
+
+    def __init__(
+        self,
+        m: int,
+        fetch: FetchSets | None,
+        budget: int | None = None,
+        spill_dir: str | None = None,
+    ) -> None:
+        self.row = np.full(m, -1, dtype=np.int64)
+        self._fetch = fetch
+        self._budget = budget
+        self._spill_dir = spill_dir
+        self._parts: list[npt.NDArray[np.uint64]] = []
+        self._lengths: list[IntArray] = []
+        self._count = 0
+        self._file: Path | None = None
+        self._cleanup: weakref.finalize | None = None
+        self._view: ShingleBatch | None = None
+        self.computed = 0  # sets computed from fetched texts
+        self.held = 0  # bytes of fingerprints held in memory
+        self.spilled = 0  # bytes written to the file
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(self, rows: IntArray) -> None:
+        """Fetch and keep the sets of ``rows`` (ascending) not held yet, a chunk at a time."""
+        rows = np.unique(np.asarray(rows, dtype=np.int64))
+        rows = rows[self.row[rows] < 0]
+        for lo in range(0, len(rows), SET_CHUNK):
+            chunk = rows[lo : lo + SET_CHUNK]
+            self._keep(chunk, self.fetch(chunk))
+
+    def fetch(self, rows: IntArray) -> ShingleBatch:
+        """The sets of ``rows`` computed again (not kept)."""
+        if self._fetch is None:
+            raise ParamError(
+                "exact checks need the documents' texts again: give a way to fetch them "
+                "(fit() keeps them; the CLI reads its input again)"
+            )
+        got = self._fetch(rows)
+        if len(got) != len(rows):
+            raise NeardupError(f"fetched {len(got)} shingle sets for {len(rows)} documents")
+        self.computed += len(rows)
+        return got
+
+    def _keep(self, rows: IntArray, sets: ShingleBatch) -> None:
+        self.row[rows] = np.arange(self._count, self._count + len(rows), dtype=np.int64)
+        self._count += len(rows)
+        fps = np.ascontiguousarray(sets.fps, dtype=np.uint64)
+        self._lengths.append(np.diff(sets.offsets).astype(np.int64))
+        self._view = None
+        over = self._budget is not None and self.held + fps.nbytes > self._budget
+        if self._file is None and not over:
+            self._parts.append(fps)
+            self.held += int(fps.nbytes)
+            return
+        if self._file is None:  # the budget is reached: what is held goes to disk first
+            folder = Path(tempfile.mkdtemp(prefix="neardup-sets-", dir=self._spill_dir))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, folder, True)
+            self._file = folder / "sets.bin"
+            self._file.touch()
+            parts, self._parts, self.held = self._parts, [], 0
+            for part in parts:
+                self._append(part)
+        self._append(fps)
+
+    def _append(self, fps: npt.NDArray[np.uint64]) -> None:
+        assert self._file is not None
+        with open(self._file, "ab") as fh:
+            fps.tofile(fh)
+        self.spilled += int(fps.nbytes)
+
+    def sets(self) -> ShingleBatch:
+        """Every set held, as one CSR (rows numbered by ``row``); memory-mapped once spilled."""
+        if self._view is not None:
+            return self._view
+        offsets = np.zeros(self._count + 1, dtype=np.int64)
+        if self._lengths:
+            np.cumsum(np.concatenate(self._lengths), out=offsets[1:])
+        if self._file is None:
+            fps = np.concatenate([np.zeros(0, dtype=np.uint64), *self._parts])
+            self._parts = [fps]
+        elif os.path.getsize(self._file) == 0:
+            fps = np.zeros(0, dtype=np.uint64)
+        else:
+            with open(self._file, "rb") as fh:
+                mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            fps = np.frombuffer(mapped, dtype=np.uint64)
+        self._view = ShingleBatch(fps, offsets)
+        return self._view
+
+    def jaccard(self, a: IntArray, b: IntArray) -> FloatArray:
+        """Exact Jaccard of held rows a[i] and b[i]."""
+        sets = self.sets()
+        ra, rb = self.row[a], self.row[b]
+        if len(ra) and (ra.min() < 0 or rb.min() < 0):
+            raise NeardupError("a set asked for was never added to the store")
+        return np.asarray(_k.cross_jaccard(sets.fps, sets.offsets, ra, sets.fps, sets.offsets, rb))
+
+    def close(self) -> None:
+        """Drop the sets and remove the file now."""
+        self._parts, self._lengths, self._view = [], [], None
+        if self._cleanup is not None:
+            self._cleanup()
+
+
+def score_exactly(
+    store: SetStore, a: IntArray, b: IntArray, keep: Callable[[IntArray], npt.NDArray[np.bool_]]
+) -> FloatArray:
+    """Exact Jaccard of pairs (a[i], b[i]) of rows: the sets of rows ``keep`` selects are held in
+    ``store`` (added if missing); every other row's set is computed chunk by chunk, scored
+    against held sets and dropped. Every pair needs at least one held end."""
+    scores = np.empty(len(a), dtype=np.float64)
+    ends = np.unique(np.concatenate([a, b]))
+    store.add(ends[keep(ends)])
+    held_a = store.row[a] >= 0
+    both = held_a & (store.row[b] >= 0)
+    if both.any():
+        scores[both] = store.jaccard(a[both], b[both])
+    # the pairs with one end not held: orient them (free, held), then go by free end
+    rest = np.flatnonzero(~both)
+    free = np.where(held_a[rest], b[rest], a[rest])
+    other = np.where(held_a[rest], a[rest], b[rest])
+    if (store.row[other] < 0).any():
+        raise NeardupError("a pair has neither end held in the store")
+    by = np.argsort(free, kind="stable")
+    rest, free, other = rest[by], free[by], other[by]
+    members = np.unique(free)
+    held = store.sets()
+    for lo in range(0, len(members), SET_CHUNK):
+        chunk = members[lo : lo + SET_CHUNK]
+        i = int(np.searchsorted(free, chunk[0]))
+        j = int(np.searchsorted(free, chunk[-1], side="right"))
+        sets = store.fetch(chunk)
+        scores[rest[i:j]] = _k.cross_jaccard(
+            sets.fps, sets.offsets, np.searchsorted(chunk, free[i:j]),
+            held.fps, held.offsets, store.row[other[i:j]],
+        )  # fmt: skip
+    return scores
