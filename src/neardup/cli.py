@@ -502,6 +502,28 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pair_lines(s: Mapping[str, Any]) -> list[str]:
+    """What finding the pairs cost: comparisons with kept leaders, candidate pairs listed."""
+    lines = []
+    if s.get("leader_checks"):
+        lines.append(
+            f"  compared with kept   {s['leader_checks']:>12,} ({s.get('exact_checks', 0):,} "
+            f"exactly; {s.get('exact_sets', 0):,} texts read again; "
+            f"{s.get('check_rounds', 0)} passes)"
+        )
+    if not s.get("leader_checks") or s.get("listed_pairs"):
+        lines.append(f"  candidate pairs      {s['candidate_pairs']:>12,}")
+        if s.get("rechecked_pairs"):
+            lines.append(f"  re-checked exactly   {s['rechecked_pairs']:>12,}")
+    if s.get("joined_docs"):
+        lines.append(
+            f"  joined exactly       {s['joined_docs']:>12,} documents of big buckets "
+            f"({s.get('join_verified', 0):,} pairs verified)"
+        )
+    lines.append(f"  accepted pairs       {s['accepted_pairs']:>12,}")
+    return lines
+
+
 def _format_summary(s: Mapping[str, Any], problems: str) -> str:
     lines = [
         "neardup dedup summary",
@@ -512,11 +534,10 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         f"  documents removed    {s['removed']:>12,}",
         f"  documents kept       {s['kept']:>12,}",
         f"  method               {s['method']}",
-        f"  candidate pairs      {s['candidate_pairs']:>12,}",
-        f"  accepted pairs       {s['accepted_pairs']:>12,}",
+        *_pair_lines(s),
         *(
-            [f"  re-checked exactly   {s['rechecked_pairs']:>12,}"]
-            if s.get("rechecked_pairs")
+            [f"  spilled to disk      {s['spilled_bytes'] / 1e6:>9.0f} MB"]
+            if s.get("spilled_bytes")
             else []
         ),
         f"  skipped records      {s['skipped_records']:>12,}",

@@ -575,7 +575,7 @@ def remove_components(
         docs[removed.b[given:]],
         removed.score[given:],
         int((sizes_of >= 2).sum()),
-        removed.bucket_stats,
+        removed.stats,
     )
 
 

@@ -82,7 +82,9 @@ class DedupStats:
     exact_sets: int = 0
     check_rounds: int = 0
     bucket_records: int = 0
-    #: With every pair asked for: documents of big buckets joined exactly, pairs it verified.
+    #: With every pair asked for: bucket pairs listed and checked, documents of big buckets
+    #: joined exactly, and the pairs the join verified.
+    listed_pairs: int = 0
     joined_docs: int = 0
     join_verified: int = 0
 
@@ -165,19 +167,9 @@ class SignedBatch:
 
 
 @dataclass(frozen=True)
-class Removed:
-    """The removal and every accepted pair (the verified ones, then those big buckets found)."""
-
-    removal: _removal.Removal
-    a: IntArray
-    b: IntArray
-    score: npt.NDArray[np.float64]
-    bucket_stats: dict[str, int]
-
-
-@dataclass(frozen=True)
 class Found:
-    """A removal, the accepted near pairs between first copies (a < b), and what it cost."""
+    """A removal, the accepted near pairs between first copies (a < b; the verified ones, then
+    those big buckets found), and what it cost."""
 
     removal: _removal.Removal
     a: IntArray
@@ -197,7 +189,7 @@ def remove(
     big_members: IntArray,
     big_offsets: IntArray,
     verify: _removal.Verify,
-) -> Removed:
+) -> Found:
     """Verified pairs -> the removal the parameters ask for: components, keep-aware, or
     keep-aware with big buckets checked against their kept leaders (``verify`` scores them).
 
@@ -233,7 +225,7 @@ def remove(
         }
     else:
         result = _removal.keep_aware(n, a, b, score, priority, groups=groups)
-    return Removed(result, a, b, score, bucket_stats)
+    return Found(result, a, b, score, bucket_stats)
 
 
 def bucket_verifier(
@@ -556,6 +548,7 @@ class Deduplicator:
             pairs = (active[every.a], active[every.b], every.score)
             stats.update(
                 candidate_pairs=every.listed,
+                listed_pairs=every.listed,
                 rechecked_pairs=every.exact,
                 joined_docs=every.joined,
                 join_verified=every.join_verified,
@@ -663,7 +656,7 @@ class Deduplicator:
             "rechecked_pairs": int(verdict.rechecked),
             "big_buckets": int(found.stats.get("big_buckets", 0)),
             "big_bucket_docs": int(found.stats.get("big_bucket_docs", 0)),
-            **removed.bucket_stats,
+            **removed.stats,
         }
         return Found(removed.removal, removed.a, removed.b, removed.score, stats)
 

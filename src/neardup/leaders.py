@@ -78,29 +78,33 @@ def bucket_lists(
 ) -> Buckets:
     """Every document's buckets, from key columns fetched one at a time (``column(j)``:
     uint64[n]); at most ``jobs`` columns are in memory at once. Singleton buckets are dropped,
-    so a collection without near-copies holds almost nothing."""
+    so a collection without near-copies holds almost nothing. Each column's records are kept
+    in 32 bits (below 2**31 documents) until the counting sort by document places them."""
     from .io._prefetch import ordered_map
 
-    def one(j: int) -> tuple[IntArray, IntArray, int]:
-        return column_buckets(column(j), 0)
+    narrow = np.int32 if n < 2**31 else np.int64
 
-    docs_parts: list[IntArray] = []
-    bucket_parts: list[IntArray] = []
+    def one(j: int) -> tuple[IntArray, IntArray, int]:
+        docs, local, made = column_buckets(column(j), 0)
+        return docs.astype(narrow), local.astype(narrow), made
+
+    counts = np.zeros(n + 1, dtype=np.int64)
+    parts: list[tuple[IntArray, IntArray, int]] = []
     total = 0
     for _, (docs, local, made) in ordered_map(one, range(k), jobs):
-        docs_parts.append(docs)
-        bucket_parts.append(local + total)
+        _k.count_records(docs, counts)
+        parts.append((docs, local, total))
         total += made
-    docs = np.concatenate([np.zeros(0, dtype=np.int64), *docs_parts])
-    buckets = np.concatenate([np.zeros(0, dtype=np.int64), *bucket_parts])
-    docs_parts.clear()
-    bucket_parts.clear()
-    offsets, by_doc = _k.records_by_document(docs, buckets, n)
-    del docs, buckets
-    counts = np.diff(offsets)
-    active = np.flatnonzero(counts > 0).astype(np.int64)
+    offsets = np.cumsum(counts)
+    by_doc = np.empty(int(offsets[-1]), dtype=np.int64)
+    fill = offsets[:-1].copy()
+    while parts:  # column order: each document's buckets ascend
+        docs, local, first = parts.pop(0)
+        _k.place_records(docs, local, first, fill, by_doc)
+    del fill
+    active = np.flatnonzero(counts[1:] > 0).astype(np.int64)
     compact = np.zeros(len(active) + 1, dtype=np.int64)
-    np.cumsum(counts[active], out=compact[1:])
+    np.cumsum(counts[1:][active], out=compact[1:])
     return Buckets(active, compact, by_doc, total)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
+from .buffers import grown
 from .hashing import EMPTY
 from .minhash import bottomk_share, positional_share
 from .resemblance import intersection_size
@@ -88,23 +89,22 @@ def column_records(
 
 
 @njit(cache=True, nogil=True)
-def records_by_document(
-    docs: np.ndarray, buckets: np.ndarray, n: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets int64[n+1], buckets of document d at ``[offsets[d]:offsets[d+1]]``), a stable
-    counting sort: records given column by column stay in that order within a document."""
-    offsets = np.zeros(n + 1, dtype=np.int64)
+def count_records(docs: np.ndarray, counts: np.ndarray) -> None:
+    """counts[d + 1] += records of document d (the first pass of a counting sort by document)."""
     for e in range(docs.shape[0]):
-        offsets[docs[e] + 1] += 1
-    for d in range(n):
-        offsets[d + 1] += offsets[d]
-    fill = offsets[:n].copy()
-    out = np.empty(docs.shape[0], dtype=np.int64)
+        counts[docs[e] + 1] += 1
+
+
+@njit(cache=True, nogil=True)
+def place_records(
+    docs: np.ndarray, buckets: np.ndarray, first: int, fill: np.ndarray, out: np.ndarray
+) -> None:
+    """out[fill[d]] = bucket (numbered from ``first``) of each record of document d, in order:
+    the second pass of a stable counting sort, one column's records at a time."""
     for e in range(docs.shape[0]):
         d = docs[e]
-        out[fill[d]] = buckets[e]
+        out[fill[d]] = buckets[e] + first
         fill[d] += 1
-    return offsets, out
 
 
 @njit(cache=True, nogil=True)
@@ -125,14 +125,16 @@ def distinct_values(rows: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True, nogil=True)
-def _grow(arr: np.ndarray, need: int) -> np.ndarray:
-    """``arr`` or a copy at least twice as long when ``need`` entries would not fit."""
-    if need <= arr.shape[0]:
-        return arr
-    bigger = np.empty(max(need, 2 * arr.shape[0]), dtype=arr.dtype)
-    bigger[: arr.shape[0]] = arr
-    return bigger
+@njit(cache=True, inline="always")
+def _push(
+    a: np.ndarray, b: np.ndarray, n: int, x: int, y: int
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """(x, y) appended at n to the growable pair arrays a, b: (a, b, n + 1)."""
+    a = grown(a, n + 1)
+    b = grown(b, n + 1)
+    a[n] = x
+    b[n] = y
+    return a, b, n + 1
 
 
 @njit(cache=True, inline="always")
@@ -261,22 +263,14 @@ def leader_pass(
             if how == BY_EXACT:
                 stats[EXACT] += 1
             elif how == WANTS_EXACT:
-                wa = _grow(wa, n_want + 1)
-                wb = _grow(wb, n_want + 1)
-                wa[n_want] = d
-                wb[n_want] = x
-                n_want += 1
+                wa, wb, n_want = _push(wa, wb, n_want, d, x)
             if kind != BY_COUNT and s < threshold:
                 continue
             stats[ACCEPTED] += 1
             if keep_pairs:
-                pa = _grow(pa, n_pairs + 1)
-                pb = _grow(pb, n_pairs + 1)
-                ps = _grow(ps, n_pairs + 1)
-                pa[n_pairs] = d
-                pb[n_pairs] = x
+                ps = grown(ps, n_pairs + 1)
                 ps[n_pairs] = s
-                n_pairs += 1
+                pa, pb, n_pairs = _push(pa, pb, n_pairs, d, x)
             if best == -1 or s > best_s or (s == best_s and rank[x] < rank[best]):
                 best = x
                 best_s = s
@@ -285,8 +279,8 @@ def leader_pass(
             dup[d] = -1
             dscore[d] = np.nan
             need = nodes + offsets[d + 1] - offsets[d]
-            node_doc = _grow(node_doc, need)
-            node_next = _grow(node_next, need)
+            node_doc = grown(node_doc, need)
+            node_next = grown(node_next, need)
             for e in range(offsets[d], offsets[d + 1]):
                 b = buckets[e]
                 node_doc[nodes] = d

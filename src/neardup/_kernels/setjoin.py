@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
+from .buffers import grown
 from .resemblance import intersection_size
 
 #: Slack on the filters' bounds so a float threshold never rounds a true pair away.
@@ -88,15 +89,9 @@ def ppjoin(
                 inter = np.float64(intersection_size(xs, ys))
                 score = inter / (np.float64(lx + ys.shape[0]) - inter)
                 if score >= threshold:
-                    if found == out_a.shape[0]:
-                        bigger = 2 * found
-                        na = np.empty(bigger, dtype=np.int64)
-                        nb = np.empty(bigger, dtype=np.int64)
-                        ns = np.empty(bigger, dtype=np.float64)
-                        na[:found] = out_a[:found]
-                        nb[:found] = out_b[:found]
-                        ns[:found] = out_s[:found]
-                        out_a, out_b, out_s = na, nb, ns
+                    out_a = grown(out_a, found + 1)
+                    out_b = grown(out_b, found + 1)
+                    out_s = grown(out_s, found + 1)
                     out_a[found] = min(x, y)
                     out_b[found] = max(x, y)
                     out_s[found] = score

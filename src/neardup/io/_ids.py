@@ -20,15 +20,6 @@ IntArray = npt.NDArray[np.int64]
 MAX_LOAD = 0.6
 
 
-def _grown(values: np.ndarray, need: int) -> np.ndarray:
-    """``values`` with room for at least ``need`` entries (doubling: amortised copies)."""
-    if need <= values.shape[0]:
-        return values
-    out = np.empty(max(need, 2 * values.shape[0]), dtype=values.dtype)
-    out[: values.shape[0]] = values
-    return out
-
-
 class IdRegistry:
     """Every id claimed so far, in claim order, with the record key (file index and record
     number, for messages) of the record that claimed it."""
@@ -45,6 +36,7 @@ class IdRegistry:
         """Claim ``ids`` in order for the records ``keys``: -1 where the id is new (the record
         claims it), else the key of the record that claimed it first (earlier in ``ids`` too)."""
         from .._kernels import ids as _k  # Numba loads once records are read, not at import
+        from .._kernels.buffers import grown
         from .._kernels.shingles import raw_hash_kernel
 
         m = len(ids)
@@ -52,10 +44,10 @@ class IdRegistry:
             return np.zeros(0, dtype=np.int64)
         buf, offsets = ids.buf, ids.offsets
         size = int(offsets[-1] - offsets[0])
-        self._buf = _grown(self._buf, int(self._offsets[self.count]) + size)
-        self._offsets = _grown(self._offsets, self.count + m + 1)
-        self._hashes = _grown(self._hashes, self.count + m)
-        self._keys = _grown(self._keys, self.count + m)
+        self._buf = grown(self._buf, int(self._offsets[self.count]) + size)
+        self._offsets = grown(self._offsets, self.count + m + 1)
+        self._hashes = grown(self._hashes, self.count + m)
+        self._keys = grown(self._keys, self.count + m)
         if self.count + m > MAX_LOAD * self._table.shape[0]:
             slots = self._table.shape[0]
             while self.count + m > MAX_LOAD * slots:
