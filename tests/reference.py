@@ -212,3 +212,11 @@ def claim_ids(seen: dict[str, int], ids: list[str], keys: list[int]) -> list[int
 
 def gather_ranges(data: bytes, ranges: list[tuple[int, int]]) -> bytes:
     return b"".join(data[a:b] for a, b in ranges)
+
+
+def key_minimum(keys: list[int], docs: list[int]) -> list[int]:
+    """For each row, the smallest document among the rows with its key."""
+    smallest: dict[int, int] = {}
+    for k, d in zip(keys, docs, strict=True):
+        smallest[k] = min(d, smallest.get(k, d))
+    return [smallest[k] for k in keys]

@@ -1,441 +1,373 @@
-"""The Dask backend: the same kept set, clusters and pairs as one machine, on real clusters."""
+"""Cluster runs on real LocalClusters of processes: the single machine's outputs byte for byte,
+workers reading and writing the files, bad input handled alike, resumable work folders."""
 
 from __future__ import annotations
 
-import itertools
+import gzip
 import json
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import replace
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 distributed = pytest.importorskip("distributed")
-db = pytest.importorskip("dask.bag")
 
-from neardup import dask as nd  # noqa: E402
 from neardup.cli import main  # noqa: E402
-from neardup.engine import Deduplicator  # noqa: E402
-from neardup.errors import NeardupError  # noqa: E402
+from neardup.dask import ClusterOutputs, JobOptions, dedup  # noqa: E402
+from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DedupParams, MinhashParams, SimhashMethodParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
 
-PARTITIONS = (1, 7, 64)
+FOLDERS = ("kept", "clusters", "pairs")
 
 
-@pytest.fixture(scope="module")
-def texts() -> list[str]:
-    base = random_documents(150, seed=21, words=(30, 200))
-    corpus = list(near_duplicate_corpus(base, 300, 0.5, seed=22, n_empty=4).texts)
-    # Boilerplate: one shared template with a short distinct tail, so buckets grow big.
-    template = " ".join(random_documents(1, seed=23, words=(150, 150))[0].split())
-    corpus += [f"{template} tail {i} {i * 7}" for i in range(24)]
-    return corpus
-
-
-@pytest.fixture(scope="module", params=[1, 2, 3], ids=lambda n: f"workers{n}")
+@pytest.fixture(scope="module", params=[2, 1], ids=lambda n: f"workers{n}")
 def client(request: pytest.FixtureRequest) -> Iterator[object]:
     with (
         distributed.LocalCluster(
-            n_workers=request.param,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
+            n_workers=request.param, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
         yield c
 
 
-def _bag(texts: list[str], parts: int) -> object:
-    """Exactly ``parts`` partitions of nearly equal size, in order."""
-    import dask
-
-    cuts = np.linspace(0, len(texts), parts + 1).astype(int)
-    chunks = [texts[lo:hi] for lo, hi in itertools.pairwise(cuts.tolist())]
-    return db.from_delayed([dask.delayed(c) for c in chunks])
-
-
-def _same(x: np.ndarray, y: np.ndarray) -> bool:
-    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+@pytest.fixture(scope="module")
+def lines() -> list[str]:
+    base = random_documents(150, seed=21, words=(6, 200))
+    texts = list(near_duplicate_corpus(base, 300, 0.5, seed=22, n_empty=4).texts)
+    template = " ".join(random_documents(1, seed=23, words=(150, 150))[0].split())
+    texts += [f"{template} tail {i} {i * 7}" for i in range(24)]
+    return [json.dumps({"id": f"d{i}", "text": t, "n": i}) + "\n" for i, t in enumerate(texts)]
 
 
-def assert_identical(got: Deduplicator, want: Deduplicator) -> None:
-    """Every fitted array equal byte for byte (NaN scores included), and the counts."""
-    for name in ("kept_", "duplicate_of_", "duplicate_score_", "clusters_", "groups_", "empty_"):
-        assert _same(getattr(got, name), getattr(want, name)), name
-    for x, y in zip(got.pairs_, want.pairs_, strict=True):
-        assert _same(x, y)
-    g, w = got.stats_.as_dict(), want.stats_.as_dict()
-    for skip in ("seconds", "bytes_per_doc_in_memory"):
-        g.pop(skip), w.pop(skip)
-    assert g == w
+def _files(tmp: Path, lines: list[str], layout: str) -> list[str]:
+    """The corpus as one file, or three (the middle one gzipped), or without ids."""
+    if layout == "one":
+        (tmp / "in.jsonl").write_text("".join(lines))
+        return [str(tmp / "in.jsonl")]
+    if layout == "no-ids":
+        rows = [json.dumps({"text": json.loads(x)["text"]}) + "\n" for x in lines]
+        (tmp / "a.jsonl").write_text("".join(rows[:130]))
+        (tmp / "b.jsonl").write_text("".join(rows[130:]))
+        return [str(tmp / "a.jsonl"), str(tmp / "b.jsonl")]
+    (tmp / "a.jsonl").write_text("".join(lines[:100]))
+    with gzip.open(tmp / "b.jsonl.gz", "wt") as fh:
+        fh.write("".join(lines[100:220]))
+    (tmp / "c.jsonl").write_text("".join(lines[220:]))
+    return [str(tmp / n) for n in ("a.jsonl", "b.jsonl.gz", "c.jsonl")]
 
 
-@pytest.mark.parametrize("parts", PARTITIONS)
-def test_bag_dedup_equals_the_local_run_byte_for_byte(
-    client: object, texts: list[str], parts: int
-) -> None:
-    params = DedupParams(threshold=0.8, method=MinhashParams(max_bucket=8))
-    want = Deduplicator(params).fit(texts)
-    assert want.stats_.rechecked_pairs > 0 and want.stats_.removed > 0
-    got = nd.dedup(_bag(texts, parts), params, client=client).dedup
-    assert len(got.partition_lengths) == parts
-    assert_identical(got, want)
+def _many(lines: list[str], copies: int) -> list[str]:
+    """``copies`` copies of the corpus, each record with an id of its own."""
+    rows = [json.loads(x) for x in lines] * copies
+    return [json.dumps({**r, "id": f"c{i}"}) + "\n" for i, r in enumerate(rows)]
 
 
-def _write_jsonl(path: Path, texts: list[str]) -> None:
-    rows = [{"id": f"d{i}", "text": t, "n": i} for i, t in enumerate(texts)]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+def _local(tmp: Path, inputs: list[str], extra: list[str]) -> list[bytes]:
+    outs = [tmp / f"local.{name}.jsonl" for name in FOLDERS]
+    args = ["dedup", *inputs, "-o", str(outs[0]), "--clusters", str(outs[1])]
+    assert main([*args, "--pairs", str(outs[2]), "-q", *extra]) == 0
+    return [p.read_bytes() for p in outs]
 
 
-@pytest.mark.parametrize("parts", PARTITIONS)
-def test_cli_dask_outputs_equal_the_local_run_byte_for_byte(
-    client: object, texts: list[str], parts: int, tmp_path: Path
-) -> None:
-    src = tmp_path / "in.jsonl"
-    _write_jsonl(src, texts)
-    batch = -(-len(texts) // parts)  # one partition per batch read
-    outs = {}
-    for run, extra in (("local", []), ("dask", ["--dask", client.scheduler.address])):  # type: ignore[attr-defined]
-        files = [tmp_path / f"{run}.{x}.jsonl" for x in ("kept", "clusters", "pairs")]
-        args = ["dedup", str(src), "-o", str(files[0]), "--clusters", str(files[1])]
-        args += ["--pairs", str(files[2]), "--batch-size", str(batch), "--max-bucket", "8", "-q"]
-        assert main(args + extra) == 0
-        outs[run] = [f.read_bytes() for f in files]
-    assert outs["dask"] == outs["local"]
-    assert outs["local"][1] and outs["local"][2]  # clusters and pairs were found
+def concat(folder: Path) -> bytes:
+    """An output folder's parts, in the manifest's order, gzip ones decompressed."""
+    manifest = json.loads((folder / "manifest.json").read_text())
+    data = b""
+    for part in manifest["parts"]:
+        raw = (folder / part["file"]).read_bytes()
+        data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
+    return data
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        DedupParams(threshold=0.7, verify="exact", keep="longest"),
-        DedupParams(threshold=0.8, verify="sketch", removal="components"),
-        DedupParams(threshold=0.8, verify="none"),
+def _outputs(tmp: Path, all_pairs: bool = False) -> ClusterOutputs:
+    for name in FOLDERS:
+        shutil.rmtree(tmp / name, ignore_errors=True)
+    return ClusterOutputs(*(str(tmp / name) for name in FOLDERS), all_pairs=all_pairs)
+
+
+CASES = {
+    "default": ([], DedupParams()),
+    "exact-longest": (
+        ["--verify", "exact", "--keep", "longest", "--threshold", "0.7"],
+        DedupParams(verify="exact", keep="longest", threshold=0.7),
+    ),
+    "components": (
+        ["--removal", "components", "--max-bucket", "8"],
+        DedupParams(removal="components", method=MinhashParams(max_bucket=8)),
+    ),
+    "sketch": (
+        ["--verify", "sketch", "--threshold", "0.6"],
+        DedupParams(verify="sketch", threshold=0.6),
+    ),
+    "simhash": (
+        ["--method", "simhash", "--max-distance", "4"],
         DedupParams(method=SimhashMethodParams(max_distance=4)),
-    ],
-    ids=["exact-longest", "sketch-components", "none", "simhash"],
-)
-def test_every_method_and_verification_gives_the_local_result(
-    client: object, texts: list[str], params: DedupParams
+    ),
+}
+
+
+@pytest.mark.parametrize("layout", ["one", "three", "no-ids"])
+@pytest.mark.parametrize("block_bytes", [1 << 30, 5000])
+def test_cluster_outputs_equal_the_local_run_byte_for_byte(
+    client: object, lines: list[str], tmp_path: Path, layout: str, block_bytes: int
+) -> None:
+    inputs = _files(tmp_path, lines, layout)
+    want = _local(tmp_path, inputs, [])
+    summary = dedup(
+        inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=block_bytes), client
+    )
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    assert summary["removed"] > 0 and want[1] and want[2]
+    if block_bytes == 5000:
+        assert summary["blocks"] > len(inputs)  # plain files were cut into many blocks
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_method_verification_and_removal_gives_the_local_outputs(
+    client: object, lines: list[str], tmp_path: Path, case: str
 ) -> None:
     if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
         pytest.skip("one cluster size is enough for the parameter sweep")
-    want = Deduplicator(params).fit(texts)
-    got = nd.dedup(_bag(texts, 7), params, client=client).dedup
-    assert_identical(got, want)
+    extra, params = CASES[case]
+    inputs = _files(tmp_path, lines, "three")
+    want = _local(tmp_path, inputs, extra)
+    dedup(inputs, params, _outputs(tmp_path), JobOptions(block_bytes=7000), client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
-def test_dataframe_with_ids_and_key_writes_partitions_and_a_manifest(
-    client: object, texts: list[str], tmp_path: Path
-) -> None:
-    pd = pytest.importorskip("pandas")
-    dd = pytest.importorskip("dask.dataframe")
-    if len(client.scheduler_info()["workers"]) != 3:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    rng = np.random.default_rng(5)
-    quality = rng.integers(0, 50, len(texts))
-    frame = pd.DataFrame({"id": [f"x{i}" for i in range(len(texts))], "text": texts, "q": quality})
-    params = DedupParams(threshold=0.8, keep="field")
-    want = Deduplicator(params).fit(texts, key=quality)
-    out = tmp_path / "kept"
-    result = nd.dedup(
-        dd.from_pandas(frame, npartitions=5),
-        params,
-        client=client,
-        key_field="q",
-        output_dir=out,
-        clusters=str(tmp_path / "clusters.jsonl"),
-    )
-    assert_identical(result.dedup, want)
-    manifest = json.loads((out / nd.MANIFEST).read_text())
-    assert manifest["complete"] and manifest["documents"] == len(texts)
-    assert [p["documents"] for p in manifest["partitions"]] == result.dedup.partition_lengths
-    kept = pd.concat([pd.read_parquet(out / p["file"]) for p in manifest["partitions"]])
-    assert kept["id"].tolist() == [f"x{i}" for i in np.flatnonzero(want.kept_)]
-    assert manifest["kept"] == len(kept) == int(want.kept_.sum())
-    assert result.ids[0] == "x0"
-
-
-def test_cli_local_cluster_prints_the_dashboard_and_matches(
-    tmp_path: Path, texts: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    src = tmp_path / "in.jsonl"
-    _write_jsonl(src, texts[:120])
-    assert main(["dedup", str(src), "-o", str(tmp_path / "a.jsonl"), "-q"]) == 0
-    assert main(["dedup", str(src), "-o", str(tmp_path / "b.jsonl"), "--dask", "local:1"]) == 0
-    assert "dashboard http" in capsys.readouterr().err
-    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
-
-
-def test_unreachable_scheduler_is_one_error_line_and_no_output(
-    tmp_path: Path,
-    texts: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(nd, "CONNECT_TIMEOUT", 2.0)
-    src = tmp_path / "in.jsonl"
-    _write_jsonl(src, texts[:20])
-    out = tmp_path / "kept.jsonl"
-    assert main(["dedup", str(src), "-o", str(out), "--dask", "tcp://127.0.0.1:9"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("neardup: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9")
-    assert "Traceback" not in err and not out.exists()
-
-
-def test_a_worker_that_dies_fails_the_run_cleanly_without_output(
-    tmp_path: Path, texts: list[str]
-) -> None:
-    import dask
-
-    out = tmp_path / "kept"
+def test_four_workers_give_the_local_outputs(lines: list[str], tmp_path: Path) -> None:
+    inputs = _files(tmp_path, lines, "three")
+    want = _local(tmp_path, inputs, [])
     with (
-        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
         distributed.LocalCluster(
-            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=":0"
+            n_workers=4, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
-        # A lambda travels by value: the workers need not import this test module.
-        bag = db.from_sequence(texts[:50], npartitions=2).map(lambda t: os._exit(3))
-        with pytest.raises(NeardupError, match="worker died"):
-            nd.dedup(bag, DedupParams(), client=c, output_dir=out)
-    assert not out.exists() and not list(tmp_path.iterdir())
+        dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=3000), c)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
-# -- the distributed finish: shuffles, components, removal per component partition ------------------
-def _chains_corpus() -> list[str]:
-    """Chains (each document overlaps the next, not the one after: keep-aware and components
-    disagree), exact copies placed after their originals and before, big buckets of one template,
-    and documents without tokens."""
-    words = random_documents(1, seed=31, words=(2000, 2000))[0].split()
-    chain = [" ".join(words[20 * i : 20 * i + 100]) for i in range(12)]
-    other = [" ".join(words[1000 + 20 * i : 1000 + 20 * i + 100]) for i in range(6)]
-    template = " ".join(words[1500:1650])
-    boiler = [f"{template} tail {i} {i * 7}" for i in range(30)]
-    corpus = [chain[5], *chain, "", *other, chain[3], "  !! ", *boiler, other[2], chain[0], "?"]
-    corpus += random_documents(40, seed=32, words=(30, 120))
-    return corpus
-
-
-@pytest.mark.parametrize("removal", ["keep-aware", "components"])
-def test_chains_groups_big_buckets_and_empty_texts_give_the_local_result(
-    client: object, removal: str
+def test_all_pairs_and_the_summary_match_the_local_run(
+    client: object, lines: list[str], tmp_path: Path
 ) -> None:
-    corpus = _chains_corpus()
-    params = DedupParams(
-        threshold=0.55, verify="sketch", removal=removal, method=MinhashParams(max_bucket=6)
-    )
-    want = Deduplicator(params).fit(corpus)
-    other = "components" if removal == "keep-aware" else "keep-aware"
-    assert not np.array_equal(
-        want.kept_, Deduplicator(replace(params, removal=other)).fit(corpus).kept_
-    )
-    assert want.stats_.exact_duplicates >= 4 and want.empty_.sum() == 3
-    # Keep-aware removal compares with kept leaders in buckets of any size: nothing is chained.
-    assert (want.stats_.big_buckets > 0) == (removal == "components")
-    for parts in (1, 7):
-        got = nd.dedup(_bag(corpus, parts), params, client=client).dedup
-        assert_identical(got, want)
-        if removal == "components":  # the pipeline on the workers (keep-aware: in the client)
-            assert "candidate keys" in got.shuffled_ and "signatures" not in got.moved_
-            assert got.rounds_ >= 2  # the chains needed more than one large-star round
-
-
-def test_the_number_of_shuffle_partitions_changes_nothing(client: object, texts: list[str]) -> None:
     if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
         pytest.skip("one cluster size is enough")
-    params = DedupParams(threshold=0.8, method=MinhashParams(max_bucket=8), keep="longest")
-    want = Deduplicator(params).fit(texts)
-    for shuffle in (1, 5):
-        dd = nd.DaskDeduplicator(params, client, shuffle_partitions=shuffle)
-        dd.feed_partitions(list(_bag(texts, 7).to_delayed()))
-        assert_identical(dd.finish(), want)
+    inputs = _files(tmp_path, lines, "one")
+    want = _local(tmp_path, inputs, ["--all-pairs", "--summary-json", str(tmp_path / "s.json")])
+    got = dedup(inputs, DedupParams(), _outputs(tmp_path, all_pairs=True), JobOptions(), client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    local = json.loads((tmp_path / "s.json").read_text())
+    for key in ("documents", "empty", "removed", "kept", "clusters", "exact_duplicates",
+                "accepted_pairs", "candidate_pairs", "leader_checks", "exact_checks",
+                "check_rounds", "bytes_in", "joined_docs"):  # fmt: skip
+        assert got[key] == local[key], key
 
 
-def test_bundles_cut_to_any_size_change_nothing(client: object, texts: list[str]) -> None:
-    """Each worker bundles its sources' pieces in runs of at most ``bundle_bytes``: one source
-    a bundle, a few, or all of a worker's give the same answer."""
+def _bad(tmp: Path, lines: list[str]) -> list[str]:
+    bad = list(lines)
+    bad[40] = '{"id": "d3", "text": "an id an earlier record has"}\n'
+    bad[77] = '{"id": "x77", "text": 5}\n'
+    bad[120] = "not json\n"
+    (tmp / "bad.jsonl").write_text("".join(bad))
+    return [str(tmp / "bad.jsonl")]
+
+
+def test_bad_records_stop_at_the_first_in_input_order_with_the_local_message(
+    client: object, lines: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = _bad(tmp_path, lines)
+    assert main(["dedup", *inputs, "-o", str(tmp_path / "x.jsonl"), "-q"]) == 1
+    local = capsys.readouterr().err.strip().removeprefix("neardup: error: ")
+    with pytest.raises(InputError) as err:
+        dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=6000), client)
+    assert str(err.value) == local and "line 41" in local
+    assert not (tmp_path / "kept").exists()  # nothing written
+
+
+def test_skipped_records_are_the_local_run_s(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    inputs = _bad(tmp_path, lines)
+    want = _local(
+        tmp_path, inputs, ["--on-error", "skip", "--summary-json", str(tmp_path / "s.json")]
+    )
+    options = JobOptions(block_bytes=6000, on_error="skip")
+    got = dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    assert (
+        got["skipped_records"]
+        == json.loads((tmp_path / "s.json").read_text())["skipped_records"]
+        == 3
+    )
+
+
+def test_a_work_folder_resumes_and_refuses_another_run(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
     if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
         pytest.skip("one cluster size is enough")
-    params = DedupParams(threshold=0.8, method=MinhashParams(max_bucket=8))
-    want = Deduplicator(params).fit(texts)
-    for budget in (1, 20_000):
-        dd = nd.DaskDeduplicator(params, client, shuffle_partitions=3, bundle_bytes=budget)
-        dd.feed_partitions(list(_bag(texts, 64).to_delayed()))
-        assert_identical(dd.finish(), want)
+    inputs = _files(tmp_path, lines, "one")
+    want = _local(tmp_path, inputs, [])
+    work = str(tmp_path / "work")
+    said: list[str] = []
+    dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(work_dir=work), client, said.append)
+    assert (
+        not any("resuming" in s for s in said)
+        and (tmp_path / "work" / "write" / "_SUCCESS").exists()
+    )
+    said.clear()
+    dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(work_dir=work), client, said.append)
+    assert any("resuming" in s for s in said)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    with pytest.raises(InputError, match=r"parameters changed.*--restart"):
+        dedup(
+            inputs,
+            DedupParams(threshold=0.7),
+            _outputs(tmp_path),
+            JobOptions(work_dir=work),
+            client,
+        )
+    (tmp_path / "in.jsonl").write_text("".join(lines[:-1]))
+    with pytest.raises(InputError, match=r"in\.jsonl changed"):
+        dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(work_dir=work), client)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    with pytest.raises(InputError, match="holds files neardup did not write"):
+        dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(work_dir=str(tmp_path / "mine"),
+              restart=True), client)  # fmt: skip
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep me"
+    restarted = JobOptions(work_dir=work, restart=True)
+    dedup(inputs, DedupParams(), _outputs(tmp_path), restarted, client)
+    assert concat(tmp_path / "kept") == _local(tmp_path, inputs, [])[0]
 
 
-def _split_of(i: int) -> object:
-    from neardup.dask_shuffle import split_by
-
-    return split_by(np.arange(8) % 2, 2, np.full(8, i, dtype=np.int64))
-
-
-def test_bundles_run_on_the_worker_that_holds_their_splits(client: object) -> None:
-    """A worker bundles its own sources' splits: no split crosses the network to be bundled
-    (asking the scheduler by key once answered nothing, and one worker bundled everything)."""
-    from neardup.dask_shuffle import Exchanges
-
-    workers = sorted(client.scheduler_info()["workers"])  # type: ignore[attr-defined]
-    if len(workers) < 2:
-        pytest.skip("needs two workers")
-    submit = client.submit  # type: ignore[attr-defined]
-    n = 2 * len(workers)
-    splits = [
-        submit(_split_of, i, pure=False, workers=[workers[i % len(workers)]]) for i in range(n)
-    ]
-    distributed.wait(splits)
-    ex = Exchanges(client, workers, bundle_bytes=1 << 20)
-    bundles = ex._bundled("test", splits, 2)
-    distributed.wait(bundles)
-    where = client.who_has(bundles)  # type: ignore[attr-defined]
-    assert sorted(w for b in bundles for w in where[b.key]) == workers
-    pieces = ex.pieces("test", splits, 2)
-    got = client.gather([ex.at(d, _sources, *pieces[d]) for d in range(2)])  # type: ignore[attr-defined]
-    assert got == [list(range(n))] * 2
-
-
-def _sources(*pieces: object) -> list[int]:
-    from neardup.dask_shuffle import unbundle
-
-    return [int(p[0][0]) for p in unbundle(pieces)]  # type: ignore[index]
-
-
-@settings(max_examples=100, deadline=None)
-@given(
-    st.lists(st.tuples(st.sampled_from("abc"), st.integers(0, 50)), max_size=40),
-    st.integers(1, 120),
-)
-def test_bundle_runs_take_each_source_once_within_the_budget(
-    sources: list[tuple[str, int]], budget: int
+def test_output_folders_are_checked_before_anything_is_read(
+    lines: list[str], tmp_path: Path
 ) -> None:
-    from neardup.dask_shuffle import bundle_runs
+    inputs = _files(tmp_path, lines, "one")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(ParamError, match="holds other files"):
+        dedup(
+            inputs,
+            DedupParams(),
+            ClusterOutputs(str(tmp_path / "busy")),
+            JobOptions(),
+            client=object(),
+        )
+    with pytest.raises(ParamError, match="is an input"):
+        dedup(inputs, DedupParams(), ClusterOutputs(inputs[0]), JobOptions(), client=object())
+    with pytest.raises(ParamError, match="same folder"):
+        same = str(tmp_path / "o")
+        dedup(inputs, DedupParams(), ClusterOutputs(same, same), JobOptions(), client=object())
+    assert main(["dedup", *inputs, "-o", str(tmp_path / "k.jsonl"), "--work-dir", "w"]) == 1
 
-    holders = [w for w, _ in sources]
-    sizes = [s for _, s in sources]
-    runs = bundle_runs(holders, sizes, budget)
-    assert sorted(i for _, run in runs for i in run) == list(range(len(sources)))
-    for w, run in runs:
-        assert run and run == sorted(run)
-        assert all(holders[i] == w for i in run)
-        assert len(run) == 1 or sum(sizes[i] for i in run) <= budget
-    # Greedy: a run closes only when the next source of its worker would not fit.
-    for (w, run), (w2, nxt) in itertools.pairwise(runs):
-        if w == w2:
-            assert sum(sizes[i] for i in run) + sizes[nxt[0]] > budget
 
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.integers(0, 10**9),
-    st.integers(1, 64),
-    st.integers(0, 10**12),
-    st.sampled_from([0, 1, 600 * 2**20, 12 * 2**30]),
-)
-def test_shuffle_partitions_fit_the_memory_limit_and_spread_evenly(
-    n: int, workers: int, key_bytes: int, limit: int
+def test_killing_the_job_then_running_it_again_resumes_with_the_same_outputs(
+    lines: list[str], tmp_path: Path
 ) -> None:
-    parts = nd.shuffle_partitions(n, workers, key_bytes, limit)
-    assert parts >= workers and parts % workers == 0
-    if limit:
-        share = max(int(limit * nd.SHUFFLE_SHARE), 1)
-        assert -(-key_bytes // parts) <= share  # each key partition fits its share
-        assert parts == workers or -(-key_bytes // (parts - workers)) > share  # none spare
-    else:
-        assert -(-n // parts) <= nd.DOCS_PER_SHUFFLE_PARTITION
+    inputs = _files(tmp_path, _many(lines, 8), "one")  # enough to be killed mid-run
+    want = _local(tmp_path, inputs, [])
+    work = tmp_path / "work"
+    args = [sys.executable, "-m", "neardup.cli", "dedup", *inputs, "-o", str(tmp_path / "kept"),
+            "--clusters", str(tmp_path / "clusters"), "--pairs", str(tmp_path / "pairs"),
+            "--dask", "local:2", "--work-dir", str(work)]  # fmt: skip
+    job = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (work / "graph" / "_SUCCESS").exists():
+        assert job.poll() is None and time.monotonic() < deadline, (
+            job.stderr.read() if job.stderr else ""
+        )
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    assert not (tmp_path / "kept" / "manifest.json").exists()  # nothing looks whole
+    args[args.index("local:2")] = "local:1"  # another cluster size finds the same partitions
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "resuming" in again.stderr
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from("abcz"), max_size=60), st.integers(1, 4))
-def test_balance_keeps_partitions_home_up_to_an_even_share(holders: list[str], w: int) -> None:
-    from neardup.dask_shuffle import balance
+def test_a_worker_killed_mid_run_changes_nothing(lines: list[str], tmp_path: Path) -> None:
+    import threading
 
-    workers = list("abcd"[:w])  # "z": a holder that is not among the workers
-    where = balance(holders, workers)
-    cap = -(-len(holders) // w)
-    assert len(where) == len(holders) and set(where) <= set(workers)
-    assert all(where.count(x) <= cap for x in workers)
-    moved = sum(a != b for a, b in zip(holders, where, strict=True))
-    over = sum(max(0, holders.count(x) - cap) for x in workers)
-    assert moved == over + holders.count("z") + sum(h not in workers for h in holders if h != "z")
-
-
-def test_dask_measures_blocks_and_records_by_their_arrays(texts: list[str]) -> None:
-    """Dask's memory manager spills what it can measure: a block or a split counts its arrays
-    (Dask's default for an object is ~56 bytes, whatever it holds)."""
-    from dask.sizeof import sizeof
-
-    from neardup.dask_shuffle import Edges, route, split_by
-    from neardup.dask_stages import Hashes
-
-    records = [{"text": t, "id": f"doc-{i}"} for i, t in enumerate(texts)]
-    block = nd.map_block(records, DedupParams(threshold=0.8), id_field="id")
-    arrays = block.canonical.nbytes + block.lengths.nbytes
-    arrays += block.signatures.nbytes + block.evidence.nbytes
-    assert arrays < sizeof(block) < arrays + 200 * len(texts)
-    assert sizeof(Hashes(block.canonical, block.lengths)) == 16 * len(texts)
-    docs = np.arange(len(texts), dtype=np.int64)
-    split = split_by(route(docs, 3), 3, docs, docs)
-    assert sizeof(split) == split.nbytes == 2 * docs.nbytes
-    assert sizeof(Edges(docs, docs)) == 2 * docs.nbytes
-
-
-def test_only_small_results_reach_the_client(client: object, texts: list[str]) -> None:
-    """Per-document arrays stay on the workers; the client receives the results of documents in
-    components and the pairs (the engine's own finish fetched 16 B per document and more)."""
-    if len(client.scheduler_info()["workers"]) != 3:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    params = DedupParams(threshold=0.8, removal="components")
-    got = nd.dedup(_bag(texts, 7), params, client=client).dedup
-    assert set(got.moved_) <= {"component results", "pairs", "texts"}
-    in_components = int((np.bincount(got.clusters_) >= 2).sum())
-    assert in_components and got.moved_["component results"] < 40 * len(texts)
+    inputs = _files(tmp_path, _many(lines, 8), "one")
+    want = _local(tmp_path, inputs, [])
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        pids = list(c.run(os.getpid).values())
+        work = tmp_path / "work"
+        done: list[object] = []
+        runner = threading.Thread(
+            target=lambda: done.append(
+                dedup(
+                    inputs,
+                    DedupParams(),
+                    _outputs(tmp_path),
+                    JobOptions(work_dir=str(work), block_bytes=20000),
+                    c,
+                )
+            )
+        )
+        runner.start()
+        deadline = time.monotonic() + 60
+        while not list((work / "scan").glob("part-*.json")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(pids[0], signal.SIGKILL)  # the nanny starts a new worker; Dask reruns its tasks
+        runner.join(timeout=300)
+        assert done, "the run did not finish"
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
-class _Done:
-    def __init__(self, value: object) -> None:
-        self.value = value
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, object]]:
+    """A moto S3 server on a free loopback port; the storage options that reach it."""
+    pytest.importorskip("s3fs")
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield {"endpoint_url": f"http://{host}:{port}", "key": "testing", "secret": "testing"}
+    server.stop()
 
 
-class _SyncClient:
-    """Runs each task at once in this process: the exchanges' logic without a cluster."""
-
-    def submit(self, fn: Callable[..., object], *args: object, **_: object) -> _Done:
-        return _Done(fn(*[a.value if isinstance(a, _Done) else a for a in args]))
-
-    def gather(self, futures: list[_Done]) -> list[object]:
-        return [f.value for f in futures]
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=60),
-    st.integers(1, 4),
-    st.integers(1, 3),
-)
-def test_star_components_label_every_node_with_its_components_smallest(
-    edges: list[tuple[int, int]], sources: int, parts: int
+def test_inputs_and_outputs_on_s3_give_the_local_kept_records(
+    s3: dict[str, object], lines: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from neardup.clusters import cluster_labels
-    from neardup.dask_shuffle import Edges, Exchanges, star_components
+    import s3fs
 
-    u = np.array([e[0] for e in edges], dtype=np.int64)
-    v = np.array([e[1] for e in edges], dtype=np.int64)
-    chunks = np.array_split(np.arange(len(u)), sources)
-    ex = Exchanges(_SyncClient())
-    stars, _ = star_components(ex, [_Done(Edges(u[c], v[c])) for c in chunks], parts)
-    got = {}
-    for s in stars:
-        got.update(zip(s.value.nodes.tolist(), s.value.mins.tolist(), strict=True))
-    want = cluster_labels(41, u, v)
-    nodes = set(u.tolist()) | set(v.tolist())
-    assert got == {
-        x: int(want[x]) for x in nodes if (u[v == x] != x).any() or (v[u == x] != x).any()
-    }
+    fs = s3fs.S3FileSystem(**s3)  # type: ignore[arg-type]
+    fs.mkdir("crawl")
+    inputs = _files(tmp_path, lines, "three")
+    for path in inputs:
+        fs.put_file(path, f"crawl/in/{Path(path).name}")
+    want = _local(tmp_path, inputs, [])
+    options = json.dumps(s3)
+    args = ["dedup", "s3://crawl/in/", "-o", "s3://crawl/out/kept", "--clusters",
+            "s3://crawl/out/clusters", "--pairs", "s3://crawl/out/pairs", "--dask", "local:2",
+            "--storage-options", options]  # fmt: skip
+    assert main(args) == 0
+    said = capsys.readouterr()
+    assert "testing" not in said.err + said.out  # no credentials in what the run says
+    for name, local in zip(FOLDERS, want, strict=True):
+        manifest = json.loads(fs.cat_file(f"crawl/out/{name}/manifest.json"))
+        data = b""
+        for part in manifest["parts"]:
+            raw = fs.cat_file(f"crawl/out/{name}/{part['file']}")
+            data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
+        assert data == local, name

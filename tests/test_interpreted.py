@@ -134,6 +134,7 @@ KERNEL_TESTS = [
     "tests/test_simhash.py",
     "tests/test_resemblance.py",
     "tests/test_clusters.py",
+    "tests/test_links.py",
 ]
 
 

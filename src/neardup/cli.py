@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import stat
@@ -126,7 +127,7 @@ def _build_parser() -> argparse.ArgumentParser:
     io.add_argument(
         "--memory-limit",
         metavar="SIZE",
-        help="per-document data kept in memory before it goes to disk, memory-mapped (e.g. 4G); the output is the same [an eighth of the available memory]",
+        help="per-document data kept in memory before it goes to disk, memory-mapped (e.g. 4G); with --dask local:N, each worker's memory limit (Dask spills past it); the output is the same [an eighth of the available memory]",
     )
     m = d.add_argument_group("method")
     m.add_argument("--method", choices=["minhash", "simhash"], default="minhash", help="[minhash]")
@@ -204,7 +205,22 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--dask",
         metavar="CLUSTER",
-        help="run on Dask: local:N (N worker processes here) or a scheduler address such as tcp://host:8786; the same outputs, byte for byte (pip install 'neardup[dask]')",
+        help="run on Dask: local:N (N worker processes here) or a scheduler address such as tcp://host:8786; the workers read the inputs (paths, globs, folders or URLs such as s3://...) and write part files into the -o, --clusters and --pairs folders (see docs/DASK.md)",
+    )
+    d.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        help="with --dask: keep each finished stage here (a path or URL); the same command started again resumes [a temporary folder, removed on success]",
+    )
+    d.add_argument(
+        "--restart",
+        action="store_true",
+        help="with --dask: discard what --work-dir holds from an earlier run and start over",
+    )
+    d.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        help="with --dask: fsspec options for remote paths, e.g. '{\"anon\": false}' (credentials are best left to the environment or fsspec's configuration)",
     )
 
     pl = sub.add_parser(
@@ -481,10 +497,15 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     limit = None if args.memory_limit is None else parse_size(args.memory_limit)
     show = sys.stderr.isatty() if args.progress is None else args.progress
     if args.dask:
-        from .run import dedup_source_dask
+        from .run import dedup_cluster
 
         info = None if args.quiet else _info
-        result = dedup_source_dask(inputs, params, outputs, read, args.dask, show, _warn, info)
+        result = dedup_cluster(
+            args.inputs, params, outputs, read, args.dask, args.work_dir, args.restart,
+            _storage_options(args.storage_options), info, limit,
+        )  # fmt: skip
+    elif args.work_dir or args.restart or args.storage_options:
+        raise ParamError("--work-dir, --restart and --storage-options go with --dask")
     else:
         result = dedup_source(
             inputs,
@@ -500,6 +521,21 @@ def cmd_dedup(args: argparse.Namespace) -> int:
     if not args.quiet:
         sys.stderr.write(_format_summary(result.summary, result.problems))
     return 0
+
+
+def _storage_options(text: str | None) -> dict[str, Any]:
+    """--storage-options: a JSON object, or a ParamError saying so."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ParamError(
+            f"--storage-options is not JSON ({exc}); give an object such as '{{}}'"
+        ) from None
+    if not isinstance(value, dict):
+        raise ParamError("--storage-options must be a JSON object, such as '{\"anon\": true}'")
+    return value
 
 
 def _pair_lines(s: Mapping[str, Any]) -> list[str]:

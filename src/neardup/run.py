@@ -339,35 +339,56 @@ def _summary(
     }
 
 
-def dedup_source_dask(
+def dedup_cluster(
     inputs: str | Sequence[str],
     params: DedupParams,
     outputs: DedupOutputs,
     read: ReadOptions | None = None,
     cluster: str | Any = "local",
-    progress: bool = False,
-    warn: Callable[[str], None] | None = None,
+    work_dir: str | None = None,
+    restart: bool = False,
+    storage_options: dict[str, Any] | None = None,
     info: Callable[[str], None] | None = None,
+    worker_memory: int | None = None,
 ) -> DedupResult:
-    """``dedup_source`` on a Dask cluster: the same outputs, byte for byte.
+    """``dedup_source`` on a Dask cluster: the workers read the inputs (paths, folders, globs or
+    fsspec URLs) and write part files into the output folders, with a manifest each; the same
+    records, clusters and pairs as one machine once the parts are concatenated. ``cluster``:
+    ``"local:N"``, a scheduler address, or a Client; ``work_dir`` keeps finished stages so the
+    same command resumes (see ``neardup.dask``); ``worker_memory``: each ``local:N`` worker's
+    memory limit in bytes (Dask's default otherwise)."""
+    from .dask import ClusterOutputs, JobOptions, cluster_errors, connect
+    from .dask.job import run_job
 
-    The client reads the inputs (ids, errors and pass 2 exactly as ``dedup_source``) and ships
-    each batch to a worker as a partition; see ``neardup.dask`` for what runs where.
-    ``cluster``: ``"local:N"``, a scheduler address, or a Client. ``info`` receives the
-    dashboard link. Outputs are written only after every stage has finished.
-    """
-    from .dask import DaskDeduplicator, cluster_errors, connect
-
-    with connect(cluster, info) as client, cluster_errors():
-        return dedup_source(
-            inputs,
-            params,
-            outputs,
-            read,
-            progress,
-            warn,
-            make=lambda p: DaskDeduplicator(p, client),
+    read = read or ReadOptions()
+    if read.key_field:
+        raise ParamError(
+            "--keep-field is not available on a cluster yet; use --keep first or longest, or "
+            "run without --dask"
         )
+    if read.format not in (None, "jsonl"):
+        raise ParamError(f"a cluster run reads JSONL files, not {read.format}")
+    paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
+    options = JobOptions(
+        text_field=read.text_field,
+        id_field=read.id_field,
+        on_error=read.on_error,
+        work_dir=work_dir,
+        restart=restart,
+        storage_options=storage_options or {},
+    )
+    folders = ClusterOutputs(
+        outputs.kept, outputs.clusters, outputs.pairs, outputs.summary_json, outputs.all_pairs
+    )
+    with connect(cluster, info, worker_memory) as client, cluster_errors():
+        summary = run_job(paths, params, folders, options, client, info)
+    summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
+    problems = summary["problems"]
+    report = ""
+    if problems["total"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(problems["counts"].items()))
+        report = f"skipped {problems['total']} problems ({kinds}); first: {problems['examples'][0]}"
+    return DedupResult(None, [], summary, report)  # type: ignore[arg-type]
 
 
 # -- the standing index -------------------------------------------------------------------------

@@ -116,9 +116,12 @@ def _first_line(exc: Exception) -> str:
 
 def open_jsonl(entry: Entry) -> BinaryIO:
     """Open a JSONL file for reading bytes, decompressing gzip if its first bytes say so."""
-    if entry.path is None:  # pragma: no cover - streams are read through entry.stream
+    if entry.opener is not None:
+        raw = entry.opener()
+    elif entry.path is None:  # pragma: no cover - streams are read through entry.stream
         raise RuntimeError(f"{entry.name} has no file to open")
-    raw = open(entry.path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    else:
+        raw = open(entry.path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
     try:
         magic = raw.read(2)
         raw.seek(0)

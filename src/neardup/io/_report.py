@@ -92,6 +92,9 @@ class Entry:
     spans: (
         list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]] | None
     ) = None
+    #: Opens the file's bytes when it is not a local path (a URL read through fsspec, or one
+    #: block of a file on a cluster worker); None: ``path`` is opened.
+    opener: Callable[[], BinaryIO] | None = None
 
     def where(self, recno: int | None) -> str:
         if recno is None or self.fmt == "text":

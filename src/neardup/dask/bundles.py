@@ -1,0 +1,120 @@
+"""Regrouping records between stages: Dask's P2P DataFrame shuffle over bundles of records.
+
+Each source partition splits its records by destination (a hash of what regroups them: a key,
+a component label, a block) and emits one row per destination holding those records as an
+Arrow IPC blob; ``DataFrame.shuffle(on="dest", shuffle_method="p2p")`` moves the rows, and
+each output partition decodes the blobs of each destination it holds and hands them to the
+stage. A row per (source, destination) instead of one per record is what makes the shuffle
+cheap: 38M key records of 1M documents as rows took 9.4 s on two workers, as bundles 3 s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._heap import trim
+from .tables import from_ipc, ipc_bytes
+
+#: A source's pieces: destination -> {kind: Arrow table}.
+Pieces = dict[int, dict[str, Any]]
+
+
+def _frame(pieces: Pieces) -> Any:
+    import pandas as pd
+    import pyarrow as pa
+
+    dests, kinds, blobs = [], [], []
+    for dest in sorted(pieces):
+        for kind in sorted(pieces[dest]):
+            dests.append(dest)
+            kinds.append(kind)
+            blobs.append(ipc_bytes(pieces[dest][kind]))
+    return pd.DataFrame(
+        {
+            "dest": pd.array(dests, dtype="int64"),
+            "kind": pd.array(kinds, dtype=pd.ArrowDtype(pa.string())),
+            "blob": pd.array(blobs, dtype=pd.ArrowDtype(pa.large_binary())),
+        }
+    )
+
+
+def _source(item: Any, make: Callable[..., Pieces], args: tuple[Any, ...]) -> Any:
+    frame = _frame(make(item, *args))
+    trim()
+    return frame
+
+
+def _destinations(frame: Any, take: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> Any:
+    import pandas as pd
+
+    out_dest: list[int] = []
+    out_value: list[str] = []
+    import json
+
+    dests = frame["dest"].to_numpy(dtype=np.int64) if len(frame) else np.zeros(0, np.int64)
+    for dest in sorted(set(dests.tolist())):
+        rows = frame[dests == dest]
+        tables: dict[str, list[Any]] = {}
+        for kind, blob in zip(rows["kind"].tolist(), rows["blob"].tolist(), strict=True):
+            tables.setdefault(kind, []).append(from_ipc(blob))
+        out_dest.append(dest)
+        out_value.append(json.dumps(take(dest, tables, *args)))
+        del rows, tables
+        trim()  # the take's arrays are gone: hand their heap pages back
+    return pd.DataFrame({"dest": pd.array(out_dest, dtype="int64"), "value": out_value})
+
+
+def regroup(
+    sources: Sequence[Any],
+    make: Callable[..., Pieces],
+    make_args: tuple[Any, ...],
+    n_dests: int,
+    take: Callable[..., dict[str, Any]],
+    take_args: tuple[Any, ...],
+    label: str,
+) -> dict[int, dict[str, Any]]:
+    """Run ``make(source, *make_args)`` on each source (a Pieces dict), regroup the pieces by
+    destination with Dask's P2P shuffle, then ``take(dest, {kind: [tables]}, *take_args)`` once
+    per destination that received a piece; returns each destination's (JSON-able) answer."""
+    import json
+
+    import dask.dataframe as dd
+    import pandas as pd
+    import pyarrow as pa
+
+    meta = pd.DataFrame(
+        {
+            "dest": pd.array([], dtype="int64"),
+            "kind": pd.array([], dtype=pd.ArrowDtype(pa.string())),
+            "blob": pd.array([], dtype=pd.ArrowDtype(pa.large_binary())),
+        }
+    )
+    frame = dd.from_map(_source, list(sources), args=(make, make_args), meta=meta, label=label)
+    parts = max(1, min(n_dests, 64))
+    shuffled = frame.shuffle(on="dest", npartitions=parts, shuffle_method="p2p")
+    done_meta = pd.DataFrame(
+        {"dest": pd.array([], dtype="int64"), "value": pd.Series([], dtype=str)}
+    )
+    result = shuffled.map_partitions(_destinations, take, take_args, meta=done_meta).compute()
+    return {
+        int(d): json.loads(v)
+        for d, v in zip(result["dest"].tolist(), result["value"].tolist(), strict=True)
+    }
+
+
+def concat_tables(tables: list[Any]) -> Any:
+    import pyarrow as pa
+
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def spread(values: np.ndarray, n: int) -> np.ndarray:
+    """A destination in [0, n) for each 64-bit value, well mixed (the values may be positions)."""
+    from .._kernels.hashing import GOLDEN
+
+    x = values.astype(np.uint64) * GOLDEN
+    x ^= x >> np.uint64(29)
+    return (x % np.uint64(max(n, 1))).astype(np.int64)

@@ -1,0 +1,149 @@
+"""Input paths, globs, folders or URLs -> the files a cluster run reads, and their blocks.
+
+Listed on the client (names and sizes only, O(files)), read on the workers through fsspec, so a
+path may be local or any URL fsspec knows (``s3://``, ``gs://``, ``hdfs://`` with its package
+installed). Names are what the single-machine run calls the files (the path as given, or the
+folder's files, sorted, hidden names left out), so default ids ``NAME:LINE`` and messages
+agree. A plain JSONL file is cut into blocks of about ``block_bytes``, each owning the lines
+that start in its byte range; a gzipped file is one block (gzip cannot be entered midway).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError, ParamError
+from ..io._source import detect_format
+
+#: Bytes of a plain JSONL file per block by default.
+BLOCK_BYTES = 32 << 20
+_GLOB = ("*", "?", "[")
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file: ``url`` for fsspec, ``name`` for messages and default ids."""
+
+    url: str
+    name: str
+    size: int
+    stamp: str  # modification time or ETag: a changed file is noticed on resume
+    gzip: bool
+
+
+@dataclass(frozen=True)
+class Block:
+    """The lines of file ``file`` that start in bytes [start, end) (a gzip file: all of it)."""
+
+    index: int
+    file: int
+    start: int
+    end: int
+
+
+def is_url(path: str) -> bool:
+    return "://" in path
+
+
+def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """(fsspec filesystem, path within it) for a local path or URL."""
+    import fsspec
+
+    try:
+        fs, path = fsspec.core.url_to_fs(url, **(storage_options or {}))
+    except (ImportError, ValueError) as exc:
+        raise ParamError(
+            f"{url}: {exc}; install the filesystem's package (s3fs for s3://, gcsfs for gs://)"
+        ) from None
+    return fs, path
+
+
+def _stamp(info: dict[str, Any]) -> str:
+    for key in ("ETag", "etag", "md5Hash", "mtime", "LastModified", "last_modified", "created"):
+        if info.get(key) is not None:
+            return str(info[key])
+    return ""
+
+
+def _join(base: str, path: str, fs: Any) -> str:
+    """The URL of ``path`` on the filesystem of ``base``."""
+    if not is_url(base):
+        return path
+    protocol = base.split("://", 1)[0]
+    return f"{protocol}://{path.lstrip('/')}" if not path.startswith(protocol) else path
+
+
+def list_inputs(
+    inputs: Sequence[str], storage_options: dict[str, Any] | None = None
+) -> list[InputFile]:
+    """Every input file, in the order the single-machine run reads them; raises InputError for
+    a missing path and ParamError for a format the cluster run does not read."""
+    if not inputs:
+        raise ParamError("no inputs given; name at least one file, folder, glob or URL")
+    files: list[InputFile] = []
+    for raw in inputs:
+        raw = str(raw)
+        if raw == "-":
+            raise ParamError(
+                "standard input cannot be read by the workers of a cluster; save it to a file"
+            )
+        fs, path = filesystem(raw, storage_options)
+        if any(c in raw for c in _GLOB):
+            found = sorted(fs.glob(path))
+            if not found:
+                raise InputError(f"{raw}: no file matches; check the pattern")
+            for p in found:
+                files.extend(_files_under(fs, raw, p))
+            continue
+        if not fs.exists(path):
+            raise InputError(f"{raw}: file not found; check the path")
+        files.extend(_files_under(fs, raw, path, given=raw))
+    for f in files:
+        fmt = detect_format(f.name)
+        if fmt != "jsonl":
+            raise ParamError(
+                f"{f.name}: a cluster run reads JSONL files (optionally gzipped), not {fmt}; "
+                "convert it, or run without --dask"
+            )
+    return files
+
+
+def _files_under(fs: Any, raw: str, path: str, given: str | None = None) -> list[InputFile]:
+    """The file at ``path``, or the regular files under a folder (sorted, hidden left out)."""
+    info = fs.info(path)
+    if info.get("type") != "directory":
+        name = given if given is not None else (_join(raw, path, fs) if is_url(raw) else path)
+        return [_file(fs, raw, path, name, info)]
+    out: list[InputFile] = []
+    for root, dirs, names in fs.walk(path):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for n in sorted(names):
+            if n.startswith("."):
+                continue
+            full = posixpath.join(root, n) if is_url(raw) else os.path.join(root, n)
+            name = _join(raw, full, fs) if is_url(raw) else full
+            out.append(_file(fs, raw, full, name, fs.info(full)))
+    return out
+
+
+def _file(fs: Any, raw: str, path: str, name: str, info: dict[str, Any]) -> InputFile:
+    url = _join(raw, path, fs) if is_url(raw) else os.path.abspath(path)
+    return InputFile(url, name, int(info.get("size") or 0), _stamp(info), name.endswith(".gz"))
+
+
+def plan_blocks(files: Sequence[InputFile], block_bytes: int = BLOCK_BYTES) -> list[Block]:
+    """The blocks of every file, in input order."""
+    if block_bytes < 1:
+        raise ParamError(f"block size must be at least 1 byte, got {block_bytes}")
+    blocks: list[Block] = []
+    for i, f in enumerate(files):
+        if f.gzip or f.size <= block_bytes:
+            blocks.append(Block(len(blocks), i, 0, f.size))
+            continue
+        for start in range(0, f.size, block_bytes):
+            blocks.append(Block(len(blocks), i, start, min(start + block_bytes, f.size)))
+    return blocks

@@ -1,0 +1,480 @@
+"""A whole dedup job on a Dask cluster: files in, part files out, the client holding O(blocks).
+
+Stages, each kept in the work folder as it finishes (see ``workdir``), each run on the workers:
+
+====================  ===============================  ===========================================
+stage                 partitioned by                   what it does
+====================  ===============================  ===========================================
+scan                  input block                      read, parse, sign (``scan.scan_block``)
+graph                 lookup key / id hash (shuffle)   link documents sharing a key or content
+                                                       hash; find duplicate ids
+components            one task                         the links' connected components
+finish                component (shuffle)              the engine's own ``finish`` on whole
+                                                       components; clusters and pairs lines
+write                 input block (shuffle)            kept records, clusters and pairs parts
+====================  ===============================  ===========================================
+
+The client lists the inputs, decides from the blocks' counts (problems, duplicate ids, line and
+document offsets) and writes each output folder's ``manifest.json`` last: a folder without one is
+not a finished output. Outputs equal the single-machine run's, byte for byte once each folder's
+parts are concatenated in order (gzip parts decompressed).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from .._heap import trim
+from ..errors import InputError, ParamError
+from ..io._report import _SKIP_HINT, DUPLICATE_ID, MAX_EXAMPLES, ErrorReport
+from ..io._source import _DUPLICATE_FIX
+from ..methods import needs_fit
+from ..params import DedupParams
+from .bundles import regroup
+from .inputs import BLOCK_BYTES, InputFile, filesystem, is_url, list_inputs, plan_blocks
+from .scan import ReadSpec, scan_block
+from .stages import (
+    Layout,
+    Outputs,
+    components_task,
+    dropped_of,
+    finish_pieces,
+    finish_take,
+    graph_pieces,
+    graph_take,
+    part_name,
+    write_pieces,
+    write_take,
+)
+from .workdir import WorkDir
+
+MANIFEST = "manifest.json"
+#: Input bytes per destination of the graph and finish shuffles (gzip counted 4x), and the
+#: fewest destinations. From the inputs alone, so a resumed run finds the same partitions
+#: whatever the number of workers.
+DEST_BYTES = 64 << 20
+MIN_DESTS = 4
+
+
+@dataclass(frozen=True)
+class ClusterOutputs:
+    """Output folders or URL prefixes (None skips one)."""
+
+    kept: str | None = None
+    clusters: str | None = None
+    pairs: str | None = None
+    summary_json: str | None = None
+    all_pairs: bool = False
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    """How the job reads and where it keeps its stages."""
+
+    text_field: str = "text"
+    id_field: str = "id"
+    on_error: str = "stop"
+    work_dir: str | None = None
+    restart: bool = False
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    block_bytes: int = BLOCK_BYTES
+
+
+def _check(params: DedupParams, options: JobOptions) -> None:
+    if params.keep == "field":
+        raise ParamError(
+            "--keep-field is not available on a cluster yet; use --keep first or longest, or "
+            "run without --dask"
+        )
+    if needs_fit(params):
+        raise ParamError(
+            "SimHash IDF weighting learns from the whole corpus first; on a cluster use "
+            "--simhash-weighting binary or count"
+        )
+    if options.on_error not in ("stop", "skip"):
+        raise ParamError(f"on_error must be 'stop' or 'skip', got {options.on_error!r}")
+
+
+def _check_outputs(
+    outputs: ClusterOutputs, files: list[InputFile], work: str | None, storage: dict[str, Any]
+) -> None:
+    """Output folders are not inputs, not each other, not the work folder, and hold nothing
+    but an earlier neardup output (replaced) when they exist."""
+    named = {
+        flag: value
+        for flag, value in (
+            ("-o", outputs.kept),
+            ("--clusters", outputs.clusters),
+            ("--pairs", outputs.pairs),
+            ("--work-dir", work),
+        )
+        if value
+    }
+    if not outputs.kept and not outputs.clusters and not outputs.pairs:
+        raise ParamError("nothing to write: give -o FOLDER (and/or --clusters, --pairs FOLDER)")
+    seen: dict[str, str] = {}
+    inputs = {_norm(f.url) for f in files}
+    for flag, value in named.items():
+        where = _norm(value if is_url(value) else str(value))
+        if where in seen:
+            raise ParamError(
+                f"{flag} and {seen[where]} name the same folder {value}; give each its own"
+            )
+        if where in inputs:
+            raise ParamError(f"{flag} {value} is an input; write the output somewhere else")
+        seen[where] = flag
+        if flag == "--work-dir":
+            continue
+        fs, path = filesystem(value, storage)
+        if fs.exists(path) and not fs.isdir(path):
+            raise ParamError(
+                f"{flag} {value} is a file; with --dask outputs are folders of part files"
+            )
+        if fs.isdir(path) and fs.ls(path) and not fs.exists(f"{path.rstrip('/')}/{MANIFEST}"):
+            raise ParamError(
+                f"{flag} {value} is a folder that holds other files; give an empty or new folder"
+            )
+
+
+def _norm(path: str) -> str:
+    import os
+
+    return path.rstrip("/") if is_url(path) else os.path.abspath(path)
+
+
+def _problems(
+    metas: list[dict[str, Any]],
+    layout: Layout,
+    dups: list[tuple[int, int, str, int]],
+    on_error: str,
+) -> ErrorReport:
+    """Every bad record and file, in input order: the first raised (stop) or all counted."""
+    found: list[tuple[tuple[int, int], str, str]] = []  # ((block, line), kind, message)
+    counts: dict[str, int] = {}
+    for meta in metas:
+        b = int(meta["block"])
+        name = layout.files[layout.blocks[b].file].name
+        for kind, n in meta["counts"].items():
+            counts[kind] = counts.get(kind, 0) + int(n)
+        for recno, kind, problem, fix in meta["problems"]:
+            line = int(recno) + layout.line_offsets[b]
+            found.append(((b, line), kind, f"{name} line {line}: {problem}; {fix}"))
+        for kind, problem, fix in meta["file_problems"]:
+            found.append(((b, 1 << 62), kind, f"{name}: {problem}; {fix}"))
+    for block, line, message, _ in dups:
+        counts[DUPLICATE_ID] = counts.get(DUPLICATE_ID, 0) + 1
+        found.append(((block, line), DUPLICATE_ID, message))
+    found.sort(key=lambda f: f[0])
+    if found and on_error == "stop":
+        raise InputError(f"{found[0][2]}, {_SKIP_HINT}")
+    report = ErrorReport()
+    report.counts = counts
+    report.examples = [message for _, _, message in found[:MAX_EXAMPLES]]
+    return report
+
+
+def _dup_problems(layout: Layout, n_graph: int) -> list[tuple[int, int, str, int]]:
+    """(block, line, message, doc) of every record dropped for an id an earlier one has."""
+    out = []
+    for d in range(n_graph):
+        t = layout.work.read_table(f"graph/dups-{d:05d}.parquet")
+        for doc, earlier, line, eline, rid in zip(
+            t.column("doc").to_pylist(), t.column("earlier").to_pylist(),
+            t.column("line").to_pylist(), t.column("earlier_line").to_pylist(),
+            t.column("id").to_pylist(), strict=True,
+        ):  # fmt: skip
+            b, eb = doc >> 32, earlier >> 32
+            name = layout.files[layout.blocks[b].file].name
+            ename = layout.files[layout.blocks[eb].file].name
+            problem = f"id {rid!r} is already used by {ename} line {eline}"
+            out.append((b, line, f"{name} line {line}: {problem}; {_DUPLICATE_FIX}", doc))
+    return out
+
+
+def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
+    """The scan stage over every block (``dd.from_map``): the blocks' counts, in order."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    def one(block: Any) -> Any:
+        meta = scan_block(
+            block, layout.files[block.file], layout.spec, layout.params, layout.work,
+            layout.storage_options,
+        )  # fmt: skip
+        trim()
+        return pd.DataFrame({"value": [json.dumps(meta)]})
+
+    frame = dd.from_map(one, layout.blocks, meta=pd.DataFrame({"value": pd.Series([], dtype=str)}))
+    values = frame.compute()["value"].tolist()
+    return [json.loads(v) for v in values]
+
+
+def _line_offsets(layout: Layout, metas: list[dict[str, Any]]) -> list[int]:
+    """Lines of the file before each block (blocks of one plain file are consecutive)."""
+    offsets = []
+    previous_file, lines = -1, 0
+    for block, meta in zip(layout.blocks, metas, strict=True):
+        if block.file != previous_file:
+            previous_file, lines = block.file, 0
+        offsets.append(lines)
+        lines += int(meta["lines"] or 0)
+    return offsets
+
+
+def _stage(layout: Layout, name: str, run: Any) -> dict[int, dict[str, Any]]:
+    """A shuffle stage's answers: computed (then marked done) or read back from the folder."""
+    work = layout.work
+    if work.done(name):
+        answers = {}
+        for path in sorted(work.fs.glob(work.path(f"{name}/part-*.json"))):
+            index = int(path.rsplit("part-", 1)[1].split(".")[0])
+            answers[index] = dict(work.read_json(f"{name}/part-{index:05d}.json"))
+        return answers
+    answers = run()
+    work.mark(name)
+    return answers
+
+
+def run_job(
+    inputs: list[str],
+    params: DedupParams,
+    outputs: ClusterOutputs,
+    options: JobOptions,
+    client: Any,
+    info: Any = None,
+) -> dict[str, Any]:
+    """Deduplicate ``inputs`` on the cluster of ``client``; returns the summary (also written
+    to every output folder's manifest)."""
+    started = time.perf_counter()
+    _check(params, options)
+    storage = dict(options.storage_options)
+    files = list_inputs(inputs, storage)
+    _check_outputs(outputs, files, options.work_dir, storage)
+    temporary = options.work_dir is None
+    work_url = options.work_dir or f"{tempfile.gettempdir()}/neardup-work-{uuid.uuid4().hex}"
+    work = WorkDir(work_url, storage)
+    try:
+        summary = _run(files, params, outputs, options, client, info, work, started)
+    except (InputError, ParamError, KeyboardInterrupt):
+        if temporary:
+            work.remove()
+        raise
+    except BaseException:
+        if temporary and info is not None:  # never lose work: say where it is
+            info(f"finished stages are kept in {work_url}; add --work-dir {work_url} to resume")
+        raise
+    if temporary:
+        work.remove()
+    return summary
+
+
+def _run(
+    files: list[InputFile],
+    params: DedupParams,
+    outputs: ClusterOutputs,
+    options: JobOptions,
+    client: Any,
+    info: Any,
+    work: WorkDir,
+    started: float,
+) -> dict[str, Any]:
+    say = info or (lambda message: None)
+    storage = dict(options.storage_options)
+    blocks = plan_blocks(files, options.block_bytes)
+    run_record = {
+        "params": params.fingerprint(),
+        "read": [options.text_field, options.id_field, options.on_error, outputs.all_pairs],
+        "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
+        "options": {"block_bytes": options.block_bytes},
+    }
+    if work.start(run_record, options.restart):
+        say(f"resuming the run kept in {work.url}")
+    spec = ReadSpec(options.text_field, options.id_field, many=len(files) > 1)
+    n_dests = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // DEST_BYTES))
+    layout = Layout(
+        files, blocks, spec, params, work, storage, [0] * len(blocks),
+        "all" if outputs.all_pairs else "removal",
+    )  # fmt: skip
+
+    clock = _Clock(say)
+    clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
+    metas = _scan(layout, client)
+    work.mark("scan")
+    layout = replace(layout, line_offsets=_line_offsets(layout, metas))
+
+    n_graph = n_dests
+    clock.start("graph: linking documents that share a key")
+    _stage(
+        layout, "graph",
+        lambda: regroup(range(len(blocks)), graph_pieces, (layout, n_graph), n_graph,
+                        graph_take, (layout,), "neardup-graph"),
+    )  # fmt: skip
+    dups = _dup_problems(layout, n_graph)
+    report = _problems(metas, layout, dups, options.on_error)
+    dropped_arrays = dropped_of(layout, n_graph)
+    dropped = {b: v.tolist() for b, v in dropped_arrays.items()}
+    records = np.asarray([int(m["records"]) for m in metas], dtype=np.int64)
+    for b, v in dropped_arrays.items():
+        records[b] -= len(v)
+    offsets = np.concatenate([[0], np.cumsum(records)[:-1]]).astype(np.int64).tolist()
+
+    clock.start("components")
+    if not work.done("components"):
+        client.submit(components_task, layout, n_graph, pure=False).result()
+        work.mark("components")
+
+    n_finish = n_dests
+    clock.start("finish: removal per component")
+    finished = _stage(
+        layout, "finish",
+        lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped), n_finish,
+                        finish_take, (layout, offsets, dropped), "neardup-finish"),
+    )  # fmt: skip
+
+    clock.start("write: kept records, clusters and pairs")
+    gz = all(f.gzip for f in files)
+    outs = Outputs(outputs.kept, outputs.clusters, outputs.pairs, gz)
+    _check_written(work, outs, len(blocks), storage)
+    if not work.done("write"):
+        _unmark(outs, storage)
+    items = [("finish", d) for d in sorted(finished)] + [("block", b) for b in range(len(blocks))]
+    written = _stage(
+        layout, "write",
+        lambda: regroup(items, write_pieces, (layout,), len(blocks), write_take,
+                        (layout, outs, dropped), "neardup-write"),
+    )  # fmt: skip
+    clock.start("")
+    summary = _summary(params, finished, written, report, started, len(blocks))
+    summary["stage_seconds"] = clock.seconds
+    _manifests(outs, written, summary, len(blocks), storage)
+    if outputs.summary_json:
+        fs, path = filesystem(outputs.summary_json, storage)
+        fs.pipe_file(path, (json.dumps(summary, indent=1) + "\n").encode())
+    return summary
+
+
+class _Clock:
+    """Wall seconds of each stage (by its first word), said as each one starts."""
+
+    def __init__(self, say: Any) -> None:
+        self.say = say
+        self.seconds: dict[str, float] = {}
+        self._name = ""
+        self._since = 0.0
+
+    def start(self, message: str) -> None:
+        now = time.perf_counter()
+        if self._name:
+            self.seconds[self._name] = round(now - self._since, 3)
+        self._name = message.split(":")[0]
+        self._since = now
+        if message:
+            self.say(message)
+
+
+def _summary(
+    params: DedupParams,
+    finished: dict[int, dict[str, Any]],
+    written: dict[int, dict[str, Any]],
+    report: ErrorReport,
+    started: float,
+    n_blocks: int,
+) -> dict[str, Any]:
+    from ..methods import make_method
+
+    stats: dict[str, Any] = {}
+    for part in finished.values():
+        for key, value in part.items():
+            if key in ("seconds", "bytes_per_doc_in_memory", "documents", "empty", "bytes_in"):
+                continue
+            if key == "check_rounds":
+                stats[key] = max(stats.get(key, 0), value)
+            else:
+                stats[key] = stats.get(key, 0) + value
+    blocks = [written[b] for b in range(n_blocks)]
+    documents = sum(b["documents"] for b in blocks)
+    seconds = time.perf_counter() - started
+    nbytes = sum(b["nbytes"] for b in blocks)
+    return {
+        "documents": documents,
+        "empty": sum(b["empty"] for b in blocks),
+        **stats,
+        "removed": stats.get("removed", 0),
+        "kept": sum(b["kept"] for b in blocks),
+        "written": sum(b["kept"] for b in blocks),
+        "bytes_in": nbytes,
+        "skipped_records": report.total,
+        "problems": report.as_dict(),
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(nbytes / 1e6 / max(seconds, 1e-9), 2),
+        "method": make_method(params).describe(),
+        "params": params.fingerprint(),
+        "blocks": n_blocks,
+    }
+
+
+def _check_written(work: WorkDir, outs: Outputs, n_blocks: int, storage: dict[str, Any]) -> None:
+    """Written parts count as done only while they are where this run writes them: other
+    output folders, or parts deleted since, write the stage again."""
+    record = {"kept": outs.kept, "clusters": outs.clusters, "pairs": outs.pairs, "gz": outs.gzip}
+    if work.exists("write") and (
+        not work.exists("write/outputs.json") or work.read_json("write/outputs.json") != record
+    ):
+        work.forget("write")
+    if work.done("write"):
+        for folder, gz in ((outs.kept, outs.gzip), (outs.clusters, False), (outs.pairs, False)):
+            if folder is None:
+                continue
+            fs, root = filesystem(folder, storage)
+            have = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root.rstrip('/')}/part-*")}
+            if any(part_name(b, gz) not in have for b in range(n_blocks)):
+                work.forget("write")
+                break
+    if not work.exists("write/outputs.json"):
+        work.write_json("write/outputs.json", record)
+
+
+def _unmark(outs: Outputs, storage: dict[str, Any]) -> None:
+    """Remove an earlier manifest from the output folders: not whole while parts are written."""
+    for folder in (outs.kept, outs.clusters, outs.pairs):
+        if folder is not None:
+            fs, root = filesystem(folder, storage)
+            manifest = f"{root.rstrip('/')}/{MANIFEST}"
+            if fs.exists(manifest):
+                fs.rm(manifest)
+
+
+def _manifests(
+    outs: Outputs,
+    written: dict[int, dict[str, Any]],
+    summary: dict[str, Any],
+    n_blocks: int,
+    storage: dict[str, Any],
+) -> None:
+    """Each output folder's manifest, last: the folder is whole from then on."""
+    for folder, gz, count in (
+        (outs.kept, outs.gzip, "kept"),
+        (outs.clusters, False, "clusters"),
+        (outs.pairs, False, "pairs"),
+    ):
+        if folder is None:
+            continue
+        parts = [
+            {"file": part_name(b, gz), "records": int(written[b][count])} for b in range(n_blocks)
+        ]
+        fs, root = filesystem(folder, storage)
+        stale = [
+            p for p in fs.glob(f"{root.rstrip('/')}/part-*")
+            if p.rsplit("/", 1)[-1] not in {x["file"] for x in parts}
+        ]  # fmt: skip
+        for p in stale:  # parts of an earlier, larger output in the same folder
+            fs.rm(p)
+        body = {"format": 1, "parts": parts, "summary": summary}
+        fs.pipe_file(f"{root.rstrip('/')}/{MANIFEST}", (json.dumps(body, indent=1) + "\n").encode())

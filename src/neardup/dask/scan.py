@@ -1,0 +1,260 @@
+"""A block of an input file on a worker -> its signed documents; kept lines and texts by span.
+
+The worker reads its block through fsspec with the single-machine reader itself
+(``io._jsonl_blocks``: the same parser, the same bad-record messages), signs it with the
+engine's ``Deduplicator.sign`` (the method's signatures, the verifier's evidence), and keeps the
+result in the work folder. Problems are collected, not raised: whether a run stops is decided
+on the client once every block's first problem is known, so the one reported is the first in
+input order, as on one machine.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+from dataclasses import dataclass
+from typing import Any, BinaryIO, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine import Deduplicator, SignedBatch
+from ..io._jsonl_blocks import copy_kept_spans, scan_jsonl_blocks, texts_at_spans
+from ..io._report import MAX_EXAMPLES, Entry, ErrorReport, Problems
+from ..params import DedupParams
+from ..text import Utf8Texts
+from .inputs import Block, InputFile, filesystem
+from .tables import Docs, Rows, doc_keys, evidence_rows, signature_rows
+from .workdir import WorkDir
+
+IntArray = npt.NDArray[np.int64]
+#: Text bytes signed per call (the kernels' batch), whatever the document lengths.
+SIGN_BYTES = 16 << 20
+_READ = 1 << 20
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    """How records are read: fields, and whether ids default to ``NAME:LINE`` (several files)."""
+
+    text_field: str
+    id_field: str
+    many: bool
+
+
+class Collected(Problems):
+    """Problems remembered in order instead of raised or counted (the client decides)."""
+
+    def __init__(self) -> None:
+        super().__init__("skip", ErrorReport())
+        self.records: list[tuple[int, str, str, str]] = []
+        self.files: list[tuple[str, str, str]] = []
+
+    def record(self, entry: Entry, recno: int, kind: str, problem: str, fix: str) -> None:
+        self.records.append((recno, kind, problem, fix))
+
+    def file(self, entry: Entry, kind: str, problem: str, fix: str) -> None:
+        self.files.append((kind, problem, fix))
+
+
+class OwnedLines(io.RawIOBase):
+    """The lines of a file that start in bytes [start, end): from the first line start at or
+    after ``start`` to the newline ending the line that holds byte end - 1. Counts its lines."""
+
+    def __init__(self, open_file: Any, start: int, end: int) -> None:
+        self._open = open_file
+        self._start = start
+        self._end = end
+        self.lines = 0
+        self._raw: Any = None
+        self.seek(0)
+
+    def readable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        if pos != 0 or whence != 0:
+            raise io.UnsupportedOperation("only seek(0) is supported")
+        if self._raw is not None:
+            self._raw.close()
+        self._raw = self._open()
+        self._pos = 0
+        self._done = False
+        self._last = 0x0A
+        self.lines = 0
+        if self._start > 0:  # the first line starting at or after start
+            self._raw.seek(self._start - 1)
+            pos = self._start - 1
+            while True:
+                chunk = self._raw.read(_READ)
+                if not chunk:
+                    self._done = True
+                    break
+                cut = chunk.find(b"\n")
+                if cut >= 0:
+                    self._pos = pos + cut + 1
+                    self._raw.seek(self._pos)
+                    break
+                pos += len(chunk)
+        else:
+            self._pos = 0
+        self.first = self._pos  # the file offset of the block's first line
+        if self._pos >= self._end:
+            self._done = True
+        return 0
+
+    def readinto(self, buffer: Any) -> int:
+        if self._done:
+            return 0
+        data = self._raw.read(len(buffer))
+        if not data:
+            self._done = True
+        else:
+            if self._pos + len(data) >= self._end:  # the line holding byte end - 1 ends here
+                cut = data.find(b"\n", max(self._end - 1 - self._pos, 0))
+                if cut >= 0:
+                    data = data[: cut + 1]
+                    self._done = True
+            self._pos += len(data)
+            self.lines += data.count(b"\n")
+            self._last = data[-1]
+        if self._done and self._last != 0x0A and (self._pos > 0):
+            self.lines += 1
+            self._last = 0x0A
+        n = len(data)
+        buffer[:n] = data
+        return n
+
+    def close(self) -> None:
+        if self._raw is not None:
+            self._raw.close()
+        super().close()
+
+
+def file_entry(file: InputFile, storage_options: dict[str, Any] | None) -> Entry:
+    """An Entry whose bytes come from fsspec (gzip recognised by its first bytes)."""
+    fs, path = filesystem(file.url, storage_options)
+    return Entry(
+        name=file.name, fmt="jsonl", path=None, opener=lambda: cast(BinaryIO, fs.open(path, "rb"))
+    )
+
+
+def scan_block(
+    block: Block,
+    file: InputFile,
+    spec: ReadSpec,
+    params: DedupParams,
+    work: WorkDir,
+    storage_options: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Read, parse and sign one block; its documents go to the work folder, and what the client
+    needs (counts, problems, lines) is returned. A block already in the folder is not redone."""
+    rel = f"scan/part-{block.index:05d}"
+    if work.exists(rel + ".json"):
+        return cast(dict[str, Any], work.read_json(rel + ".json"))
+    fs, path = filesystem(file.url, storage_options)
+    readers: list[OwnedLines] = []  # a block of a plain file: its own lines only
+
+    def owned() -> BinaryIO:
+        readers.append(OwnedLines(lambda: fs.open(path, "rb"), block.start, block.end))
+        return cast(BinaryIO, readers[-1])
+
+    if block.start == 0 and block.end >= file.size:
+        entry = file_entry(file, storage_options)
+    else:
+        entry = Entry(name=file.name, fmt="jsonl", path=None, plain=True, opener=owned)
+    collected = Collected()
+    parts = list(scan_jsonl_blocks(entry, spec.text_field, spec.id_field, collected))
+    reader = readers[-1] if readers else None
+    base = 0 if reader is None else reader.first
+    docs = _signed(block.index, parts, base, params)
+    work.write_table(rel + ".parquet", docs.to_arrow())
+    records = sorted([*collected.records, *(p for part in parts for p in part.problems)])
+    counts: dict[str, int] = {}
+    for _, kind, _, _ in records:
+        counts[kind] = counts.get(kind, 0) + 1
+    for kind, _, _ in collected.files:
+        counts[kind] = counts.get(kind, 0) + 1
+    meta = {
+        "block": block.index,
+        "lines": reader.lines if reader is not None else None,
+        "records": len(docs),
+        "nbytes": int((docs.end - docs.start).sum()),
+        "counts": counts,
+        "problems": [list(p) for p in records[:MAX_EXAMPLES]],
+        "file_problems": [list(p) for p in collected.files[:MAX_EXAMPLES]],
+        "absent": int(docs.absent.sum()),
+    }
+    work.write_json(rel + ".json", meta)
+    return meta
+
+
+def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Docs:
+    """The block's records, signed in batches of ``SIGN_BYTES`` of text."""
+    ids = Utf8Texts.concat([p.ids for p in parts]) if parts else Utf8Texts.from_strings([])
+    texts = Utf8Texts.concat([p.texts for p in parts]) if parts else Utf8Texts.from_strings([])
+
+    def cat(name: str, dtype: Any) -> np.ndarray:
+        return np.concatenate([np.zeros(0, dtype=dtype), *(getattr(p, name) for p in parts)])
+
+    dedup = Deduplicator(params)
+    n = len(texts)
+    signed: list[SignedBatch] = []
+    cuts = np.searchsorted(texts.offsets, np.arange(0, texts.nbytes + SIGN_BYTES, SIGN_BYTES))
+    bounds = sorted({0, n, *np.clip(cuts, 0, n).tolist()})
+    for lo, hi in itertools.pairwise(bounds):
+        signed.append(dedup.sign(texts[lo:hi]))
+    if not signed:
+        signed.append(dedup.sign(texts))
+    from ..methods import Signatures
+    from ..verify import concat_evidence
+
+    sigs = Signatures.concat([s.signatures for s in signed])
+    ev = concat_evidence([s.evidence for s in signed])
+    return Docs(
+        doc_keys(block, n),
+        cat("recnos", np.int64),
+        ids,
+        cat("absent", np.bool_),
+        cat("starts", np.int64) + base,
+        cat("ends", np.int64) + base,
+        cat("firsts", np.uint8),
+        np.concatenate([s.canonical for s in signed]).astype(np.uint64),
+        np.concatenate([s.lengths for s in signed]).astype(np.int64),
+        signature_rows(sigs),
+        evidence_rows(ev),
+    )
+
+
+def texts_of(
+    file: InputFile,
+    starts: IntArray,
+    ends: IntArray,
+    firsts: npt.NDArray[np.uint8],
+    wanted: IntArray,
+    spec: ReadSpec,
+    storage_options: dict[str, Any] | None,
+) -> Utf8Texts:
+    """The texts of records ``wanted`` (indices into the spans, ascending) read again."""
+    entry = file_entry(file, storage_options)
+    entry.spans = [(starts, ends, firsts)]
+    texts = texts_at_spans(entry, wanted, spec.text_field, spec.id_field)
+    return Utf8Texts.from_strings(texts)
+
+
+def copy_kept(
+    file: InputFile,
+    starts: IntArray,
+    ends: IntArray,
+    firsts: npt.NDArray[np.uint8],
+    keep: npt.NDArray[np.bool_],
+    out: Any,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Write the kept records' lines, byte for byte, to ``out``."""
+    entry = file_entry(file, storage_options)
+    entry.spans = [(starts, ends, firsts)]
+    copy_kept_spans(entry, keep, out)
+
+
+__all__ = ["Collected", "ReadSpec", "Rows", "copy_kept", "scan_block", "texts_of"]

@@ -1,0 +1,446 @@
+"""The stages of a cluster run after the scan, each a function the workers run.
+
+- ``graph``: every document's lookup keys (the method's postings) and content hash, regrouped by
+  key: documents sharing one are linked (the only documents that can meet in removal), and ids
+  regrouped by their hash reveal duplicate ids (the later record is a bad one, as on one machine).
+- ``components``: the links -> connected components (the union of shared keys and exact copies).
+- ``finish``: the documents of whole components, regrouped by component, run through the
+  engine's own ``Deduplicator.finish`` (the same removal, verification and pairs: components are
+  independent), texts read again by span from the inputs; each document's outcome comes back as
+  JSON lines of the clusters and pairs files and the keys of removed documents.
+- ``write``: per block, the kept records (copied byte for byte), its clusters and pairs lines.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .._kernels.links import key_minimum
+from ..clusters import cluster_labels
+from ..engine import Deduplicator, SignedBatch
+from ..io._writers import write_clusters, write_pairs
+from ..methods import make_method, postings
+from ..methods.base import column_keys
+from ..params import DedupParams
+from ..text import Utf8Texts
+from .bundles import Pieces, concat_tables, spread
+from .inputs import Block, InputFile, filesystem, is_url
+from .scan import ReadSpec, copy_kept, texts_of
+from .tables import Docs, evidence_of, key_block, key_index, signatures_of
+from .workdir import WorkDir
+
+IntArray = npt.NDArray[np.int64]
+#: The "column" of content hashes among the lookup keys: exact copies are linked too.
+CONTENT_COLUMN = -1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What every stage knows of the run: files, blocks, how ids read, where things go."""
+
+    files: list[InputFile]
+    blocks: list[Block]
+    spec: ReadSpec
+    params: DedupParams
+    work: WorkDir
+    storage_options: dict[str, Any]
+    line_offsets: list[int]  # lines of the file before each block
+    pairs: str  # "removal" or "all"
+
+
+def _table(columns: dict[str, Any]) -> Any:
+    import pyarrow as pa
+
+    return pa.table(columns)
+
+
+def load_docs(layout: Layout, block: int) -> Docs:
+    """A block's documents from the scan, absent ids filled in (``NAME:LINE`` or ``LINE``)."""
+    docs = Docs.from_arrow(layout.work.read_table(f"scan/part-{block:05d}.parquet"))
+    if docs.absent.any():
+        name = layout.files[layout.blocks[block].file].name
+        offset = layout.line_offsets[block]
+        ids: list[str] = list(docs.ids)
+        for i in np.flatnonzero(docs.absent).tolist():
+            line = int(docs.recno[i]) + offset
+            ids[i] = f"{name}:{line}" if layout.spec.many else str(line)
+        docs = Docs(
+            docs.key, docs.recno, Utf8Texts.from_strings(ids), np.zeros(len(docs), np.bool_),
+            docs.start, docs.end, docs.first, docs.canonical, docs.length, docs.sig, docs.ev,
+        )  # fmt: skip
+    return docs
+
+
+def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
+    from .._kernels.shingles import raw_hash_kernel
+
+    return np.asarray(raw_hash_kernel(ids.buf, ids.offsets), dtype=np.uint64)
+
+
+# -- graph ----------------------------------------------------------------------------------------
+def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
+    """A block's id records and link records (column-folded key, document), by destination."""
+    docs = load_docs(layout, block)
+    method = make_method(layout.params)
+    row, col, key = postings(method, signatures_of(docs.sig))
+    full = np.flatnonzero(docs.canonical != np.uint64(0xFFFFFFFFFFFFFFFF))
+    folded = np.concatenate(
+        [
+            column_keys(col, key),
+            column_keys(np.full(len(full), CONTENT_COLUMN), docs.canonical[full]),
+        ]
+    )
+    member = np.concatenate([docs.key[row], docs.key[full]])
+    hashes = _id_hashes(docs.ids)
+    pieces: Pieces = {}
+    link_dest = spread(folded, n_dests)
+    id_dest = spread(hashes, n_dests)
+    link_at = _split(link_dest, n_dests)
+    id_at = _split(id_dest, n_dests)
+    for d in range(n_dests):
+        at, mine = link_at[d], id_at[d]
+        tables: dict[str, Any] = {}
+        if len(at):
+            tables["links"] = _table({"fold": folded[at], "doc": member[at]})
+        if len(mine):
+            ids = docs.ids.take(mine)
+            line = docs.recno[mine] + layout.line_offsets[block]
+            tables["ids"] = _table(
+                {"hash": hashes[mine], "doc": docs.key[mine], "line": line, "id": list(ids)}
+            )
+        if tables:
+            pieces[d] = tables
+    return pieces
+
+
+def _split(dest: npt.NDArray[np.int64], n: int) -> list[IntArray]:
+    """Positions of each destination's rows (ascending), by one stable sort."""
+    order = np.argsort(dest, kind="stable")
+    bounds = np.searchsorted(dest[order], np.arange(n + 1))
+    return [order[bounds[d] : bounds[d + 1]] for d in range(n)]
+
+
+def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[str, Any]:
+    """Links of one destination -> star edges (document, smallest document linked to it), and
+    its duplicate ids; both written to the work folder."""
+    work = layout.work
+    rel = f"graph/part-{dest:05d}"
+    if work.exists(rel + ".json"):
+        return dict(work.read_json(rel + ".json"))
+    edges_u, edges_v = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if "links" in tables:
+        links = concat_tables(tables["links"])
+        fold = links.column("fold").to_numpy()
+        doc = links.column("doc").to_numpy()
+        smallest = key_minimum(fold, doc)  # each row links to its key's smallest holder
+        shared = doc != smallest
+        a, b = smallest[shared], doc[shared]
+        if len(a):  # stars per destination: each linked document to its component's smallest
+            nodes, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
+            labels = cluster_labels(len(nodes), inv[: len(a)], inv[len(a) :])
+            root = nodes[labels]
+            moved = root != nodes
+            edges_u, edges_v = nodes[moved], root[moved]
+    dups = _duplicates(tables.get("ids", []), layout)
+    work.write_table(rel + ".parquet", _table({"doc": edges_u, "root": edges_v}))
+    work.write_table(f"graph/dups-{dest:05d}.parquet", dups)
+    answer = {"edges": len(edges_u), "dups": dups.num_rows}
+    work.write_json(rel + ".json", answer)
+    return answer
+
+
+def _duplicates(parts: list[Any], layout: Layout) -> Any:
+    """Records whose id an earlier record (input order) has: (doc, earlier doc, id)."""
+    none = np.zeros(0, np.int64)
+    empty = _table({"doc": none, "earlier": none, "line": none, "earlier_line": none, "id": []})
+    if not parts:
+        return empty
+    ids = concat_tables(parts)
+    h = ids.column("hash").to_numpy()
+    doc = ids.column("doc").to_numpy()
+    lines = ids.column("line").to_numpy()
+    order = np.lexsort((doc, h))
+    h, doc, lines = h[order], doc[order], lines[order]
+    repeated = np.flatnonzero(np.r_[h[1:] == h[:-1], False] | np.r_[False, h[1:] == h[:-1]])
+    if not len(repeated):
+        return empty
+    names = ids.column("id").to_pylist()
+    first: dict[str, tuple[int, int]] = {}
+    out: list[tuple[int, int, int, int, str]] = []
+    for i in repeated.tolist():  # only records whose id hash repeats: a handful
+        rid = names[int(order[i])]
+        if rid in first:
+            out.append((int(doc[i]), *first[rid][:1], int(lines[i]), first[rid][1], rid))
+        else:
+            first[rid] = (int(doc[i]), int(lines[i]))
+    columns: list[Any] = list(zip(*out, strict=True)) if out else [(), (), (), (), ()]
+    return _table(
+        {
+            "doc": np.asarray(columns[0], np.int64),
+            "earlier": np.asarray(columns[1], np.int64),
+            "line": np.asarray(columns[2], np.int64),
+            "earlier_line": np.asarray(columns[3], np.int64),
+            "id": list(columns[4]),
+        }
+    )
+
+
+def components_task(layout: Layout, n_dests: int) -> dict[str, Any]:
+    """Every star edge -> each linked document's component label (its smallest document), in
+    one task: ``components/labels.parquet`` (doc, label), sorted by document."""
+    work = layout.work
+    if work.exists("components/labels.json"):
+        return dict(work.read_json("components/labels.json"))
+    us, vs = [], []
+    for d in range(n_dests):
+        rel = f"graph/part-{d:05d}.parquet"
+        if work.exists(rel):
+            t = work.read_table(rel)
+            us.append(t.column("doc").to_numpy())
+            vs.append(t.column("root").to_numpy())
+    u = np.concatenate([np.zeros(0, np.int64), *us])
+    v = np.concatenate([np.zeros(0, np.int64), *vs])
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    labels = cluster_labels(len(nodes), inv[: len(u)], inv[len(u) :]) if len(nodes) else inv
+    work.write_table("components/labels.parquet", _table({"doc": nodes, "label": nodes[labels]}))
+    answer = {"linked": len(nodes), "components": len(np.unique(labels))}
+    work.write_json("components/labels.json", answer)
+    return answer
+
+
+def dropped_of(layout: Layout, n_graph: int) -> dict[int, IntArray]:
+    """Documents dropped for a duplicate id, by block (indices within the block, ascending)."""
+    keys = []
+    for d in range(n_graph):
+        t = layout.work.read_table(f"graph/dups-{d:05d}.parquet")
+        keys.append(t.column("doc").to_numpy())
+    every = np.sort(np.concatenate([np.zeros(0, np.int64), *keys]))
+    blocks = key_block(every)
+    return {int(b): key_index(every[blocks == b]) for b in np.unique(blocks).tolist()}
+
+
+# -- finish ---------------------------------------------------------------------------------------
+def finish_pieces(
+    block: int, layout: Layout, n_dests: int, dropped: dict[int, list[int]]
+) -> Pieces:
+    """A block's documents in components (and not dropped), by component destination."""
+    import pyarrow.compute as pc
+
+    docs = load_docs(layout, block)
+    lo, hi = block << 32, (block + 1) << 32
+    t = layout.work.read_table(
+        "components/labels.parquet", filters=[("doc", ">=", lo), ("doc", "<", hi)]
+    )
+    t = t.filter(pc.and_(pc.greater_equal(t.column("doc"), lo), pc.less(t.column("doc"), hi)))
+    keys = t.column("doc").to_numpy()
+    labels = t.column("label").to_numpy()
+    rows = key_index(keys)
+    if block in dropped:
+        keep = ~np.isin(rows, np.asarray(dropped[block], dtype=np.int64))
+        rows, labels = rows[keep], labels[keep]
+    dest = spread(labels, n_dests)
+    pieces: Pieces = {}
+    for d in np.unique(dest).tolist():
+        at = np.flatnonzero(dest == d)
+        sub = docs.take(rows[at]).to_arrow()
+        sub = sub.append_column("label", _table({"x": labels[at]}).column("x"))
+        pieces[int(d)] = {"docs": sub}
+    return pieces
+
+
+def _dense(keys: IntArray, offsets: IntArray, dropped: dict[int, list[int]]) -> IntArray:
+    """Global positions (input order among accepted records) of document keys."""
+    blocks = key_block(keys)
+    idx = key_index(keys)
+    out = offsets[blocks] + idx
+    for b in np.unique(blocks).tolist():
+        if b in dropped:
+            at = blocks == b
+            out[at] -= np.searchsorted(np.asarray(dropped[b], dtype=np.int64), idx[at])
+    return out
+
+
+def finish_take(
+    dest: int,
+    tables: dict[str, list[Any]],
+    layout: Layout,
+    offsets: list[int],
+    dropped: dict[int, list[int]],
+) -> dict[str, Any]:
+    """The engine's ``finish`` on the documents of whole components; writes the rows each
+    block needs (removed documents, clusters and pairs lines) and returns the statistics."""
+    import pyarrow as pa
+
+    work = layout.work
+    rel = f"finish/part-{dest:05d}"
+    if work.exists(rel + ".json"):
+        return dict(work.read_json(rel + ".json"))
+    table = concat_tables(tables["docs"])
+    order = np.argsort(table.column("key").to_numpy(), kind="stable")
+    table = table.take(pa.array(order))
+    docs = Docs.from_arrow(table)
+    dedup = Deduplicator(layout.params, pairs=layout.pairs)  # type: ignore[arg-type]
+    dedup.append(
+        SignedBatch(docs.canonical, docs.length, signatures_of(docs.sig), evidence_of(docs.ev)), 0
+    )
+    dedup.finish(None, lambda wanted: _texts(layout, docs, wanted))
+    off = np.asarray(offsets, dtype=np.int64)
+    ids = list(docs.ids)
+    sizes = np.bincount(dedup.clusters_, minlength=len(docs))
+    rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+    cluster_at = _dense(docs.key[dedup.clusters_], off, dropped)
+    clusters = _lines(
+        write_clusters,
+        ids,
+        cluster_at,
+        dedup.kept_,
+        rows,
+        duplicate_of=dedup.duplicate_of_,
+        score=dedup.duplicate_score_,
+    )
+    a, b, s = dedup.all_pairs() if layout.pairs == "all" else dedup.pairs_
+    pairs = _lines(write_pairs, ids, a, b, s)
+    removed = docs.key[~dedup.kept_]
+    out = _table(
+        {
+            "kind": np.concatenate([np.zeros(len(removed), np.int8), np.ones(len(rows), np.int8),
+                                    np.full(len(a), 2, np.int8)]),
+            "key": np.concatenate([removed, docs.key[rows], docs.key[a]]),
+            "key2": np.concatenate([np.zeros(len(removed) + len(rows), np.int64), docs.key[b]]),
+            "line": [b""] * len(removed) + clusters + pairs,
+        }
+    )  # fmt: skip
+    work.write_table(rel + ".parquet", out)
+    stats = {k: v for k, v in dedup.stats_.as_dict().items() if isinstance(v, int | float)}
+    work.write_json(rel + ".json", stats)
+    return stats
+
+
+def _lines(write: Any, *args: Any, **kwargs: Any) -> list[bytes]:
+    """The rows a result writer formats, one bytes line each."""
+    sink = io.BytesIO()
+    write(sink, *args, **kwargs)
+    data = sink.getvalue()
+    return [line + b"\n" for line in data.split(b"\n")[:-1]] if data else []
+
+
+def _texts(layout: Layout, docs: Docs, wanted: IntArray) -> list[str]:
+    """The texts of documents ``wanted`` (rows of ``docs``, ascending), read again by span."""
+    blocks = key_block(docs.key)
+    files = np.asarray([layout.blocks[int(b)].file for b in blocks], dtype=np.int64)
+    out: dict[int, str] = {}
+    for f in np.unique(files[wanted]).tolist():
+        mine = np.flatnonzero(files == f)  # this file's documents here, in file order
+        order = mine[np.argsort(docs.start[mine], kind="stable")]
+        want = wanted[files[wanted] == f]
+        at = np.searchsorted(docs.start[order], docs.start[want])
+        texts = texts_of(
+            layout.files[f], docs.start[order], docs.end[order], docs.first[order],
+            np.sort(at), layout.spec, layout.storage_options,
+        )  # fmt: skip
+        for i, text in zip(want[np.argsort(at, kind="stable")].tolist(), texts, strict=True):
+            out[i] = text
+    return [out[i] for i in wanted.tolist()]
+
+
+# -- write ----------------------------------------------------------------------------------------
+def write_pieces(item: tuple[str, int], layout: Layout) -> Pieces:
+    """A finish part's rows by block, or a block's own marker (so every block writes)."""
+    kind, index = item
+    if kind == "block":
+        return {index: {"marker": _table({"block": np.asarray([index], np.int64)})}}
+    t = layout.work.read_table(f"finish/part-{index:05d}.parquet")
+    block = key_block(t.column("key").to_numpy())
+    pieces: Pieces = {}
+    for b in np.unique(block).tolist():
+        pieces[int(b)] = {"rows": t.filter(_table({"x": block == b}).column("x"))}
+    return pieces
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """Folders (local or URLs) the parts go to; None skips one."""
+
+    kept: str | None
+    clusters: str | None
+    pairs: str | None
+    gzip: bool
+
+
+def part_name(block: int, gz: bool) -> str:
+    return f"part-{block:05d}.jsonl" + (".gz" if gz else "")
+
+
+def write_take(
+    block: int,
+    tables: dict[str, list[Any]],
+    layout: Layout,
+    outputs: Outputs,
+    dropped: dict[int, list[int]],
+) -> dict[str, Any]:
+    """One block's kept records, clusters lines and pairs lines, each as a part file."""
+    work = layout.work
+    rel = f"write/part-{block:05d}.json"
+    if work.exists(rel):
+        return dict(work.read_json(rel))
+    docs = Docs.from_arrow(work.read_table(f"scan/part-{block:05d}.parquet"))
+    keep = np.ones(len(docs), dtype=np.bool_)
+    if block in dropped:
+        keep[np.asarray(dropped[block], dtype=np.int64)] = False
+    present = keep.copy()
+    cluster_lines: list[bytes] = []
+    pair_lines: list[bytes] = []
+    if "rows" in tables:
+        rows = concat_tables(tables["rows"])
+        kind = rows.column("kind").to_numpy()
+        key = rows.column("key").to_numpy()
+        key2 = rows.column("key2").to_numpy()
+        lines = rows.column("line").to_pylist()
+        keep[key_index(key[kind == 0])] = False
+        c = np.flatnonzero(kind == 1)
+        o = c[np.argsort(key[c], kind="stable")]
+        cluster_lines = [lines[i] for i in o.tolist()]
+        p = np.flatnonzero(kind == 2)
+        o = p[np.lexsort((key2[p], key[p]))]
+        pair_lines = [lines[i] for i in o.tolist()]
+    file = layout.files[layout.blocks[block].file]
+    written = {"block": block, "documents": int(present.sum()), "kept": int(keep.sum())}
+    written["empty"] = int((docs.canonical[present] == np.uint64(0xFFFFFFFFFFFFFFFF)).sum())
+    written["nbytes"] = int((docs.end[present] - docs.start[present]).sum())
+    if outputs.kept is not None:
+        sink = io.BytesIO()
+        copy_kept(file, docs.start, docs.end, docs.first, keep, sink, layout.storage_options)
+        data = sink.getvalue()
+        _put(outputs.kept, part_name(block, outputs.gzip), data, outputs.gzip, layout)
+        written["kept_bytes"] = len(data)
+    if outputs.clusters is not None:
+        _put(outputs.clusters, part_name(block, False), b"".join(cluster_lines), False, layout)
+    if outputs.pairs is not None:
+        _put(outputs.pairs, part_name(block, False), b"".join(pair_lines), False, layout)
+    written["clusters"] = len(cluster_lines)
+    written["pairs"] = len(pair_lines)
+    work.write_json(rel, written)
+    return written
+
+
+def _put(folder: str, name: str, data: bytes, gz: bool, layout: Layout) -> None:
+    """A part file, whole or absent (a temporary name renamed locally; one PUT on a store)."""
+    if gz:
+        data = gzip.compress(data, mtime=0)
+    fs, root = filesystem(folder, layout.storage_options)
+    target = f"{root.rstrip('/')}/{name}"
+    fs.makedirs(root, exist_ok=True)
+    if is_url(folder):
+        fs.pipe_file(target, data)
+        return
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    with fs.open(tmp, "wb") as fh:
+        fh.write(data)
+    fs.mv(tmp, target)

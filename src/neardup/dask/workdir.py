@@ -1,0 +1,170 @@
+"""The work folder of a cluster run: each stage's outputs, kept so a killed run resumes.
+
+A folder (local path or fsspec URL) holds ``run.json`` (what the run is: the parameters'
+fingerprint, the read options, every input's name, size and modification stamp) and one
+subfolder per stage: the stage's per-partition files and, once every partition is written, a
+``_SUCCESS`` marker. A run started again with the same ``run.json`` skips the stages that have
+their marker and, in the others, the partitions whose files exist; with anything different it
+stops with a line saying what changed (``restart=True`` discards the folder instead). Files
+are written under a temporary name and renamed (object stores: one PUT, whole or absent), so a
+file that exists is complete.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from ..errors import InputError
+from .inputs import filesystem, is_url
+
+RUN_FILE = "run.json"
+DONE = "_SUCCESS"
+FORMAT = 1
+
+
+class WorkDir:
+    """A work folder; picklable (workers write into it)."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = url.rstrip("/") or url
+        self.storage_options = storage_options or {}
+        self._fs: Any = None
+        self._root: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url, "storage_options": self.storage_options}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"], state["storage_options"])  # type: ignore[misc]
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            self._fs, self._root = filesystem(self.url, self.storage_options)
+        return self._fs
+
+    def path(self, rel: str) -> str:
+        """The filesystem path of ``rel`` inside the folder."""
+        self.fs  # noqa: B018 - sets the root
+        return f"{self._root}/{rel}"
+
+    def exists(self, rel: str) -> bool:
+        return bool(self.fs.exists(self.path(rel)))
+
+    def write_bytes(self, rel: str, data: bytes) -> None:
+        """``data`` as file ``rel``: whole or absent, never partial."""
+        target = self.path(rel)
+        self.fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+        if is_url(self.url):
+            self.fs.pipe_file(target, data)
+            return
+        tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+        with self.fs.open(tmp, "wb") as fh:
+            fh.write(data)
+        self.fs.mv(tmp, target)
+
+    def read_bytes(self, rel: str) -> bytes:
+        return bytes(self.fs.cat_file(self.path(rel)))
+
+    def write_json(self, rel: str, value: object) -> None:
+        self.write_bytes(rel, json.dumps(value, sort_keys=True).encode())
+
+    def read_json(self, rel: str) -> Any:
+        return json.loads(self.read_bytes(rel))
+
+    def write_table(self, rel: str, table: Any) -> None:
+        """An Arrow table as Parquet (uncompressed: signatures do not compress)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not is_url(self.url):  # straight to a temporary file, renamed: no copy in memory
+            target = self.path(rel)
+            self.fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+            tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+            pq.write_table(table, tmp, compression="none", row_group_size=1 << 16)
+            self.fs.mv(tmp, target)
+            return
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="none", row_group_size=1 << 16)
+        self.write_bytes(rel, sink.getvalue().to_pybytes())
+
+    def read_table(self, rel: str, filters: Any = None) -> Any:
+        import pyarrow.parquet as pq
+
+        with self.fs.open(self.path(rel), "rb") as fh:
+            return pq.read_table(fh, filters=filters)
+
+    def done(self, stage: str) -> bool:
+        return self.exists(f"{stage}/{DONE}")
+
+    def mark(self, stage: str) -> None:
+        self.write_bytes(f"{stage}/{DONE}", b"")
+
+    def start(self, run: dict[str, Any], restart: bool) -> bool:
+        """Bind the folder to this run: True when it resumes an earlier one. A folder made for
+        another run (other parameters or inputs) is an InputError naming the difference, unless
+        ``restart``, which empties it."""
+        run = {"format": FORMAT, **run}
+        if self.exists(RUN_FILE):
+            before = self.read_json(RUN_FILE)
+            change = _difference(before, run)
+            if change is None:
+                return True
+            if not restart:
+                raise InputError(
+                    f"the work folder {self.url} belongs to another run ({change}); use "
+                    "--restart to discard it, or give another --work-dir"
+                )
+        root = self.path("").rstrip("/")
+        if self.fs.exists(root) and self.fs.ls(root):
+            if not self.exists(RUN_FILE):
+                raise InputError(
+                    f"the work folder {self.url} holds files neardup did not write; give an "
+                    "empty or new folder"
+                )
+            self.clear()
+        self.write_json(RUN_FILE, run)
+        return False
+
+    def forget(self, stage: str) -> None:
+        """Drop a stage's kept results, so it runs again."""
+        folder = self.path(stage)
+        if self.fs.exists(folder):
+            self.fs.rm(folder, recursive=True)
+
+    def clear(self) -> None:
+        root = self.path("").rstrip("/")
+        if self.fs.exists(root):
+            self.fs.rm(root, recursive=True)
+
+    def remove(self) -> None:
+        """Delete the folder (a temporary one, after a successful run)."""
+        self.clear()
+
+
+def _difference(before: dict[str, Any], now: dict[str, Any]) -> str | None:
+    """What differs between two runs, in a few words, or None."""
+    if before.get("format") != now.get("format"):
+        return "it was made by another version of neardup"
+    if before.get("params") != now.get("params"):
+        return "the parameters changed"
+    if before.get("read") != now.get("read"):
+        return "the read options changed"
+    old = {f["name"]: f for f in before.get("inputs", [])}
+    new = {f["name"]: f for f in now.get("inputs", [])}
+    if list(old) != list(new):
+        gone = [n for n in old if n not in new]
+        added = [n for n in new if n not in old]
+        if gone:
+            return f"{gone[0]} is no longer an input"
+        if added:
+            return f"{added[0]} is a new input"
+        return "the inputs are in another order"
+    for name, f in new.items():
+        if old[name] != f:
+            return f"{name} changed since (size or modification time)"
+    if before.get("options") != now.get("options"):
+        return "the block size changed"
+    return None
