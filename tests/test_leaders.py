@@ -85,17 +85,23 @@ def reference_leaders(
     r: int,
     score: object,
     accept: object,
+    cap: int = 2**62,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Visit by rank; a document's candidates are kept documents sharing >= r keys in the same
-    column; removed as a duplicate of the accepted candidate with the best (score, rank)."""
+    column, counting only keys where the kept one is among the first ``cap`` kept with that key
+    (column, key); removed as a duplicate of the accepted candidate with the best (score, rank)."""
     m = keys.shape[0]
     kept = np.zeros(m, dtype=bool)
     dup = np.full(m, -1)
     sc = np.full(m, np.nan)
+    leaders: dict[tuple[int, int], list[int]] = {}
     for d in np.argsort(rank, kind="stable").tolist():
         best = None
         for x in np.flatnonzero(kept).tolist():
-            c = int(((keys[d] == keys[x]) & (keys[d] != EMPTY)).sum())
+            c = sum(
+                int(keys[d, j] != EMPTY and x in leaders.get((j, int(keys[d, j])), []))
+                for j in range(keys.shape[1])
+            )
             if c < r:
                 continue
             s = score(d, x, c)  # type: ignore[operator]
@@ -105,6 +111,11 @@ def reference_leaders(
                 best = (s, x)
         if best is None:
             kept[d] = True
+            for j in range(keys.shape[1]):
+                if keys[d, j] != EMPTY:
+                    bucket = leaders.setdefault((j, int(keys[d, j])), [])
+                    if len(bucket) < cap:
+                        bucket.append(d)
         else:
             sc[d], dup[d] = best
     return kept, dup, sc
@@ -131,9 +142,14 @@ instances = st.integers(2, 24).flatmap(
 
 @settings(max_examples=150)
 @given(
-    instances, st.sampled_from(["count", "exact", "sketch", "hybrid"]), st.sampled_from([None, 0])
+    instances,
+    st.sampled_from(["count", "exact", "sketch", "hybrid"]),
+    st.sampled_from([None, 0]),
+    st.sampled_from([2**62, 1, 2]),
 )
-def test_leader_pass_equals_the_reference(inst: tuple, verify: str, budget: int | None) -> None:
+def test_leader_pass_equals_the_reference(
+    inst: tuple, verify: str, budget: int | None, cap: int
+) -> None:
     raw_keys, raw_sets, perm, r, t = inst
     m = len(raw_keys)
     keys = np.array(raw_keys, dtype=np.uint64)
@@ -196,7 +212,9 @@ def test_leader_pass_equals_the_reference(inst: tuple, verify: str, budget: int 
         return _sets_of(picked)
 
     store = SetStore(len(act), fetch, budget=budget)
-    res = remove_by_leaders(buckets, local_rank, r, count_ok, count_score, check, store)
+    res = remove_by_leaders(
+        buckets, local_rank, r, count_ok, count_score, check, store, max_leaders=cap
+    )
     kept = np.ones(m, dtype=bool)
     dup = np.full(m, -1)
     sc = np.full(m, np.nan)
@@ -204,7 +222,7 @@ def test_leader_pass_equals_the_reference(inst: tuple, verify: str, budget: int 
     has = res.duplicate_of >= 0
     dup[buckets.docs[has]] = buckets.docs[res.duplicate_of[has]]
     sc[buckets.docs] = res.score
-    want = reference_leaders(keys, rank, r, score, accept)
+    want = reference_leaders(keys, rank, r, score, accept, cap)
     assert np.array_equal(kept, want[0])
     assert np.array_equal(dup, want[1])
     assert np.array_equal(sc, want[2], equal_nan=True)

@@ -153,7 +153,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument(
         "--max-bucket",
         type=int,
-        help="minhash: feature buckets larger than this are big buckets, not expanded [200]",
+        help="minhash: feature buckets larger than this are big buckets, not expanded; keep-aware removal compares a document with at most this many kept documents of each bucket [200]",
     )
     m.add_argument(
         "--keep",

@@ -563,7 +563,7 @@ class Deduplicator:
         nodes = _removal.group_nodes(n, priority, groups)
         res = remove_by_leaders(
             buckets, nodes.rank[active], method.min_shared, count_ok, count_score, check,
-            store if check.wants_sets else None,
+            store if check.wants_sets else None, max_leaders=method.max_bucket,
         )  # fmt: skip
         self._spilled_sets = store.spilled
         store.close()

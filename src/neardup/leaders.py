@@ -175,6 +175,7 @@ def remove_by_leaders(
     check: PairCheck,
     sets: SetStore | None = None,
     keep_pairs: bool = True,
+    max_leaders: int = 2**62,
 ) -> LeaderResult:
     """Keep-aware removal of the documents of ``buckets`` against their buckets' kept leaders.
 
@@ -183,7 +184,9 @@ def remove_by_leaders(
     from the count; ``count_score[c]`` is its score, used when the verifier defers to the
     method). ``check``: the verifier's rule over the rows. sets: where exact shingle sets of
     rows are fetched and held (hybrid verification; see the module docstring). keep_pairs: also return the accepted
-    pairs. The result does not depend on how the rows' buckets were numbered.
+    pairs. max_leaders: the most leaders a bucket takes (its first kept documents), which bounds
+    the comparisons per document in buckets of boilerplate. The result does not depend on how
+    the rows' buckets were numbered.
     """
     m = len(buckets.docs)
     rank = np.ascontiguousarray(rank, dtype=np.int64)
@@ -216,6 +219,7 @@ def remove_by_leaders(
             dup,
             score,
             keep_pairs,
+            int(max_leaders),
         )
         rounds += 1
         checks += int(stats[_k.CHECKS])

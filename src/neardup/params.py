@@ -229,7 +229,8 @@ class MinhashParams:
       features, C(k, r) keys a document) instead of counting shared features; the same pairs,
       for small k and r only (e.g. k=6, r=2: 15 keys).
     max_bucket: feature buckets with more documents are big buckets (boilerplate): not expanded
-      into all their pairs (see ``neardup.candidates``).
+      into all their pairs (see ``neardup.candidates``); keep-aware removal compares a document
+      with at most this many kept leaders of each bucket (its first kept documents).
     """
 
     features: FeatureParams | None = None

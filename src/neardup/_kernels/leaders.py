@@ -201,6 +201,7 @@ def leader_pass(
     dup: np.ndarray,
     dscore: np.ndarray,
     keep_pairs: bool,
+    max_leaders: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Keep-aware removal of m documents against the kept leaders of their buckets.
 
@@ -216,13 +217,16 @@ def leader_pass(
 
     Only documents with ``run[d]`` are decided (whole components of the bucket graph, which
     are independent); their results are written into ``kept``, ``dup`` (duplicate_of, -1 if
-    kept) and ``dscore`` (NaN if kept), the others' left as they are. Returns the accepted pairs
+    kept) and ``dscore`` (NaN if kept), the others' left as they are. A bucket takes at most
+    ``max_leaders`` leaders (the first kept): a boilerplate key shared by thousands of distinct
+    documents would otherwise make each compared with all of them. Returns the accepted pairs
     (doc, leader, score) when ``keep_pairs``, the wanted pairs (doc, leader), stats[N_STATS].
     """
     m = order.shape[0]
     kind = check[0]
     threshold = check[1]
     head = np.full(n_buckets, -1, dtype=np.int64)
+    leaders = np.zeros(n_buckets, dtype=np.int64)
     node_doc = np.empty(16, dtype=np.int64)
     node_next = np.empty(16, dtype=np.int64)
     nodes = 0
@@ -283,6 +287,9 @@ def leader_pass(
             node_next = grown(node_next, need)
             for e in range(offsets[d], offsets[d + 1]):
                 b = buckets[e]
+                if leaders[b] >= max_leaders:
+                    continue
+                leaders[b] += 1
                 node_doc[nodes] = d
                 node_next[nodes] = head[b]
                 head[b] = nodes
