@@ -24,7 +24,6 @@ Every run is the ``neardup dedup`` command line in its own process, watched with
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
@@ -75,12 +74,9 @@ def watch(args: list[str], kill_after: float | None = None) -> dict[str, Any]:
 
 def concat(folder: Path) -> bytes:
     """An output folder's parts in manifest order (gzip parts decompressed)."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    data = b""
-    for part in manifest["parts"]:
-        raw = (folder / part["file"]).read_bytes()
-        data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
-    return data
+    from neardup.dask import read_output
+
+    return read_output(str(folder))
 
 
 def dedup_cmd(corpus: str, out: Path, extra: list[str]) -> list[str]:

@@ -19,7 +19,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from neardup.cli import main  # noqa: E402
-from neardup.dask import ClusterOutputs, JobOptions, dedup  # noqa: E402
+from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output  # noqa: E402
 from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DedupParams, MinhashParams, SimhashMethodParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
@@ -29,12 +29,7 @@ FOLDERS = ("kept", "clusters", "pairs")
 
 @pytest.fixture(scope="module", params=[2, 1], ids=lambda n: f"workers{n}")
 def client(request: pytest.FixtureRequest) -> Iterator[object]:
-    with (
-        distributed.LocalCluster(
-            n_workers=request.param, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with connect(f"local:{request.param}") as c:
         yield c
 
 
@@ -79,12 +74,7 @@ def _local(tmp: Path, inputs: list[str], extra: list[str]) -> list[bytes]:
 
 def concat(folder: Path) -> bytes:
     """An output folder's parts, in the manifest's order, gzip ones decompressed."""
-    manifest = json.loads((folder / "manifest.json").read_text())
-    data = b""
-    for part in manifest["parts"]:
-        raw = (folder / part["file"]).read_bytes()
-        data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
-    return data
+    return read_output(str(folder))
 
 
 def _outputs(tmp: Path, all_pairs: bool = False) -> ClusterOutputs:
@@ -146,12 +136,7 @@ def test_every_method_verification_and_removal_gives_the_local_outputs(
 def test_four_workers_give_the_local_outputs(lines: list[str], tmp_path: Path) -> None:
     inputs = _files(tmp_path, lines, "three")
     want = _local(tmp_path, inputs, [])
-    with (
-        distributed.LocalCluster(
-            n_workers=4, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with connect("local:4") as c:
         dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=3000), c)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
 
@@ -291,6 +276,8 @@ def test_killing_the_job_then_running_it_again_resumes_with_the_same_outputs(
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
     assert not (tmp_path / "kept" / "manifest.json").exists()  # nothing looks whole
+    with pytest.raises(InputError, match="not a finished neardup output"):
+        read_output(str(tmp_path / "kept"))
     args[args.index("local:2")] = "local:1"  # another cluster size finds the same partitions
     again = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
@@ -303,12 +290,7 @@ def test_a_worker_killed_mid_run_changes_nothing(lines: list[str], tmp_path: Pat
 
     inputs = _files(tmp_path, _many(lines, 8), "one")
     want = _local(tmp_path, inputs, [])
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster) as c,
-    ):
+    with connect("local:2") as c:
         pids = list(c.run(os.getpid).values())
         work = tmp_path / "work"
         done: list[object] = []
@@ -365,9 +347,4 @@ def test_inputs_and_outputs_on_s3_give_the_local_kept_records(
     said = capsys.readouterr()
     assert "testing" not in said.err + said.out  # no credentials in what the run says
     for name, local in zip(FOLDERS, want, strict=True):
-        manifest = json.loads(fs.cat_file(f"crawl/out/{name}/manifest.json"))
-        data = b""
-        for part in manifest["parts"]:
-            raw = fs.cat_file(f"crawl/out/{name}/{part['file']}")
-            data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
-        assert data == local, name
+        assert read_output(f"s3://crawl/out/{name}", s3) == local, name

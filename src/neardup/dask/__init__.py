@@ -17,9 +17,9 @@ from typing import Any
 
 from ..params import DedupParams
 from .cluster import cluster_errors, connect
-from .job import ClusterOutputs, JobOptions, run_job
+from .job import ClusterOutputs, JobOptions, read_output, run_job
 
-__all__ = ["ClusterOutputs", "JobOptions", "cluster_errors", "connect", "dedup"]
+__all__ = ["ClusterOutputs", "JobOptions", "cluster_errors", "connect", "dedup", "read_output"]
 
 
 def dedup(

@@ -478,3 +478,21 @@ def _manifests(
             fs.rm(p)
         body = {"format": 1, "parts": parts, "summary": summary}
         fs.pipe_file(f"{root.rstrip('/')}/{MANIFEST}", (json.dumps(body, indent=1) + "\n").encode())
+
+
+def read_output(folder: str, storage_options: dict[str, Any] | None = None) -> bytes:
+    """A finished output folder's content: its parts in manifest order, gzip parts
+    decompressed — the single-machine run's file, byte for byte. An unfinished folder (no
+    manifest) is an InputError."""
+    import gzip
+
+    fs, root = filesystem(folder, dict(storage_options or {}))
+    root = root.rstrip("/")
+    if not fs.exists(f"{root}/{MANIFEST}"):
+        raise InputError(f"{folder} has no {MANIFEST}: not a finished neardup output")
+    manifest = json.loads(fs.cat_file(f"{root}/{MANIFEST}"))
+    data = bytearray()
+    for part in manifest["parts"]:
+        raw = fs.cat_file(f"{root}/{part['file']}")
+        data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
+    return bytes(data)
