@@ -251,6 +251,13 @@ def test_output_folders_are_checked_before_anything_is_read(
         )
     with pytest.raises(ParamError, match="is an input"):
         dedup(inputs, DedupParams(), ClusterOutputs(inputs[0]), JobOptions(), client=object())
+    with pytest.raises(ParamError, match=r"--summary-json .* is an input"):
+        where = ClusterOutputs(str(tmp_path / "k"), summary_json=inputs[0])
+        dedup(inputs, DedupParams(), where, JobOptions(), client=object())
+    with pytest.raises(ParamError, match=r"--summary-json .* is a folder"):
+        where = ClusterOutputs(str(tmp_path / "k"), summary_json=str(tmp_path / "busy"))
+        dedup(inputs, DedupParams(), where, JobOptions(), client=object())
+    assert (tmp_path / "in.jsonl").read_text() == "".join(lines)  # untouched
     with pytest.raises(ParamError, match="same folder"):
         same = str(tmp_path / "o")
         dedup(inputs, DedupParams(), ClusterOutputs(same, same), JobOptions(), client=object())

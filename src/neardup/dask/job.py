@@ -53,7 +53,7 @@ from .stages import (
     write_pieces,
     write_take,
 )
-from .workdir import WorkDir
+from .workdir import WorkDir, write_whole
 
 MANIFEST = "manifest.json"
 #: Input bytes per destination of the graph and finish shuffles (gzip counted 4x), and the
@@ -114,6 +114,7 @@ def _check_outputs(
             ("--clusters", outputs.clusters),
             ("--pairs", outputs.pairs),
             ("--work-dir", work),
+            ("--summary-json", outputs.summary_json),
         )
         if value
     }
@@ -133,6 +134,10 @@ def _check_outputs(
         if flag == "--work-dir":
             continue
         fs, path = filesystem(value, storage)
+        if flag == "--summary-json":
+            if fs.isdir(path):
+                raise ParamError(f"--summary-json {value} is a folder; give a file name")
+            continue
         if fs.exists(path) and not fs.isdir(path):
             raise ParamError(
                 f"{flag} {value} is a file; with --dask outputs are folders of part files"
@@ -356,7 +361,8 @@ def _run(
     _manifests(outs, written, summary, len(blocks), storage)
     if outputs.summary_json:
         fs, path = filesystem(outputs.summary_json, storage)
-        fs.pipe_file(path, (json.dumps(summary, indent=1) + "\n").encode())
+        body = (json.dumps(summary, indent=1) + "\n").encode()
+        write_whole(fs, path, body, is_url(outputs.summary_json))
     return summary
 
 
@@ -477,7 +483,8 @@ def _manifests(
         for p in stale:  # parts of an earlier, larger output in the same folder
             fs.rm(p)
         body = {"format": 1, "parts": parts, "summary": summary}
-        fs.pipe_file(f"{root.rstrip('/')}/{MANIFEST}", (json.dumps(body, indent=1) + "\n").encode())
+        data = (json.dumps(body, indent=1) + "\n").encode()
+        write_whole(fs, f"{root.rstrip('/')}/{MANIFEST}", data, is_url(folder))
 
 
 def read_output(folder: str, storage_options: dict[str, Any] | None = None) -> bytes:

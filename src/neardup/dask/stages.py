@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +33,7 @@ from .bundles import Pieces, concat_tables, spread
 from .inputs import Block, InputFile, filesystem, is_url
 from .scan import ReadSpec, copy_kept, texts_of
 from .tables import Docs, evidence_of, key_block, key_index, signatures_of
-from .workdir import WorkDir
+from .workdir import WorkDir, write_whole
 
 IntArray = npt.NDArray[np.int64]
 #: The "column" of content hashes among the lookup keys: exact copies are linked too.
@@ -431,16 +430,8 @@ def write_take(
 
 
 def _put(folder: str, name: str, data: bytes, gz: bool, layout: Layout) -> None:
-    """A part file, whole or absent (a temporary name renamed locally; one PUT on a store)."""
+    """A part file, whole or absent."""
     if gz:
         data = gzip.compress(data, mtime=0)
     fs, root = filesystem(folder, layout.storage_options)
-    target = f"{root.rstrip('/')}/{name}"
-    fs.makedirs(root, exist_ok=True)
-    if is_url(folder):
-        fs.pipe_file(target, data)
-        return
-    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-    with fs.open(tmp, "wb") as fh:
-        fh.write(data)
-    fs.mv(tmp, target)
+    write_whole(fs, f"{root.rstrip('/')}/{name}", data, is_url(folder))

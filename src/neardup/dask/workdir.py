@@ -55,15 +55,7 @@ class WorkDir:
 
     def write_bytes(self, rel: str, data: bytes) -> None:
         """``data`` as file ``rel``: whole or absent, never partial."""
-        target = self.path(rel)
-        self.fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
-        if is_url(self.url):
-            self.fs.pipe_file(target, data)
-            return
-        tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-        with self.fs.open(tmp, "wb") as fh:
-            fh.write(data)
-        self.fs.mv(tmp, target)
+        write_whole(self.fs, self.path(rel), data, is_url(self.url))
 
     def read_bytes(self, rel: str) -> bytes:
         return bytes(self.fs.cat_file(self.path(rel)))
@@ -142,6 +134,19 @@ class WorkDir:
     def remove(self) -> None:
         """Delete the folder (a temporary one, after a successful run)."""
         self.clear()
+
+
+def write_whole(fs: Any, target: str, data: bytes, remote: bool) -> None:
+    """``data`` as file ``target``, whole or absent: one PUT on an object store (which never
+    shows a partial object), a temporary name renamed into place on a file system."""
+    fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+    if remote:
+        fs.pipe_file(target, data)
+        return
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    with fs.open(tmp, "wb") as fh:
+        fh.write(data)
+    fs.mv(tmp, target)
 
 
 def _difference(before: dict[str, Any], now: dict[str, Any]) -> str | None:
