@@ -119,6 +119,16 @@ def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
     return pieces
 
 
+def smallest_linked(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
+    """Edges between documents (64-bit keys) -> every linked document, ascending, and the
+    smallest document of its connected component."""
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    if not len(nodes):
+        return nodes, nodes
+    labels = cluster_labels(len(nodes), inv[: len(u)], inv[len(u) :])
+    return nodes, nodes[labels]
+
+
 def _split(dest: npt.NDArray[np.int64], n: int) -> list[IntArray]:
     """Positions of each destination's rows (ascending), by one stable sort."""
     order = np.argsort(dest, kind="stable")
@@ -141,12 +151,9 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
         smallest = key_minimum(fold, doc)  # each row links to its key's smallest holder
         shared = doc != smallest
         a, b = smallest[shared], doc[shared]
-        if len(a):  # stars per destination: each linked document to its component's smallest
-            nodes, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
-            labels = cluster_labels(len(nodes), inv[: len(a)], inv[len(a) :])
-            root = nodes[labels]
-            moved = root != nodes
-            edges_u, edges_v = nodes[moved], root[moved]
+        nodes, root = smallest_linked(a, b)  # stars: each document to its component's smallest
+        moved = root != nodes
+        edges_u, edges_v = nodes[moved], root[moved]
     dups = _duplicates(tables.get("ids", []), layout)
     work.write_table(rel + ".parquet", _table({"doc": edges_u, "root": edges_v}))
     work.write_table(f"graph/dups-{dest:05d}.parquet", dups)
@@ -206,10 +213,9 @@ def components_task(layout: Layout, n_dests: int) -> dict[str, Any]:
             vs.append(t.column("root").to_numpy())
     u = np.concatenate([np.zeros(0, np.int64), *us])
     v = np.concatenate([np.zeros(0, np.int64), *vs])
-    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
-    labels = cluster_labels(len(nodes), inv[: len(u)], inv[len(u) :]) if len(nodes) else inv
-    work.write_table("components/labels.parquet", _table({"doc": nodes, "label": nodes[labels]}))
-    answer = {"linked": len(nodes), "components": len(np.unique(labels))}
+    nodes, root = smallest_linked(u, v)
+    work.write_table("components/labels.parquet", _table({"doc": nodes, "label": root}))
+    answer = {"linked": len(nodes), "components": len(np.unique(root))}
     work.write_json("components/labels.json", answer)
     return answer
 
