@@ -444,7 +444,9 @@ def test_hybrid_rechecks_in_several_threads_keep_what_one_thread_keeps(
     )
     outputs = {}
     for jobs in (1, 3):
-        out, clusters, summary = (tmp_path / f"{n}{jobs}" for n in ("kept", "clusters", "summary"))
+        out, clusters, summary = (
+            tmp_path / f"{n}{jobs}.jsonl" for n in ("kept", "clusters", "summary")
+        )
         args = ["dedup", str(src), "-o", str(out), "--clusters", str(clusters), "--threshold"]
         args += ["0.7", "--verify", "hybrid", "--quiet", "--jobs", str(jobs)]
         assert main([*args, "--summary-json", str(summary)]) == 0

@@ -108,9 +108,13 @@ def _build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "inputs",
         nargs="+",
-        help="JSONL (.jsonl/.jsonl.gz), Parquet, WARC (.warc/.warc.gz), HTML or text files or folders, or - for stdin",
+        help="JSONL (.jsonl/.jsonl.gz), Parquet, CSV/TSV, WARC (.warc/.warc.gz), HTML or text (.txt/.md) files or folders, or - for stdin",
     )
-    d.add_argument("-o", "--output", help="write the kept documents here, in the input's format")
+    d.add_argument(
+        "-o",
+        "--output",
+        help="write the kept documents here, in the format its name says (.jsonl, .jsonl.gz, .parquet, .csv, .tsv; a folder ending in / for text files); every field is kept",
+    )
     d.add_argument(
         "--clusters", help='write {"id","cluster","kept"} for every document in a cluster of 2+'
     )
@@ -127,7 +131,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also drop documents that duplicate one in this index (made by neardup index create; its parameters decide)",
     )
     d.add_argument("--add", action="store_true", help="with --index: add the kept documents to it")
-    io = _add_input_options(d, ["jsonl", "parquet", "text", "warc", "html"])
+    io = _add_input_options(d, ["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"])
     io.add_argument(
         "--jobs",
         "-j",
@@ -282,7 +286,7 @@ def _add_report_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("-o", "--output", required=True, help="the HTML file to write")
     r.add_argument("--pairs", help="the run's --pairs file (scores when the clusters have none)")
     r.add_argument("--summary-json", help="the run's --summary-json file (parameters, timing)")
-    r.add_argument("--format", choices=["jsonl", "parquet", "text", "warc", "html"])
+    r.add_argument("--format", choices=["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"])
     r.add_argument("--text-field", default="text", help="field holding the text [text]")
     r.add_argument("--id-field", default="id", help="field holding the id [id]")
     r.add_argument("--on-error", choices=["stop", "skip"], default="stop")
@@ -338,7 +342,7 @@ def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--floor", type=float, help="measure pairs down to this resemblance [max(0.3, T/2)]"
     )
-    g.add_argument("--format", choices=["jsonl", "parquet", "text", "warc", "html"])
+    g.add_argument("--format", choices=["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"])
     g.add_argument("--text-field", default="text", help="field holding the text [text]")
     g.add_argument("--id-field", default="id", help="field holding the id [id]")
     g.add_argument("--on-error", choices=["stop", "skip"], default="stop")
@@ -703,7 +707,7 @@ def _quiet_stdout() -> None:
 
 
 def _add_index_input_options(p: argparse.ArgumentParser) -> None:
-    _add_input_options(p, ["jsonl", "parquet", "text"])
+    _add_input_options(p, ["jsonl", "parquet", "csv", "tsv", "text"])
 
 
 def _add_index_parser(sub: Any) -> None:

@@ -35,6 +35,7 @@ from .io import (
     write_clusters,
     write_pairs,
 )
+from .io._convert import OutFmt, output_format
 from .io._prefetch import prefetch
 from .io._report import MAX_RECORD_SIZE
 from .params import DedupParams, check_int
@@ -48,7 +49,7 @@ if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs ar
 class ReadOptions:
     """How inputs are read: format, fields, what to do with bad records, batch size."""
 
-    format: Literal["jsonl", "parquet", "text"] | None = None
+    format: Literal["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"] | None = None
     text_field: str = "text"
     id_field: str = "id"
     on_error: Literal["stop", "skip"] = "stop"
@@ -230,6 +231,7 @@ def dedup_source(
         max_record_size=read.max_record_size,
     ) as source:
         # Every output is checked against the inputs and each other before anything is read.
+        kept_fmt = _kept_format(outputs.kept, source.fmt)
         plan = plan_outputs(
             [inputs] if isinstance(inputs, str) else inputs,
             {
@@ -238,8 +240,9 @@ def dedup_source(
                 "--pairs": outputs.pairs,
                 "--summary-json": outputs.summary_json,
             },
-            folders={"-o"} if source.fmt == "text" else (),
+            folders={"-o"} if kept_fmt == "folder" else (),
         )
+        kept_fmt = _kept_format(outputs.kept, source.fmt, strict=True)
         dedup = _build(make, params)
         from ._kernels import _jit
 
@@ -281,7 +284,7 @@ def dedup_source(
         with plan.commit():  # every output appears at the end, together, or none does
             written = None
             if outputs.kept:
-                written = source.write_kept(dedup.kept_, plan["-o"])
+                written = source.write_kept(dedup.kept_, plan["-o"], kept_fmt)
             write_results(
                 dedup,
                 ids,
@@ -296,6 +299,19 @@ def dedup_source(
                     fh.write("\n")
         errors = source.errors
     return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")
+
+
+def _kept_format(out: str | None, input_fmt: str, strict: bool = False) -> OutFmt | None:
+    """The kept file's format from its name (None without one). Not ``strict``: None for a
+    name that says nothing too, so the output checks that protect the inputs speak first."""
+    if not out:
+        return None
+    try:
+        return output_format(out, input_fmt)
+    except ParamError:
+        if strict:
+            raise
+        return None
 
 
 def write_results(
@@ -561,11 +577,13 @@ def dedup_index_source(
     try:
         with _open_index_source(inputs, read) as source:
             # Checked before the first document is read or added: never an input or the index.
+            kept_fmt = _kept_format(kept_output, source.fmt)
             plan = plan_outputs(
                 [*_paths(inputs), index_path],
                 {"-o": kept_output, "--summary-json": summary_json},
-                folders={"-o"} if source.fmt == "text" else (),
+                folders={"-o"} if kept_fmt == "folder" else (),
             )
+            kept_fmt = _kept_format(kept_output, source.fmt, strict=True)
             for batch in prefetch(source.batches(read.batch_size)):
                 hit = np.array([bool(m) for m in index.query(batch.texts)], dtype=bool)
                 if overlay is not None and len(overlay):
@@ -585,7 +603,7 @@ def dedup_index_source(
                 kept_parts.append(kept)
             mask = np.concatenate(kept_parts) if kept_parts else np.zeros(0, dtype=bool)
             with plan.commit():  # the kept file and the summary appear together, or neither
-                written = source.write_kept(mask, plan["-o"]) if kept_output else None
+                written = source.write_kept(mask, plan["-o"], kept_fmt) if kept_output else None
                 summary = {
                     "documents": len(mask),
                     "duplicates_of_index": in_index,

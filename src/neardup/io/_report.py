@@ -106,7 +106,7 @@ class Entry:
     def where(self, recno: int | None) -> str:
         if recno is None or self.fmt == "text":
             return self.name
-        unit = "row" if self.fmt == "parquet" else "line"
+        unit = "row" if self.fmt in ("parquet", "csv", "tsv") else "line"
         return f"{self.name} {unit} {recno}"
 
     def reset(self) -> None:

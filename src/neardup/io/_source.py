@@ -27,6 +27,8 @@ from ..errors import InputError, ParamError
 from ..params import check_int
 from ..text import Utf8Texts
 from ._atomic import Output, atomic_dir, open_output
+from ._convert import JsonlSink, LineRecords, OutFmt, TableSink, make_sink, output_format
+from ._csv import is_csv_name
 from ._ids import IdRegistry
 from ._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
 from ._jsonl_blocks import (
@@ -54,14 +56,16 @@ from ._web import WEB_FORMATS, web_format, web_scan, web_write_kept
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ._parquet import SchemaRef
+    from ._parquet import ParquetSink, SchemaRef
 
-Fmt = Literal["jsonl", "parquet", "text", "warc", "html"]
-FORMATS: tuple[Fmt, ...] = ("jsonl", "parquet", "text", "warc", "html")
+Fmt = Literal["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"]
+FORMATS: tuple[Fmt, ...] = ("jsonl", "parquet", "csv", "tsv", "text", "warc", "html")
 Inputs = str | Path | BinaryIO | Sequence[str | Path]
 
 _JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz")
 _PARQUET_SUFFIXES = (".parquet", ".pq")
+#: Names read as one text document each; a file without a suffix is text too.
+_TEXT_SUFFIXES = (".txt", ".text", ".md", ".rst")
 _STDIN_NAME = "<stdin>"
 _RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
 #: Lines read again per task when ``texts_at`` reads an indexed JSONL file in several threads.
@@ -70,6 +74,16 @@ _DUPLICATE_FIX = (
     "make the ids unique (with --on-error skip the first record with an id is kept and later "
     "ones are dropped)"
 )
+
+
+class _ArrowTo:
+    """Arrow batches from a pass-2 copier handed to a conversion sink."""
+
+    def __init__(self, sink: JsonlSink | TableSink) -> None:
+        self.sink = sink
+
+    def write(self, batch: object) -> None:
+        self.sink.write_arrow(batch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +109,9 @@ class DocBatch:
 
 def detect_format(path: str | Path) -> Fmt:
     """Format from the name: .jsonl/.json/.ndjson (optionally .gz) -> "jsonl", .parquet/.pq ->
-    "parquet", .warc/.warc.gz -> "warc", .html/.htm -> "html", anything else -> "text"."""
+    "parquet", .csv/.tsv (optionally .gz) -> "csv"/"tsv", .warc/.warc.gz -> "warc",
+    .html/.htm -> "html", .txt/.text/.md/.rst or no suffix -> "text"; ParamError for any other
+    name (force a format with ``fmt``/``--format`` instead)."""
     name = Path(path).name.lower()
     if web_format(name):
         return web_format(name)  # type: ignore[return-value]
@@ -103,7 +119,15 @@ def detect_format(path: str | Path) -> Fmt:
         return "jsonl"
     if name.endswith(_PARQUET_SUFFIXES):
         return "parquet"
-    return "text"
+    table = is_csv_name(name)
+    if table is not None:
+        return table  # type: ignore[return-value]
+    if name.endswith(_TEXT_SUFFIXES) or "." not in name.lstrip("."):
+        return "text"
+    raise ParamError(
+        f"{path}: cannot tell the format from the name; use --format "
+        f"{'|'.join(FORMATS)} (text reads each file as one document)"
+    )
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
@@ -451,6 +475,10 @@ class Source:
                 entry, self.text_field, self.id_field, problems, cast("SchemaRef", first),
                 self.key_field,
             )  # fmt: skip
+        elif self.fmt in ("csv", "tsv"):
+            from ._csv import scan_csv
+
+            yield from scan_csv(entry, self.text_field, self.id_field, problems, self.key_field)
         else:
             yield from scan_text(entry, problems)
 
@@ -524,16 +552,20 @@ class Source:
         chunks = [local[i : i + TEXTS_AT_CHUNK] for i in range(0, len(local), TEXTS_AT_CHUNK)]
         return [t for _, part in ordered_map(read, chunks, jobs) for t in part]
 
-    def write_kept(self, kept: npt.ArrayLike, out: Output) -> int:
-        """Pass 2: write the records whose ``kept[position]`` is True, in input order and in the
-        input's format, to ``out``; returns how many were written.
+    def write_kept(self, kept: npt.ArrayLike, out: Output, fmt: OutFmt | None = None) -> int:
+        """Pass 2: write the records whose ``kept[position]`` is True, in input order, to
+        ``out`` in ``fmt`` (None: what ``output_format`` tells from ``out``'s name); returns
+        how many were written.
 
-        JSONL: the original line bytes, verbatim (gzip-compressed if ``out`` ends in ``.gz``;
-        ``"-"`` or a binary stream is written to directly). Parquet: one file with the first
-        input's schema and every column. Text: ``out`` is a new (or empty) folder that receives
-        a copy of each kept file under its path relative to the inputs' common folder.
+        In the input's own format records are copied as they were. JSONL: the original line
+        bytes, verbatim (gzip-compressed if ``out`` ends in ``.gz``; ``"-"`` or a binary stream
+        is written to directly). Parquet: one file with the first input's schema and every
+        column. Text: ``out`` is a new (or empty) folder that receives a copy of each kept file
+        under its path relative to the inputs' common folder. In another format every field of
+        each record is written (see ``_convert``; text files become ``{"id": path, "text"}``).
         Runs pass 1 first if it has not run to the end.
         """
+        target = fmt or output_format(out, self.fmt)
         if self.n_docs is None:
             for _ in self._pass1(65_536):
                 pass
@@ -554,7 +586,13 @@ class Source:
         def part(entry: Entry) -> npt.NDArray[np.bool_]:
             return mask[entry.start : entry.start + entry.n_docs]
 
-        if self.fmt in WEB_FORMATS:
+        if not _native(self.fmt, target):
+            with open_output(out) as handle:
+                sink = make_sink(target, handle, (self.id_field, self.text_field))
+                for entry in self._entries:
+                    self._convert_kept(entry, part(entry), sink)
+                sink.close()
+        elif self.fmt in WEB_FORMATS:
             with open_output(out) as handle:
                 for entry in self._entries:
                     web_write_kept(self.fmt, entry, part(entry), handle, self.id_field)
@@ -569,10 +607,10 @@ class Source:
 
             schema = self._schema or text_schema(self.text_field)
             with open_output(out) as handle:
-                sink = ParquetSink(handle, schema)
+                rows = ParquetSink(handle, schema)
                 for entry in self._entries:
-                    copy_kept_parquet(entry, part(entry), sink)
-                sink.close()
+                    copy_kept_parquet(entry, part(entry), rows)
+                rows.close()
         else:
             with open_output(out) as handle:
                 for entry in self._entries:
@@ -581,6 +619,43 @@ class Source:
                     else:
                         copy_kept_jsonl(entry, part(entry), handle)
         return int(mask.sum())
+
+    def _convert_kept(
+        self, entry: Entry, keep: npt.NDArray[np.bool_], sink: JsonlSink | TableSink
+    ) -> None:
+        """One input's kept records, every field, into a sink of another format."""
+        if self.fmt in ("jsonl", *WEB_FORMATS):
+            lines = LineRecords(sink.write)
+            if self.fmt in WEB_FORMATS:
+                web_write_kept(self.fmt, entry, keep, cast(BinaryIO, lines), self.id_field)
+            elif entry.spans is not None:
+                copy_kept_spans(entry, keep, lines)
+            else:
+                copy_kept_jsonl(entry, keep, cast(BinaryIO, lines))
+            lines.close()
+        elif self.fmt == "parquet":
+            from ._parquet import copy_kept_parquet
+
+            copy_kept_parquet(entry, keep, cast("ParquetSink", _ArrowTo(sink)))
+        elif self.fmt in ("csv", "tsv"):
+            from ._csv import kept_csv_batches
+
+            for batch in kept_csv_batches(entry, keep):
+                sink.write_arrow(batch)
+        elif entry.n_docs and keep[0] and entry.path is not None:  # a text file
+            text = entry.path.read_bytes().decode("utf-8")
+            sink.write([{self.id_field: entry.name, self.text_field: text}])
+
+
+def _native(fmt: str, target: str) -> bool:
+    """Whether records of ``fmt`` go to ``target`` copied as they are (no conversion)."""
+    return (fmt, target) in (
+        ("jsonl", "jsonl"),
+        ("parquet", "parquet"),
+        ("text", "folder"),
+        ("warc", "jsonl"),
+        ("html", "jsonl"),
+    )
 
 
 def _expand_folder(folder: Path, problems: list[tuple[str, str]], on_error: OnError) -> list[Path]:

@@ -1,0 +1,228 @@
+"""CSV and TSV files in (pyarrow's CSV reader): a header row names the columns, each row is a
+record; every column is read as text (no guessing of numbers or dates, so a row writes back as
+it was read). Rows are numbered from 1 after the header. A row with the wrong number of
+columns is a bad record (``bad_csv``); quoted values may hold newlines and delimiters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InputError
+from ._report import (
+    _SKIP_HINT,
+    BAD_SCHEMA,
+    MAX_EXAMPLES,
+    UNREADABLE,
+    Entry,
+    Problems,
+    raise_changed,
+    too_large,
+)
+
+#: CSV and TSV file names (a .gz after them is decompressed).
+CSV_SUFFIXES = (".csv", ".csv.gz")
+TSV_SUFFIXES = (".tsv", ".tsv.gz", ".tab")
+BAD_CSV = "bad_csv"  # a row with another number of columns than the header
+_BLOCK = 8 << 20
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+
+def _read_errors() -> tuple[type[Exception], ...]:
+    import pyarrow as pa
+
+    return (OSError, pa.ArrowException, UnicodeDecodeError)
+
+
+def _open(entry: Entry, on_bad: Any = None) -> pcsv.CSVStreamingReader:
+    """A streaming reader of ``entry`` with every column as text."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    delimiter = "\t" if entry.fmt == "tsv" else ","
+    parse = pcsv.ParseOptions(
+        delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_bad
+    )
+    quiet = pcsv.ParseOptions(
+        delimiter=delimiter, newlines_in_values=True, invalid_row_handler=lambda row: "skip"
+    )
+    source = pa.input_stream(str(entry.path), compression="detect")
+    with pcsv.open_csv(  # the header's names, so that every column can be read as text
+        pa.input_stream(str(entry.path), compression="detect"),
+        read_options=pcsv.ReadOptions(block_size=_BLOCK),
+        parse_options=quiet,
+    ) as probe:
+        names = probe.schema.names
+    return pcsv.open_csv(
+        source,
+        read_options=pcsv.ReadOptions(block_size=_BLOCK),
+        parse_options=parse,
+        convert_options=pcsv.ConvertOptions(
+            column_types={name: pa.string() for name in names}, strings_can_be_null=False
+        ),
+    )
+
+
+class _BadRows:
+    """pyarrow's invalid-row handler: "stop" remembers the first and ends the read; "skip"
+    counts each (pass 2 skips the same rows silently)."""
+
+    def __init__(self, entry: Entry, problems: Problems | None) -> None:
+        self.entry = entry
+        self.problems = problems
+        self.first: str | None = None
+
+    def __call__(self, row: Any) -> str:
+        if self.problems is None:
+            return "skip"
+        stop = self.problems.on_error == "stop"
+        if not stop and len(self.problems.report.examples) >= MAX_EXAMPLES:
+            self.problems.report.add(BAD_CSV, "")  # counted; its message would not be kept
+            return "skip"
+        number = row.number if row.number is not None else _line_of(self.entry, row.text)
+        line = f" line {number}" if number is not None else ""
+        text = row.text if len(row.text) <= 40 else row.text[:37] + "..."
+        message = (
+            f"{self.entry.name}{line}: the row has {row.actual_columns} columns, the header "
+            f"{row.expected_columns} ({text!r}); quote values that hold the delimiter, or fix "
+            "the row"
+        )
+        if stop:
+            self.first = self.first or message
+            return "error"
+        self.problems.report.add(BAD_CSV, message)
+        return "skip"
+
+
+def _line_of(entry: Entry, text: str) -> int | None:
+    """The line where the row ``text`` starts (pyarrow numbers no lines when values may hold
+    newlines): found by reading the file again, for the messages that are kept."""
+    import pyarrow as pa
+
+    needle = text.encode("utf-8")
+    if not needle:
+        return None
+    lines = 0
+    tail = b""
+    with pa.input_stream(str(entry.path), compression="detect") as stream:
+        while True:
+            chunk = stream.read(_BLOCK)
+            if not chunk:
+                return None
+            data = tail + chunk
+            at = data.find(needle)
+            if at >= 0:
+                return lines + data.count(b"\n", 0, at) + 1
+            keep = min(len(data), len(needle))
+            lines += data.count(b"\n", 0, len(data) - keep)
+            tail = data[len(data) - keep :]
+
+
+def scan_csv(
+    entry: Entry,
+    text_field: str,
+    id_field: str,
+    problems: Problems,
+    key_field: str | None = None,
+) -> Iterator[tuple[int, str | None, str, int, object]]:
+    """Pass 1: yield (row number, id or None, text, text bytes, key or None) for each good row."""
+    import pyarrow.compute as pc
+
+    read_errors = _read_errors()
+    bad = _BadRows(entry, problems)
+    try:
+        reader = _open(entry, bad)
+    except FileNotFoundError:
+        problems.file(entry, "missing_file", "file not found", "check the path")
+        return
+    except read_errors as exc:
+        if bad.first is not None:  # the reader reads its first block at once
+            raise InputError(f"{bad.first}, {_SKIP_HINT}") from None
+        problems.file(entry, UNREADABLE, f"not a readable CSV file ({exc})", "check the file")
+        return
+    names = reader.schema.names
+    for field, what in ((text_field, "--text-field"), (key_field, "--keep-field")):
+        if field is not None and field not in names:
+            shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+            problems.file(
+                entry,
+                BAD_SCHEMA,
+                f"there is no column '{field}' (columns: {shown})",
+                f"use {what} to name one of these columns",
+            )
+            return
+    has_id = id_field in names
+    row0 = 0
+    try:
+        for batch in reader:
+            texts: list[str] = batch.column(text_field).to_pylist()
+            sizes: list[int] = pc.binary_length(batch.column(text_field)).to_pylist()
+            ids = batch.column(id_field).to_pylist() if has_id else None
+            keys = batch.column(key_field).to_pylist() if key_field is not None else None
+            for j, text in enumerate(texts):
+                recno = row0 + j + 1
+                if sizes[j] > entry.max_record:
+                    problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
+                    continue
+                yield (
+                    recno,
+                    None if ids is None else ids[j],
+                    text,
+                    sizes[j],
+                    None if keys is None else keys[j],
+                )
+            row0 += batch.num_rows
+    except read_errors as exc:
+        if bad.first is not None:
+            raise InputError(f"{bad.first}, {_SKIP_HINT}") from None
+        problems.file(
+            entry,
+            UNREADABLE,
+            f"reading failed after row {row0} ({exc})",
+            "repair or re-create the file",
+        )
+
+
+def kept_csv_batches(entry: Entry, keep: npt.NDArray[np.bool_]) -> Iterator[pa.RecordBatch]:
+    """Pass 2: the file's kept rows, every column, in batches (``keep[i]`` is for the file's
+    i-th accepted row; rows skipped in pass 1 are skipped by row number)."""
+    import pyarrow as pa
+
+    remaining = entry.n_docs
+    if remaining == 0:
+        return
+    skip_rows = np.array(sorted(entry.skipped), dtype=np.int64)
+    done = 0
+    row0 = 0
+    for batch in _open(entry, _BadRows(entry, None)):
+        n = batch.num_rows
+        accepted = np.ones(n, dtype=np.bool_)
+        lo, hi = np.searchsorted(skip_rows, [row0 + 1, row0 + n + 1])
+        accepted[skip_rows[lo:hi] - row0 - 1] = False
+        index = np.flatnonzero(accepted)[: remaining - done]
+        select = np.zeros(n, dtype=np.bool_)
+        select[index] = keep[done : done + index.size]
+        yield batch.filter(pa.array(select))
+        done += index.size
+        row0 += n
+        if done == remaining:
+            return
+    raise_changed(entry)
+
+
+def is_csv_name(path: str | Path) -> str | None:
+    """ "csv" or "tsv" when the name says so, else None."""
+    name = Path(path).name.lower()
+    if name.endswith(CSV_SUFFIXES):
+        return "csv"
+    if name.endswith(TSV_SUFFIXES):
+        return "tsv"
+    return None

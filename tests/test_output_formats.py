@@ -1,0 +1,178 @@
+"""Outputs in the format ``-o`` names (issue 29): converting keeps every field; an unknown name
+is refused in one line before reading; CSV/TSV inputs; unknown input names never read as text."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from neardup.cli import main
+from neardup.testing.synth import random_documents
+
+
+def _records(n: int = 12) -> list[dict[str, object]]:
+    texts = random_documents(n, seed=3, words=(20, 40))
+    rows: list[dict[str, object]] = [
+        {"id": f"d{i}", "text": t, "score": i, "tags": {"a": [i, i + 1]}, "note": 'é, "q"\nx'}
+        for i, t in enumerate(texts)
+    ]
+    rows.append({**rows[0], "id": "copy"})  # an exact copy: removed
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> Path:
+    if path.suffix == ".parquet":
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    elif path.suffix in (".csv", ".tsv"):
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            writer = csv.DictWriter(
+                fh, list(rows[0]), delimiter="\t" if path.suffix == ".tsv" else ","
+            )
+            writer.writeheader()
+            writer.writerows(
+                {k: json.dumps(v) if isinstance(v, dict) else v for k, v in r.items()} for r in rows
+            )
+    else:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return path
+
+
+def _read(path: Path) -> list[dict[str, object]]:
+    name = path.name
+    if name.endswith(".parquet"):
+        return pq.read_table(path).to_pylist()
+    if name.endswith((".csv", ".tsv")):
+        with open(path, newline="", encoding="utf-8") as fh:
+            return list(csv.DictReader(fh, delimiter="\t" if name.endswith(".tsv") else ","))
+    data = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def _as_text(value: object) -> str:
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+@pytest.mark.parametrize("out_name", ["k.jsonl", "k.jsonl.gz", "k.parquet", "k.csv", "k.tsv"])
+def test_jsonl_input_is_written_in_the_format_the_output_name_says(
+    tmp_path: Path, out_name: str
+) -> None:
+    rows = _records()
+    src = _write(tmp_path / "in.jsonl", rows)
+    out = tmp_path / out_name
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 0
+    got = _read(out)
+    want = rows[:-1]
+    if out_name.endswith((".csv", ".tsv")):
+        assert got == [{k: _as_text(v) for k, v in r.items()} for r in want]
+    else:
+        assert got == want  # every field, its type and nesting included
+    if out_name.endswith(".parquet"):
+        assert out.read_bytes()[:4] == b"PAR1"
+
+
+@pytest.mark.parametrize("src_name", ["in.parquet", "in.csv", "in.tsv"])
+def test_table_inputs_convert_to_jsonl_with_every_column(tmp_path: Path, src_name: str) -> None:
+    rows = _records()
+    src = _write(tmp_path / src_name, rows)
+    out = tmp_path / "k.jsonl"
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 0
+    got = _read(out)
+    if src_name.endswith(".parquet"):
+        assert got == rows[:-1]
+    else:  # CSV holds text: every column is read as written
+        assert got == [
+            {k: json.dumps(v) if isinstance(v, dict) else str(v) for k, v in r.items()}
+            for r in rows[:-1]
+        ]
+
+
+def test_csv_round_trip_keeps_values_with_quotes_commas_and_newlines(tmp_path: Path) -> None:
+    rows = _records()
+    src = _write(tmp_path / "in.csv", rows)
+    out = tmp_path / "k.csv"
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 0
+    assert _read(out) == _read(src)[:-1]
+
+
+def test_an_output_name_that_says_no_format_is_refused_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _write(tmp_path / "in.jsonl", _records())
+    for name in ("kept.weird", "kept", "folder/"):
+        out = tmp_path / name
+        assert main(["dedup", str(src), "-o", str(out)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and ".jsonl" in err[0] and ".parquet" in err[0], err
+        assert not out.exists()
+
+
+def test_an_input_name_that_says_no_format_is_refused_not_read_as_one_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "t.xyz"
+    src.write_text("some words here and there")
+    assert main(["dedup", str(src), "-o", str(tmp_path / "y.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot tell the format" in err and "--format" in err
+    assert not (tmp_path / "y.csv").exists()
+    out = tmp_path / "y.jsonl"
+    assert main(["dedup", str(src), "--format", "text", "-o", str(out), "-q"]) == 0
+    assert _read(out) == [{"id": str(src), "text": "some words here and there"}]
+
+
+def test_text_files_go_to_a_folder_or_become_records(tmp_path: Path) -> None:
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    for i, text in enumerate(random_documents(3, seed=9, words=(20, 30))):
+        (folder / f"n{i}.txt").write_text(text)
+    assert main(["dedup", str(folder), "-o", str(tmp_path / "copies") + "/", "-q"]) == 0
+    assert sorted(p.name for p in (tmp_path / "copies").iterdir()) == ["n0.txt", "n1.txt", "n2.txt"]
+    assert main(["dedup", str(folder), "-o", str(tmp_path / "k.parquet"), "-q"]) == 0
+    table = pq.read_table(tmp_path / "k.parquet")
+    assert table.column_names == ["id", "text"] and table.num_rows == 3
+
+
+def test_a_csv_row_with_the_wrong_number_of_columns_stops_or_is_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = [t.replace("\n", " ") for t in random_documents(3, seed=4, words=(10, 20))]
+    src = tmp_path / "in.csv"
+    src.write_text(f'id,text\na,"{texts[0]}"\nb,"{texts[1]}",extra\nc,"{texts[2]}"\n')
+    out = tmp_path / "k.jsonl"
+    assert main(["dedup", str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line 3" in err[0] and "3 columns" in err[0], err
+    assert main(["dedup", str(src), "-o", str(out), "--on-error", "skip"]) == 0
+    assert [r["id"] for r in _read(out)] == ["a", "c"]
+    assert "bad_csv 1" in capsys.readouterr().err
+
+
+def test_a_missing_csv_text_column_names_the_columns_there_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("id,body\na,hello there\n")
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.csv")]) == 1
+    err = capsys.readouterr().err
+    assert "no column 'text' (columns: id, body)" in err and "--text-field" in err
+
+
+def test_values_jsonl_cannot_put_in_one_parquet_column_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _records(4)[:4]
+    rows[1] = {**rows[1], "score": "not a number"}
+    src = _write(tmp_path / "in.jsonl", rows)
+    out = tmp_path / "k.parquet"
+    assert main(["dedup", str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "write JSONL instead" in err[0], err
+    assert not out.exists()
