@@ -1,0 +1,185 @@
+"""Shingle fingerprints of training texts -> benchmark items they contain, exactly.
+
+The benchmark's distinct fingerprints live in an open-addressing table (fingerprint -> row u);
+row u's postings list the items holding that shingle. A text's shingles are looked up one by
+one, each distinct one counted once for every item of its postings: the count of item b is
+|S(b) n S(d)|, and the text contains b when the count reaches ``need[b]`` (the smallest count
+whose containment is at least C). The matched shingles' token extents, merged where they
+overlap or touch, give the character spans of the matched text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import njit
+from .hashing import fmix64
+
+
+@njit(cache=True, nogil=True)
+def build_table(fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(keys uint64[P], rows int64[P]) for distinct ``fps``: row of fps[u] is u; -1 empty."""
+    size = 16
+    while size < 2 * fps.shape[0]:
+        size *= 2
+    keys = np.zeros(size, dtype=np.uint64)
+    rows = np.full(size, -1, dtype=np.int64)
+    mask = np.uint64(size - 1)
+    for u in range(fps.shape[0]):
+        i = fmix64(fps[u]) & mask
+        while rows[i] >= 0:
+            i = (i + np.uint64(1)) & mask
+        keys[i] = fps[u]
+        rows[i] = u
+    return keys, rows
+
+
+@njit(cache=True, inline="always")
+def _row(fp: np.uint64, keys: np.ndarray, rows: np.ndarray) -> int:
+    """The table row of ``fp``, -1 when the benchmark has no such shingle."""
+    mask = np.uint64(keys.shape[0] - 1)
+    i = fmix64(fp) & mask
+    while rows[i] >= 0:
+        if keys[i] == fp:
+            return rows[i]
+        i = (i + np.uint64(1)) & mask
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def contained_counts(
+    fps: np.ndarray,
+    offsets: np.ndarray,
+    keys: np.ndarray,
+    rows: np.ndarray,
+    post_offsets: np.ndarray,
+    post_items: np.ndarray,
+    need: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(doc, item, shared) int64 arrays, by doc then item: every text d (shingles
+    ``fps[offsets[d]:offsets[d+1]]``, repeats allowed) and item b with shared >= need[b]."""
+    n = offsets.shape[0] - 1
+    seen = np.zeros(post_offsets.shape[0] - 1, dtype=np.int64)  # stamp d + 1: row counted in d
+    stamp = np.zeros(need.shape[0], dtype=np.int64)  # stamp d + 1: count[b] belongs to d
+    count = np.zeros(need.shape[0], dtype=np.int64)
+    touched = np.empty(need.shape[0], dtype=np.int64)
+    cap = 16
+    out_doc = np.empty(cap, dtype=np.int64)
+    out_item = np.empty(cap, dtype=np.int64)
+    out_shared = np.empty(cap, dtype=np.int64)
+    m = 0
+    for d in range(n):
+        t = 0
+        for p in range(offsets[d], offsets[d + 1]):
+            u = _row(fps[p], keys, rows)
+            if u < 0 or seen[u] == d + 1:
+                continue
+            seen[u] = d + 1
+            for j in range(post_offsets[u], post_offsets[u + 1]):
+                b = post_items[j]
+                if stamp[b] != d + 1:
+                    stamp[b] = d + 1
+                    count[b] = 0
+                    touched[t] = b
+                    t += 1
+                count[b] += 1
+        hits = np.sort(touched[:t])
+        for i in range(t):
+            b = hits[i]
+            if count[b] < need[b]:
+                continue
+            if m == cap:
+                cap *= 2
+                out_doc = _grown(out_doc, cap)
+                out_item = _grown(out_item, cap)
+                out_shared = _grown(out_shared, cap)
+            out_doc[m] = d
+            out_item[m] = b
+            out_shared[m] = count[b]
+            m += 1
+    return out_doc[:m].copy(), out_item[:m].copy(), out_shared[:m].copy()
+
+
+@njit(cache=True, inline="always")
+def _grown(a: np.ndarray, cap: int) -> np.ndarray:
+    out = np.empty(cap, dtype=a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True, inline="always")
+def _holds(post_items: np.ndarray, lo: int, hi: int, b: int) -> bool:
+    """Whether the sorted postings ``post_items[lo:hi]`` hold item b (binary search)."""
+    end = hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if post_items[mid] < b:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < end and post_items[lo] == b
+
+
+@njit(cache=True, nogil=True)
+def matched_spans(
+    fps: np.ndarray,
+    offsets: np.ndarray,
+    doc: np.ndarray,
+    item: np.ndarray,
+    keys: np.ndarray,
+    rows: np.ndarray,
+    post_offsets: np.ndarray,
+    post_items: np.ndarray,
+    w: int,
+    tok_row: np.ndarray,
+    tok_starts: np.ndarray,
+    tok_ends: np.ndarray,
+    tok_offsets: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(span offsets int64[m+1], starts, ends): the character spans of match i (text doc[i],
+    item item[i]) are ``starts[k]:ends[k]`` for k in its offsets: the extents of the text's
+    shingles that item holds (w tokens each; all tokens of a text shorter than w), merged
+    where they overlap or touch. Text doc[i]'s tokens are row tok_row[i] of the token spans."""
+    m = doc.shape[0]
+    span_offsets = np.empty(m + 1, dtype=np.int64)
+    cap = 16
+    starts = np.empty(cap, dtype=np.int64)
+    ends = np.empty(cap, dtype=np.int64)
+    k = 0
+    for i in range(m):
+        span_offsets[i] = k
+        d = doc[i]
+        b = item[i]
+        first = tok_offsets[tok_row[i]]
+        ntok = tok_offsets[tok_row[i] + 1] - first
+        lo = -1  # token range [lo, hi) being grown
+        hi = -1
+        for p in range(offsets[d], offsets[d + 1]):
+            u = _row(fps[p], keys, rows)
+            if u < 0 or not _holds(post_items, post_offsets[u], post_offsets[u + 1], b):
+                continue
+            a = p - offsets[d]
+            e = min(a + w, ntok)
+            if lo >= 0 and a <= hi:
+                hi = max(hi, e)
+                continue
+            if lo >= 0:
+                if k == cap:
+                    cap *= 2
+                    starts = _grown(starts, cap)
+                    ends = _grown(ends, cap)
+                starts[k] = tok_starts[first + lo]
+                ends[k] = tok_ends[first + hi - 1]
+                k += 1
+            lo = a
+            hi = e
+        if lo >= 0:
+            if k == cap:
+                cap *= 2
+                starts = _grown(starts, cap)
+                ends = _grown(ends, cap)
+            starts[k] = tok_starts[first + lo]
+            ends[k] = tok_ends[first + hi - 1]
+            k += 1
+    span_offsets[m] = k
+    return span_offsets, starts[:k].copy(), ends[:k].copy()
