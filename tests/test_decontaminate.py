@@ -239,6 +239,30 @@ def test_command_reports_bad_input_in_one_line(
         assert not (tmp_path / "out.jsonl").exists()
 
 
+def test_command_keeps_parquet_columns_and_text_files(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bench = tmp_path / "bench.jsonl"
+    _write(bench, [{"id": "q", "text": "alpha beta gamma delta epsilon zeta eta theta"}])
+    texts = ["Alpha, BETA gamma delta -- epsilon zeta eta theta.", "something else entirely here"]
+    table = pa.table({"text": texts, "id": ["x", "y"], "score": [0.5, 1.5]})
+    pq.write_table(table, tmp_path / "train.parquet")
+    out = tmp_path / "clean.parquet"
+    args = [str(tmp_path / "train.parquet"), "--against", str(bench), "-o", str(out), "-q"]
+    assert main(["decontaminate", *args]) == 0
+    assert pq.read_table(out).to_pylist() == [{"text": texts[1], "id": "y", "score": 1.5}]
+    folder = tmp_path / "pages"
+    folder.mkdir()
+    for i, text in enumerate(texts):
+        (folder / f"{i}.txt").write_text(text)
+    clean = tmp_path / "clean"
+    assert (
+        main(["decontaminate", str(folder), "--against", str(bench), "-o", str(clean), "-q"]) == 0
+    )
+    assert sorted(p.name for p in clean.iterdir()) == ["1.txt"]
+
+
 def test_command_needs_an_output(files: tuple[Path, Path, set[int]]) -> None:
     train, against, _ = files
     assert main(["decontaminate", str(train), "--against", str(against)]) == 1
