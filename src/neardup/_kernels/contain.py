@@ -2,9 +2,9 @@
 
 The benchmark's distinct fingerprints live in an open-addressing table (fingerprint -> row u);
 row u's postings list the items holding that shingle. A text's shingles are looked up one by
-one, each distinct one counted once for every item of its postings: the count of item b is
-|S(b) n S(d)|, and the text contains b when the count reaches ``need[b]`` (the smallest count
-whose containment is at least C). The matched shingles' token extents, merged where they
+one, each distinct row found counted once for every item of its postings: the count of item b
+is |S(b) n S(d)|, and the text contains b when the count reaches ``need[b]`` (the smallest
+count whose containment is at least C). The matched shingles' token extents, merged where they
 overlap or touch, give the character spans of the matched text.
 """
 
@@ -57,12 +57,17 @@ def contained_counts(
     need: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(doc, item, shared) int64 arrays, by doc then item: every text d (shingles
-    ``fps[offsets[d]:offsets[d+1]]``, repeats allowed) and item b with shared >= need[b]."""
+    ``fps[offsets[d]:offsets[d+1]]``, repeats allowed) and item b with shared >= need[b].
+
+    Per text, the rows of its shingles found in the table are sorted and made distinct, their
+    postings gathered and sorted, and each item's run counted: work in proportion to the
+    shingles found, no array the size of the benchmark."""
     n = offsets.shape[0] - 1
-    seen = np.zeros(post_offsets.shape[0] - 1, dtype=np.int64)  # stamp d + 1: row counted in d
-    stamp = np.zeros(need.shape[0], dtype=np.int64)  # stamp d + 1: count[b] belongs to d
-    count = np.zeros(need.shape[0], dtype=np.int64)
-    touched = np.empty(need.shape[0], dtype=np.int64)
+    longest = 0
+    for d in range(n):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    found = np.empty(longest, dtype=np.int64)
+    gathered = np.empty(16, dtype=np.int64)
     cap = 16
     out_doc = np.empty(cap, dtype=np.int64)
     out_item = np.empty(cap, dtype=np.int64)
@@ -72,31 +77,38 @@ def contained_counts(
         t = 0
         for p in range(offsets[d], offsets[d + 1]):
             u = _row(fps[p], keys, rows)
-            if u < 0 or seen[u] == d + 1:
+            if u >= 0:
+                found[t] = u
+                t += 1
+        if t == 0:
+            continue
+        distinct = np.unique(found[:t])
+        g = 0
+        for u in distinct:
+            lo = post_offsets[u]
+            hi = post_offsets[u + 1]
+            if g + hi - lo > gathered.shape[0]:
+                gathered = _grown(gathered, 2 * (g + hi - lo))
+            gathered[g : g + hi - lo] = post_items[lo:hi]
+            g += hi - lo
+        items = np.sort(gathered[:g])
+        run = 0
+        for i in range(g):
+            run += 1
+            if i + 1 < g and items[i + 1] == items[i]:
                 continue
-            seen[u] = d + 1
-            for j in range(post_offsets[u], post_offsets[u + 1]):
-                b = post_items[j]
-                if stamp[b] != d + 1:
-                    stamp[b] = d + 1
-                    count[b] = 0
-                    touched[t] = b
-                    t += 1
-                count[b] += 1
-        hits = np.sort(touched[:t])
-        for i in range(t):
-            b = hits[i]
-            if count[b] < need[b]:
-                continue
-            if m == cap:
-                cap *= 2
-                out_doc = _grown(out_doc, cap)
-                out_item = _grown(out_item, cap)
-                out_shared = _grown(out_shared, cap)
-            out_doc[m] = d
-            out_item[m] = b
-            out_shared[m] = count[b]
-            m += 1
+            b = items[i]
+            if run >= need[b]:
+                if m == cap:
+                    cap *= 2
+                    out_doc = _grown(out_doc, cap)
+                    out_item = _grown(out_item, cap)
+                    out_shared = _grown(out_shared, cap)
+                out_doc[m] = d
+                out_item[m] = b
+                out_shared[m] = run
+                m += 1
+            run = 0
     return out_doc[:m].copy(), out_item[:m].copy(), out_shared[:m].copy()
 
 
