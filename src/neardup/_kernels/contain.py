@@ -119,19 +119,6 @@ def _grown(a: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
-@njit(cache=True, inline="always")
-def _holds(post_items: np.ndarray, lo: int, hi: int, b: int) -> bool:
-    """Whether the sorted postings ``post_items[lo:hi]`` hold item b (binary search)."""
-    end = hi
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if post_items[mid] < b:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < end and post_items[lo] == b
-
-
 @njit(cache=True, nogil=True)
 def matched_spans(
     fps: np.ndarray,
@@ -149,32 +136,68 @@ def matched_spans(
     tok_offsets: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(span offsets int64[m+1], starts, ends): the character spans of match i (text doc[i],
-    item item[i]) are ``starts[k]:ends[k]`` for k in its offsets: the extents of the text's
-    shingles that item holds (w tokens each; all tokens of a text shorter than w), merged
-    where they overlap or touch. Text doc[i]'s tokens are row tok_row[i] of the token spans."""
+    item item[i]; matches sorted by text, then item) are ``starts[k]:ends[k]`` for k in its
+    offsets: the extents of the text's shingles that item holds (w tokens each; all tokens of
+    a text shorter than w), merged where they overlap or touch. Text doc[i]'s tokens are row
+    tok_row[i] of the token spans.
+
+    Each text is read once for all its matches: every shingle found in the table is listed
+    under each matched item of its postings, so a text holding many items (a page quoting a
+    whole benchmark) costs what counting them cost, not one pass per item."""
     m = doc.shape[0]
-    span_offsets = np.empty(m + 1, dtype=np.int64)
+    span_offsets = np.zeros(m + 1, dtype=np.int64)
     cap = 16
     starts = np.empty(cap, dtype=np.int64)
     ends = np.empty(cap, dtype=np.int64)
+    which = np.empty(16, dtype=np.int64)  # (match within the text, shingle position) found
+    where = np.empty(16, dtype=np.int64)
     k = 0
-    for i in range(m):
-        span_offsets[i] = k
-        d = doc[i]
-        b = item[i]
-        first = tok_offsets[tok_row[i]]
-        ntok = tok_offsets[tok_row[i] + 1] - first
-        lo = -1  # token range [lo, hi) being grown
-        hi = -1
+    i0 = 0
+    while i0 < m:
+        d = doc[i0]
+        i1 = i0
+        while i1 < m and doc[i1] == d:
+            i1 += 1
+        wanted = item[i0:i1]  # sorted
+        first = tok_offsets[tok_row[i0]]
+        ntok = tok_offsets[tok_row[i0] + 1] - first
+        f = 0
         for p in range(offsets[d], offsets[d + 1]):
             u = _row(fps[p], keys, rows)
-            if u < 0 or not _holds(post_items, post_offsets[u], post_offsets[u + 1], b):
+            if u < 0:
                 continue
-            a = p - offsets[d]
-            e = min(a + w, ntok)
-            if lo >= 0 and a <= hi:
-                hi = max(hi, e)
-                continue
+            for j in range(post_offsets[u], post_offsets[u + 1]):
+                at = np.searchsorted(wanted, post_items[j])
+                if at < wanted.shape[0] and wanted[at] == post_items[j]:
+                    if f == which.shape[0]:
+                        which = _grown(which, 2 * f)
+                        where = _grown(where, 2 * f)
+                    which[f] = at
+                    where[f] = p - offsets[d]
+                    f += 1
+        order = np.argsort(which[:f], kind="mergesort")  # by match, positions ascending
+        r = 0
+        for at in range(i1 - i0):
+            span_offsets[i0 + at] = k
+            lo = -1  # token range [lo, hi) being grown
+            hi = -1
+            while r < f and which[order[r]] == at:
+                a = where[order[r]]
+                r += 1
+                e = min(a + w, ntok)
+                if lo >= 0 and a <= hi:
+                    hi = max(hi, e)
+                    continue
+                if lo >= 0:
+                    if k == cap:
+                        cap *= 2
+                        starts = _grown(starts, cap)
+                        ends = _grown(ends, cap)
+                    starts[k] = tok_starts[first + lo]
+                    ends[k] = tok_ends[first + hi - 1]
+                    k += 1
+                lo = a
+                hi = e
             if lo >= 0:
                 if k == cap:
                     cap *= 2
@@ -183,15 +206,6 @@ def matched_spans(
                 starts[k] = tok_starts[first + lo]
                 ends[k] = tok_ends[first + hi - 1]
                 k += 1
-            lo = a
-            hi = e
-        if lo >= 0:
-            if k == cap:
-                cap *= 2
-                starts = _grown(starts, cap)
-                ends = _grown(ends, cap)
-            starts[k] = tok_starts[first + lo]
-            ends[k] = tok_ends[first + hi - 1]
-            k += 1
+        i0 = i1
     span_offsets[m] = k
     return span_offsets, starts[:k].copy(), ends[:k].copy()
