@@ -35,7 +35,7 @@ from .io import (
     write_clusters,
     write_pairs,
 )
-from .io._prefetch import prefetch
+from .io._prefetch import ordered_map, prefetch
 from .params import DecontaminateParams, DedupParams, check_int
 from .progress import Progress
 
@@ -451,6 +451,8 @@ def decontaminate_source(
     read = read or ReadOptions()
     against_read = against_read or read
     jobs = _check_jobs(jobs)
+    if "-" in _paths(inputs) and "-" in _paths(against):
+        raise ParamError("standard input (-) can hold the training data or the benchmark, not both")
     started = time.perf_counter()
     with open_source(
         inputs, read.format, text_field=read.text_field, id_field=read.id_field,
@@ -482,8 +484,6 @@ def decontaminate_source(
                 batches: Iterator[DocBatch] = source.batches(read.batch_size)
                 if jobs > 1:
                     batches = prefetch(batches)
-                from .io._prefetch import ordered_map
-
                 try:
                     for batch, found in ordered_map(lambda b: finder.scan(b.texts), batches, jobs):
                         flags.append(found.contaminated(len(batch)))
