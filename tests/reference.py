@@ -5,6 +5,8 @@ Fast paths in ``neardup._kernels`` are proven equal to these by property tests.
 
 from __future__ import annotations
 
+import re
+
 from neardup.text import canonical_tokens
 
 MASK = (1 << 64) - 1
@@ -220,3 +222,49 @@ def key_minimum(keys: list[int], docs: list[int]) -> list[int]:
     for k, d in zip(keys, docs, strict=True):
         smallest[k] = min(d, smallest.get(k, d))
     return [smallest[k] for k in keys]
+
+
+def token_spans(text: str, mode: str = "word") -> list[tuple[int, int]]:
+    """Character spans of the canonical tokens: the ``\\w`` runs (each word character in
+    character mode), as Python str indices."""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"\w+", text)]
+    if mode == "char":
+        return [(i, i + 1) for s, e in runs for i in range(s, e)]
+    return runs
+
+
+def contained_items(
+    benchmark: list[str],
+    texts: list[str],
+    containment: float,
+    w: int = 5,
+    mode: str = "word",
+    hash: str = "mix",
+) -> list[list[tuple[int, float, int, tuple[tuple[int, int], ...]]]]:
+    """Brute force over every (text, item): (item, containment, shared, spans) where
+    |S(b) n S(d)| / |S(b)| >= containment; spans: the extents of the text's shingles the item
+    holds, merged where they overlap or touch, as character offsets."""
+    sets = [set(shingles(b, w, mode, hash)) for b in benchmark]
+    out = []
+    for text in texts:
+        seq = shingles(text, w, mode, hash)
+        held = set(seq)
+        tokens = token_spans(text, mode)
+        row = []
+        for i, s in enumerate(sets):
+            shared = len(s & held)
+            if not s or shared / len(s) < containment:
+                continue
+            merged: list[list[int]] = []
+            for p, fp in enumerate(seq):
+                if fp not in s:
+                    continue
+                lo, hi = p, min(p + w, len(tokens))
+                if merged and lo <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], hi)
+                else:
+                    merged.append([lo, hi])
+            spans = tuple((tokens[lo][0], tokens[hi - 1][1]) for lo, hi in merged)
+            row.append((i, shared / len(s), shared, spans))
+        out.append(row)
+    return out

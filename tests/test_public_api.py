@@ -18,6 +18,7 @@ EXPECTED = {
     "SimhashMethodParams",
     "Index", "Match", "SampledMethod", "SampledParams",
     "Client",
+    "BenchmarkMatch", "DecontaminateParams", "Decontaminator",
 }  # fmt: skip
 
 

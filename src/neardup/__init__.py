@@ -20,6 +20,7 @@ from .errors import (
 )
 from .params import (
     FORMAT_VERSION,
+    DecontaminateParams,
     DedupParams,
     FeatureParams,
     MinhashParams,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .candidates import CandidateResult, candidate_pairs
     from .client import Client
     from .clusters import choose_representatives, cluster_labels
+    from .decontaminate import BenchmarkMatch, Decontaminator
     from .engine import Deduplicator, DedupStats
     from .features import acceptance, features
     from .hamming import HammingIndex, hamming_pairs, plan_tables
@@ -47,8 +49,10 @@ if TYPE_CHECKING:
     from .text import canonical_tokens
 
 _LAZY: dict[str, str] = {
+    "BenchmarkMatch": "decontaminate",
     "CandidateResult": "candidates",
     "Client": "client",
+    "Decontaminator": "decontaminate",
     "DedupStats": "engine",
     "Deduplicator": "engine",
     "EMPTY": "minhash",
@@ -129,8 +133,11 @@ __version__ = "0.1.0"
 __all__ = [
     "EMPTY",
     "FORMAT_VERSION",
+    "BenchmarkMatch",
     "CandidateResult",
     "Client",
+    "DecontaminateParams",
+    "Decontaminator",
     "DedupParams",
     "DedupStats",
     "Deduplicator",

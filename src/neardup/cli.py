@@ -267,11 +267,112 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
     _add_plan_sample_options(pl)
+    _add_decontaminate_parser(sub)
     _add_compare_parser(sub)
     _add_report_parser(sub)
     _add_index_parser(sub)
     _add_serve_parser(sub)
     return parser
+
+
+def _add_decontaminate_parser(sub: argparse._SubParsersAction) -> None:
+    x = sub.add_parser(
+        "decontaminate",
+        help="drop training documents that contain benchmark items (exact shingle containment)",
+        description="Drop every training document holding at least C of some benchmark item's "
+        "shingles (canonical tokens: case, punctuation and line breaks ignored); write the rest "
+        "and, per match, the matched character spans. See docs/DECONTAMINATE.md.",
+    )
+    x.add_argument(
+        "inputs",
+        nargs="+",
+        help="training data: JSONL, Parquet, WARC, HTML or text files or folders, or -",
+    )
+    x.add_argument(
+        "--against",
+        nargs="+",
+        required=True,
+        metavar="BENCH",
+        help="benchmark items: JSONL, Parquet or text files or folders (format from the names)",
+    )
+    x.add_argument(
+        "--containment",
+        "-c",
+        type=float,
+        default=0.5,
+        help="drop a document holding at least this share of an item's shingles [0.5]",
+    )
+    x.add_argument("-o", "--output", help="write the clean documents here, in the input's format")
+    x.add_argument(
+        "--matches",
+        help='write {"id","benchmark_id","containment","spans"} for every match (spans: [start, end] character offsets in the training text)',
+    )
+    x.add_argument("--summary-json", help="also write the summary as JSON to this file")
+    io = _add_input_options(x, ["jsonl", "parquet", "text", "warc", "html"])
+    io.add_argument(
+        "--against-text-field", help="field holding a benchmark item's text [--text-field]"
+    )
+    io.add_argument("--against-id-field", help="field holding a benchmark item's id [--id-field]")
+    io.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        help="threads shingling batches in parallel; the output is the same for any number [all cores]",
+    )
+    _add_shingle_options(x)
+    out = x.add_argument_group("reporting")
+    out.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr [on when stderr is a terminal]",
+    )
+    out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+
+
+def cmd_decontaminate(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from .params import DecontaminateParams
+    from .run import DecontaminateOutputs, decontaminate_source
+
+    if not (args.output or args.matches or args.summary_json):
+        raise ParamError("name an output: -o CLEAN, --matches FILE or --summary-json FILE")
+    shingle = ShingleParams(w=args.shingle_size, tokens=args.tokens, nfkc=args.nfkc, hash=args.hash)
+    params = DecontaminateParams(containment=args.containment, shingle=shingle)
+    read = _read_options(args)
+    against_read = dataclasses.replace(
+        read,
+        format=None,
+        text_field=args.against_text_field or args.text_field,
+        id_field=args.against_id_field or args.id_field,
+    )
+    summary = decontaminate_source(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.against[0] if args.against == ["-"] else args.against,
+        params,
+        DecontaminateOutputs(args.output, args.matches, args.summary_json),
+        read,
+        against_read,
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        jobs=args.jobs,
+    )
+    if not args.quiet:
+        s = summary
+        sys.stderr.write(
+            "neardup decontaminate summary\n"
+            f"  documents            {s['documents']:>12,}\n"
+            f"  contaminated         {s['contaminated']:>12,}\n"
+            f"  documents kept       {s['kept']:>12,}\n"
+            f"  matches              {s['matches']:>12,}\n"
+            f"  benchmark items      {s['benchmark_items']:>12,} ({s['benchmark_items_matched']:,} "
+            f"found; {s['benchmark_items_without_shingles']:,} without tokens)\n"
+            f"  skipped records      {s['skipped_records'] + s['skipped_benchmark_records']:>12,}\n"
+            f"  time                 {s['seconds']:>11.2f}s\n"
+            f"  throughput           {s['mb_per_s']:>8.1f} MB/s\n"
+            f"  peak memory          {s['peak_memory_mb']:>9.0f} MB\n"
+        )
+    return 0
 
 
 def _add_report_parser(sub: argparse._SubParsersAction) -> None:
@@ -1138,7 +1239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.own_process = argv is None  # the process is this command
     if args.own_process:
         _skip_numba_blas_probe()
-    if args.command in ("dedup", "report"):
+    if args.command in ("dedup", "report", "decontaminate"):
         # The job's modules load before SIGTERM is ours. The engine (and Numba) loads inside
         # the job once its inputs are open (help and errors stay fast), where an interrupt
         # unwinds like any other: no output exists before the job commits.
@@ -1152,6 +1253,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_dedup(args)
         if args.command == "compare":
             return cmd_compare(args)
+        if args.command == "decontaminate":
+            return cmd_decontaminate(args)
         if args.command == "report":
             return cmd_report(args)
         if args.command == "index":

@@ -453,3 +453,40 @@ class DedupParams:
 
     def fingerprint(self) -> str:
         return _fingerprint(self)
+
+
+#: The containment at or above which a training text counts as holding a benchmark item.
+DEFAULT_CONTAINMENT = 0.5
+
+
+@dataclass(frozen=True)
+class DecontaminateParams:
+    """Benchmark decontamination: which training texts contain which benchmark items.
+
+    containment: C in (0, 1]; a training text d contains a benchmark item b when
+      |S(b) n S(d)| / |S(b)| >= C over their shingle sets (exact, no sampling).
+    shingle: how both become shingle sets (canonical tokens: case, punctuation and line breaks
+      do not matter). NFKC is refused: the matches' character spans are offsets into the text
+      as given, which normalisation would shift. An item of fewer than w tokens has one
+      shingle of all its tokens, found only in a text of exactly those tokens: lower w for
+      very short items.
+    """
+
+    containment: float = DEFAULT_CONTAINMENT
+    shingle: ShingleParams = field(default_factory=ShingleParams)
+
+    def __post_init__(self) -> None:
+        c = self.containment
+        if isinstance(c, bool) or not isinstance(c, int | float) or not 0.0 < c <= 1.0:
+            raise ParamError(f"containment must be a number in (0, 1], got {c!r}")
+        object.__setattr__(self, "containment", float(c))
+        if not isinstance(self.shingle, ShingleParams):
+            raise ParamError(f"shingle must be a ShingleParams, got {self.shingle!r}")
+        if self.shingle.nfkc:
+            raise ParamError(
+                "decontamination reports character spans of the text as given, which NFKC "
+                "normalisation would shift; drop nfkc (--nfkc)"
+            )
+
+    def fingerprint(self) -> str:
+        return _fingerprint(self)

@@ -36,12 +36,13 @@ from .io import (
     write_pairs,
 )
 from .io._convert import OutFmt, output_format
-from .io._prefetch import prefetch
+from .io._prefetch import ordered_map, prefetch
 from .io._report import MAX_RECORD_SIZE
-from .params import DedupParams, check_int
+from .params import DecontaminateParams, DedupParams, check_int
 from .progress import Progress
 
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
+    from .decontaminate import Matches
     from .engine import Deduplicator
 
 
@@ -411,6 +412,160 @@ def dedup_cluster(
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(problems["counts"].items()))
         report = f"skipped {problems['total']} problems ({kinds}); first: {problems['examples'][0]}"
     return DedupResult(None, [], summary, report)  # type: ignore[arg-type]
+
+
+# -- benchmark decontamination -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecontaminateOutputs:
+    """Where a decontamination's results go; None skips one. ``clean``: the training records
+    that contain no benchmark item (input format, every field, input order); ``matches``: one
+    JSON line per (training document, benchmark item) pair at or above the containment."""
+
+    clean: str | None = None
+    matches: str | None = None
+    summary_json: str | None = None
+
+
+def _read_benchmark(
+    inputs: str | Sequence[str], read: ReadOptions
+) -> tuple[list[str], list[str], int]:
+    """The benchmark's ids and texts, whole (a benchmark is small), and its skipped records."""
+    with open_source(
+        inputs, read.format, text_field=read.text_field, id_field=read.id_field,
+        on_error=read.on_error, max_record_size=read.max_record_size,
+    ) as bench:  # fmt: skip
+        texts: list[str] = []
+        for batch in bench.batches(read.batch_size):
+            texts.extend(batch.texts)
+        ids = list(bench.ids) if bench.ids is not None else []
+        skipped = bench.errors.total
+    if not texts:
+        raise ParamError(
+            f"no benchmark items in {', '.join(_paths(inputs))}; check --against and "
+            f"--against-text-field (reading the field {read.text_field!r})"
+        )
+    return ids, texts, skipped
+
+
+def decontaminate_source(
+    inputs: str | Sequence[str],
+    against: str | Sequence[str],
+    params: DecontaminateParams,
+    outputs: DecontaminateOutputs,
+    read: ReadOptions | None = None,
+    against_read: ReadOptions | None = None,
+    progress: bool = False,
+    jobs: int | None = None,
+) -> dict[str, Any]:
+    """Drop every training document of ``inputs`` that contains some benchmark item of
+    ``against`` at ``params.containment`` or more; write the rest and the matches.
+
+    The benchmark is read whole; the training documents stream in batches, ``jobs`` batches
+    shingled and looked up at once in threads (the outputs are the same for any number and any
+    batch size). Every output is checked against every input before anything is read, and all
+    appear together at the end, or none does. Returns the summary.
+    """
+    from .decontaminate import Decontaminator
+    from .io._atomic import open_output
+
+    read = read or ReadOptions()
+    against_read = against_read or read
+    jobs = _check_jobs(jobs)
+    if "-" in _paths(inputs) and "-" in _paths(against):
+        raise ParamError("standard input (-) can hold the training data or the benchmark, not both")
+    started = time.perf_counter()
+    with open_source(
+        inputs, read.format, text_field=read.text_field, id_field=read.id_field,
+        on_error=read.on_error, max_record_size=read.max_record_size,
+    ) as source:  # fmt: skip
+        clean_fmt = _kept_format(outputs.clean, source.fmt)
+        plan = plan_outputs(
+            [*_paths(inputs), *_paths(against)],
+            {
+                "-o": outputs.clean,
+                "--matches": outputs.matches,
+                "--summary-json": outputs.summary_json,
+            },
+            folders={"-o"} if clean_fmt == "folder" else (),
+        )
+        clean_fmt = _kept_format(outputs.clean, source.fmt, strict=True)
+        bench_ids, bench_texts, bench_skipped = _read_benchmark(against, against_read)
+        with _signals_deferred():  # the kernels' modules load whole before an interrupt lands
+            finder = Decontaminator(bench_texts, params)
+        paths = _paths(inputs)
+        gzipped = any(str(x).endswith(".gz") for x in paths)
+        bar = Progress(progress, None if gzipped else source.input_bytes)
+        flags: list[np.ndarray] = []
+        pairs = docs = nbytes = 0
+        matched_items = np.zeros(len(finder), dtype=bool)
+        with plan.commit():  # every output appears at the end, together, or none does
+            with contextlib.ExitStack() as stack:
+                sink = (
+                    stack.enter_context(open_output(plan["--matches"])) if outputs.matches else None
+                )
+                batches: Iterator[DocBatch] = source.batches(read.batch_size)
+                if jobs > 1:
+                    batches = prefetch(batches)
+                try:
+                    for batch, found in ordered_map(lambda b: finder.scan(b.texts), batches, jobs):
+                        flags.append(found.contaminated(len(batch)))
+                        matched_items[found.item] = True
+                        pairs += len(found)
+                        docs += len(batch)
+                        nbytes += batch.nbytes
+                        if sink is not None and len(found):
+                            sink.write(_match_lines(found, batch.ids, bench_ids))
+                        bar.update(docs, nbytes)
+                finally:
+                    bar.close()
+            contaminated = np.concatenate(flags) if flags else np.zeros(0, dtype=bool)
+            written = (
+                source.write_kept(~contaminated, plan["-o"], clean_fmt) if outputs.clean else None
+            )
+            seconds = time.perf_counter() - started
+            summary = {
+                "documents": docs,
+                "contaminated": int(contaminated.sum()),
+                "kept": int(docs - contaminated.sum()),
+                "written": written,
+                "matches": pairs,
+                "benchmark_items": len(finder),
+                "benchmark_items_matched": int(matched_items.sum()),
+                "benchmark_items_without_shingles": int((finder.sizes_ == 0).sum()),
+                "skipped_records": source.errors.total,
+                "skipped_benchmark_records": bench_skipped,
+                "seconds": round(seconds, 3),
+                "mb_per_s": round(nbytes / 1e6 / max(seconds, 1e-9), 2),
+                "peak_memory_mb": round(_peak_memory_mb(), 1),
+                "params": params.fingerprint(),
+            }
+            if outputs.summary_json:
+                with atomic_write(plan["--summary-json"], "w") as fh:
+                    json.dump(summary, fh, indent=1)
+                    fh.write("\n")
+    return summary
+
+
+def _match_lines(found: Matches, ids: Sequence[str], bench_ids: Sequence[str]) -> bytes:
+    """The --matches lines of one batch: {"id", "benchmark_id", "containment", "spans"}."""
+    lines = [
+        json.dumps(
+            {
+                "id": ids[d],
+                "benchmark_id": bench_ids[b],
+                "containment": c,
+                "spans": found.spans(i),
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
+        for i, (d, b, c) in enumerate(
+            zip(found.doc.tolist(), found.item.tolist(), found.containment.tolist(), strict=True)
+        )
+    ]
+    return "".join(lines).encode("utf-8", "backslashreplace")
 
 
 # -- the standing index -------------------------------------------------------------------------

@@ -149,6 +149,20 @@ def encode_batch(texts: Sequence[str], nfkc: bool = False) -> tuple[np.ndarray, 
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
 
 
+def token_spans(
+    texts: Sequence[str], mode: TokenMode = "word"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each canonical token's character span: (starts int64[], ends int64[], offsets int64[n+1]).
+
+    Text d's tokens are ``text[starts[t]:ends[t]]`` for t in ``offsets[d]:offsets[d+1]``, the
+    tokens ``canonical_tokens(text, mode)`` folds, in order; spans are Python ``str`` indices.
+    """
+    from ._kernels.tokens import token_spans as kernel
+
+    buf, offsets = encode_batch(texts)
+    return kernel(buf, offsets, tables()[0], mode == "char")
+
+
 class Utf8Texts(Sequence[str]):
     """Texts held as one UTF-8 buffer and offsets: text i is ``buf[offsets[i]:offsets[i+1]]``.
 
