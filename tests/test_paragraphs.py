@@ -1,0 +1,230 @@
+"""Paragraph and line deduplication: the split rule, the rewrite, and whole runs against the
+exact truth over every paragraph pair."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.cli import main
+from neardup.paragraph_run import UnitOptions, dedup_paragraphs
+from neardup.paragraphs import rewrite, split, split_reference
+from neardup.params import DedupParams
+from neardup.run import DedupOutputs, ReadOptions
+from neardup.testing.measures import residual_duplicates, unjustified_removals
+from neardup.testing.paragraphs import paragraph_corpus, unit_truth
+
+from .strategies import TRICKY, texts
+
+LINES = st.text(
+    alphabet=st.sampled_from([*TRICKY, " ", "\r", "\n", "\n", "\v", "\f"]), max_size=160
+)
+
+
+def _rewrite_reference(text: str, removed: list[bool], unit: str = "paragraph") -> str:
+    """The separator rule on characters: leading text, each kept unit and the separator after
+    it, the last kept one followed by the trailing text."""
+    spans = [(a, b) for a, b, _ in split_reference(text, unit)]  # type: ignore[arg-type]
+    kept = [s for s, gone in zip(spans, removed, strict=True) if not gone]
+    out = text[: spans[0][0]] if spans else text
+    following = {spans[i][0]: spans[i + 1][0] for i in range(len(spans) - 1)}
+    for k, (a, b) in enumerate(kept):
+        out += text[a:b]
+        if k + 1 < len(kept):
+            out += text[b : following[a]]
+    return out + (text[spans[-1][1] :] if spans else "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(LINES, texts), max_size=5), st.sampled_from(["paragraph", "line"]))
+def test_the_split_kernel_finds_the_reference_units_and_token_counts(
+    docs: list[str], unit: str
+) -> None:
+    for mode in ("word", "char"):
+        found = split(docs, unit, mode)  # type: ignore[arg-type]
+        got = list(found.texts())
+        expected = [split_reference(t, unit, mode) for t in docs]  # type: ignore[arg-type]
+        assert found.counts.tolist() == [len(e) for e in expected]
+        assert got == [t[a:b] for t, e in zip(docs, expected, strict=True) for a, b, _ in e]
+        assert found.tokens.tolist() == [k for e in expected for _, _, k in e]
+
+
+@settings(max_examples=300, deadline=None)
+@given(LINES, st.sampled_from(["paragraph", "line"]), st.randoms(use_true_random=False))
+def test_a_rewrite_keeps_every_separator_of_the_kept_units(text: str, unit: str, rnd) -> None:  # type: ignore[no-untyped-def]
+    n = len(split_reference(text, unit))  # type: ignore[arg-type]
+    removed = [rnd.random() < 0.5 for _ in range(n)]
+    assert rewrite(text, removed, unit) == _rewrite_reference(text, removed, unit)  # type: ignore[arg-type]
+    assert rewrite(text, [False] * n, unit) == text  # type: ignore[arg-type]
+
+
+def test_the_rule_on_an_example() -> None:
+    text = "  Dear all,\nhello there\n\n \n> quoted line\r\n\r\n-- \nJo\n"
+    assert list(split([text]).texts()) == ["  Dear all,\nhello there", "> quoted line\r", "-- \nJo"]
+    assert list(split([text], "line").texts()) == [
+        "  Dear all,", "hello there", "> quoted line\r", "-- ", "Jo",
+    ]  # fmt: skip
+    assert rewrite(text, [False, True, False]) == "  Dear all,\nhello there\n\n \n-- \nJo\n"
+    assert rewrite(text, [False, False, True]) == "  Dear all,\nhello there\n\n \n> quoted line\r\n"
+
+
+def _write_jsonl(path: Path, docs: list[str]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for i, text in enumerate(docs):
+            fh.write(json.dumps({"id": f"d{i}", "text": text, "n": i}) + "\n")
+
+
+def _run(tmp: Path, src: Path, tag: str, **kw: object) -> dict[str, object]:
+    out = DedupOutputs(
+        kept=str(tmp / f"{tag}.jsonl"),
+        clusters=str(tmp / f"{tag}.clusters"),
+        pairs=str(tmp / f"{tag}.pairs"),
+        summary_json=str(tmp / f"{tag}.json"),
+    )
+    read = ReadOptions(batch_size=int(kw.pop("batch_size", 5000)))  # type: ignore[call-overload]
+    result = dedup_paragraphs(str(src), DedupParams(threshold=0.8), out, UnitOptions(), read, **kw)  # type: ignore[arg-type]
+    return result.summary
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    tmp = tmp_path_factory.mktemp("para")
+    docs = paragraph_corpus(400, seed=3)
+    _write_jsonl(tmp / "in.jsonl", docs)
+    return tmp, docs
+
+
+@pytest.fixture(scope="module")
+def first_run(corpus: tuple[Path, list[str]]) -> dict[str, object]:
+    tmp, _ = corpus
+    return _run(tmp, tmp / "in.jsonl", "one", jobs=1)
+
+
+def _removed_units(tmp: Path, tag: str) -> set[tuple[str, int]]:
+    rows = [json.loads(x) for x in (tmp / f"{tag}.clusters").read_text().splitlines()]
+    return {(r["id"], r["paragraph"]) for r in rows if not r["kept"]}
+
+
+def test_every_removed_paragraph_has_an_earlier_kept_one_at_the_threshold(
+    corpus: tuple[Path, list[str]], first_run: dict[str, object]
+) -> None:
+    tmp, docs = corpus
+    truth = unit_truth(docs, 0.8)
+    index = {(f"d{d}", p): i for i, (d, p) in enumerate(zip(truth.doc, truth.part, strict=True))}
+    removed = _removed_units(tmp, "one")
+    assert removed and len(removed) == first_run["paragraphs_removed"]
+    kept = np.ones(len(truth.doc), dtype=bool)
+    kept[[index[u] for u in removed]] = False
+    assert len(unjustified_removals(kept, truth.a, truth.b)) == 0
+    # ... and earlier: the pair that justifies it has the kept unit first
+    justified = {int(b) for a, b in zip(truth.a, truth.b, strict=True) if kept[a] and not kept[b]}
+    assert justified == {index[u] for u in removed}
+    residual = residual_duplicates(kept, truth.a, truth.b)
+    print(f"residual copies: {len(residual[0])} of {len(truth.doc)} paragraphs")
+    assert len(residual[0]) <= 0.01 * len(truth.doc)
+
+
+def test_short_paragraphs_are_never_removed_and_documents_keep_their_separators(
+    corpus: tuple[Path, list[str]], first_run: dict[str, object]
+) -> None:
+    tmp, docs = corpus
+    removed = _removed_units(tmp, "one")
+    out = {r["id"]: r for r in map(json.loads, (tmp / "one.jsonl").read_text().splitlines())}
+    dropped = rewritten = 0
+    for i, text in enumerate(docs):
+        units = split_reference(text)
+        flags = [(f"d{i}", p) in removed for p in range(len(units))]
+        assert not any(f and k < 5 for f, (_, _, k) in zip(flags, units, strict=True))
+        if units and all(flags):
+            assert f"d{i}" not in out
+            dropped += 1
+            continue
+        assert out[f"d{i}"]["text"] == _rewrite_reference(text, flags)
+        assert out[f"d{i}"]["n"] == i  # the other fields are kept
+        rewritten += any(flags)
+    assert dropped and first_run["documents_dropped"] == dropped
+    assert first_run["documents_rewritten"] == rewritten
+    assert first_run["written"] == len(docs) - dropped
+
+
+def test_the_outputs_are_the_same_for_any_jobs_and_batch_size(
+    corpus: tuple[Path, list[str]], first_run: dict[str, object]
+) -> None:
+    tmp, _ = corpus
+    _run(tmp, tmp / "in.jsonl", "two", jobs=2, batch_size=37)
+    for ext in ("jsonl", "clusters", "pairs"):
+        assert (tmp / f"one.{ext}").read_bytes() == (tmp / f"two.{ext}").read_bytes()
+
+
+def test_the_command_line_removes_lines_and_writes_parquet_and_text_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    name = "Jane Roe, Head of Widgets, Example Corporation Limited"
+    sig = f"-- \n{name}"
+    docs = [
+        f"First message about apples and their many uses.\n\n{sig}\n",
+        f"A second message, about pears this time, nothing else.\n\n{sig}",
+        sig,
+        name,
+        "ok",
+    ]
+    _write_jsonl(tmp_path / "in.jsonl", docs)
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--unit", "line", "-o", str(tmp_path / "o.jsonl"),
+                 "--min-paragraph-tokens", "4", "--pairs", str(tmp_path / "p.jsonl")]) == 0  # fmt: skip
+    summary = capsys.readouterr().err
+    assert "documents dropped     1" in summary
+    out = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    # "-- " is short: left alone, so only the document of the name alone is left empty
+    assert [r["text"] for r in out] == [docs[0], docs[1].removesuffix("\n" + name), "-- ", "ok"]
+    pairs = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert {(p["id_b"], p["paragraph_b"]) for p in pairs} == {("d1", 2), ("d2", 1), ("d3", 0)}
+
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    pq.write_table(
+        pa.table({"id": ["a", "b"], "text": docs[:2], "n": [1, 2]}), tmp_path / "in.parquet"
+    )
+    assert main(["dedup", str(tmp_path / "in.parquet"), "--unit", "paragraph", "-q",
+                 "-o", str(tmp_path / "o.parquet")]) == 0  # fmt: skip
+    table = pq.read_table(tmp_path / "o.parquet").to_pylist()
+    assert table == [
+        {"id": "a", "text": docs[0], "n": 1},
+        {"id": "b", "text": docs[1].split("\n\n")[0], "n": 2},
+    ]
+
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    for i, text in enumerate(docs[:3]):
+        (folder / f"{i}.txt").write_text(text)
+    assert (
+        main(["dedup", str(folder), "--unit", "paragraph", "-q", "-o", str(tmp_path / "kept")]) == 0
+    )
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["0.txt", "1.txt"]
+    assert (tmp_path / "kept" / "1.txt").read_text() == docs[1].split("\n\n")[0]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--dask", "local:1"], ["--index", "x.db"], ["--work-dir", "w"]],
+)
+def test_options_a_paragraph_run_cannot_honour_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str]
+) -> None:
+    _write_jsonl(tmp_path / "in.jsonl", ["some text"])
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--unit", "paragraph", *extra]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and extra[0] in err
+
+
+def test_min_paragraph_tokens_needs_a_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write_jsonl(tmp_path / "in.jsonl", ["some text"])
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--min-paragraph-tokens", "3"]) == 1
+    assert "--unit" in capsys.readouterr().err
