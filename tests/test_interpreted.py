@@ -135,6 +135,7 @@ KERNEL_TESTS = [
     "tests/test_resemblance.py",
     "tests/test_clusters.py",
     "tests/test_links.py",
+    "tests/test_paragraph_split.py",
 ]
 
 
