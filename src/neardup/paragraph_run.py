@@ -302,25 +302,32 @@ def dedup_paragraphs(
 
 
 def format_summary(s: dict[str, Any], problems: str) -> str:
-    """The printed summary of a paragraph run."""
+    """The printed summary of a paragraph (line) run, in the whole-document summary's layout."""
     what = "paragraphs" if s["unit"] == "paragraph" else "lines"
-    lines = [
-        f"neardup dedup --unit {s['unit']} summary",
-        f"  documents             {s['documents']:,}",
-        f"  {what:<22}{s['paragraphs']:,} ({s['paragraphs_short']:,} with fewer than "
-        f"{s['min_tokens']} tokens left alone)",
-        f"  removed               {s['paragraphs_removed']:,} ({s['removed_exact']:,} exact, "
-        f"{s['removed_near']:,} near)",
-        f"  documents rewritten   {s['documents_rewritten']:,}",
-        f"  documents dropped     {s['documents_dropped']:,} (every {s['unit']} removed)",
+    short = f"left alone (< {s['min_tokens']} tokens)"
+    rows = [
+        ("documents", s["documents"]),
+        (what, s["paragraphs"]),
+        (short, s["paragraphs_short"]),
+        (f"{what} removed", s["paragraphs_removed"]),
+        ("  exact copies", s["removed_exact"]),
+        ("  near copies", s["removed_near"]),
+        ("documents rewritten", s["documents_rewritten"]),
+        ("documents dropped", s["documents_dropped"]),
     ]
     if s.get("written") is not None:
-        lines.append(f"  written               {s['written']:,}")
-    lines.append(f"  method                {s['method']}")
-    lines.append(
-        f"  time                  {s['seconds']:.2f} s ({s['mb_per_s']} MB/s), peak memory "
-        f"{s['peak_memory_mb']:.0f} MB"
-    )
+        rows.append(("documents written", s["written"]))
+    width = max(21, len(short) + 1)
+    lines = [f"neardup dedup --unit {s['unit']} summary"]
+    lines += [f"  {label:<{width}}{value:>12,}" for label, value in rows]
+    lines += [
+        f"  {'method':<{width}}{s['method']}",
+        f"  {'skipped records':<{width}}{s['skipped_records']:>12,}",
+        f"  {'time':<{width}}{s['seconds']:>11.2f}s",
+        f"  {'throughput':<{width}}{s['mb_per_s']:>8.1f} MB/s",
+        f"  {'peak memory':<{width}}{s['peak_memory_mb']:>9.0f} MB",
+    ]
+    text = "\n".join(lines) + "\n"
     if problems:
-        lines.append(f"  {problems}")
-    return "\n".join(lines) + "\n"
+        text += problems.rstrip("\n") + "\n"
+    return text
