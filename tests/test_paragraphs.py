@@ -66,6 +66,8 @@ def test_every_removed_paragraph_has_an_earlier_kept_one_at_the_threshold(
     index = {(f"d{d}", p): i for i, (d, p) in enumerate(zip(truth.doc, truth.part, strict=True))}
     removed = _removed_units(tmp, "one")
     assert removed and len(removed) == first_run["paragraphs_removed"]
+    engine = first_run["engine"]
+    assert first_run["removed_near"] and engine["exact_checks"]  # type: ignore[index]
     kept = np.ones(len(truth.doc), dtype=bool)
     kept[[index[u] for u in removed]] = False
     assert len(unjustified_removals(kept, truth.a, truth.b)) == 0
@@ -100,13 +102,15 @@ def test_short_paragraphs_are_never_removed_and_documents_keep_their_separators(
     assert first_run["written"] == len(docs) - dropped
 
 
-def test_the_outputs_are_the_same_for_any_jobs_and_batch_size(
+def test_the_outputs_are_the_same_for_any_jobs_batch_size_and_memory_limit(
     corpus: tuple[Path, list[str]], first_run: dict[str, object]
 ) -> None:
     tmp, _ = corpus
     _run(tmp, tmp / "in.jsonl", "two", jobs=2, batch_size=37)
-    for ext in ("jsonl", "clusters", "pairs"):
-        assert (tmp / f"one.{ext}").read_bytes() == (tmp / f"two.{ext}").read_bytes()
+    _run(tmp, tmp / "in.jsonl", "spilled", jobs=2, batch_size=100, memory_limit=0)
+    for tag in ("two", "spilled"):
+        for ext in ("jsonl", "clusters", "pairs"):
+            assert (tmp / f"one.{ext}").read_bytes() == (tmp / f"{tag}.{ext}").read_bytes()
 
 
 def test_the_command_line_removes_lines_and_writes_parquet_and_text_folders(

@@ -57,8 +57,8 @@ def paragraph_corpus(n: int, seed: int = 0) -> list[str]:
         if out and rng.random() < 0.4:  # a quoted reply of an earlier document's paragraph
             earlier = own[int(rng.integers(len(own) - 1))]
             quoted = earlier[int(rng.integers(len(earlier)))]
-            if rng.random() < 0.4:
-                quoted = edit(quoted, 0.03, int(rng.integers(2**31)))
+            if rng.random() < 0.6:  # edited: some stay above the threshold, some fall below
+                quoted = edit(quoted, float(rng.uniform(0.01, 0.08)), int(rng.integers(2**31)))
             words = quoted.split()
             lines = [" ".join(words[k : k + 9]) for k in range(0, len(words), 9)]
             parts.append("\n".join("> " + line for line in lines))
@@ -68,7 +68,7 @@ def paragraph_corpus(n: int, seed: int = 0) -> list[str]:
         if rng.random() < 0.5:
             sig = signatures[int(rng.integers(len(signatures)))]
             if rng.random() < 0.3:
-                sig = edit(sig, 0.05, int(rng.integers(2**31)))
+                sig = edit(sig, float(rng.uniform(0.02, 0.1)), int(rng.integers(2**31)))
             parts.append(sig)
         if rng.random() < 0.03:  # nothing but a signature: a document left empty
             parts = [signatures[0]]
