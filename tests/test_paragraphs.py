@@ -180,3 +180,21 @@ def test_min_paragraph_tokens_needs_a_unit(
     _write_jsonl(tmp_path / "in.jsonl", ["some text"])
     assert main(["dedup", str(tmp_path / "in.jsonl"), "--min-paragraph-tokens", "3"]) == 1
     assert "--unit" in capsys.readouterr().err
+
+
+def test_the_report_of_a_paragraph_run_shows_the_paragraphs(
+    corpus: tuple[Path, list[str]], first_run: dict[str, object], tmp_path: Path
+) -> None:
+    tmp, docs = corpus
+    page = tmp_path / "report.html"
+    assert main(["report", str(tmp / "in.jsonl"), "--clusters", str(tmp / "one.clusters"),
+                 "-o", str(page)]) == 0  # fmt: skip
+    html = page.read_text()
+    data = json.loads(
+        re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html, re.S)[1]
+    )  # type: ignore[index]
+    assert "paragraphs removed" in html and data["docs"]
+    for name, text, _ in data["docs"]:
+        doc, part = name.rsplit(" \u00b6", 1)
+        a, b, _ = split_reference(docs[int(doc[1:])])[int(part)]
+        assert text == docs[int(doc[1:])][a:b][:3000]
