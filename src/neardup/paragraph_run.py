@@ -18,7 +18,7 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +47,9 @@ from .run import (
     _peak_memory_mb,
     default_memory_limit,
 )
+
+if TYPE_CHECKING:
+    from .engine import SignedBatch
 
 IntArray = npt.NDArray[np.int64]
 
@@ -200,7 +203,7 @@ def dedup_paragraphs(
             dedup.idf = fit_idf_texts(unit_texts(), params.simhash_params(), read.batch_size)
         dedup.method  # built once, before threads share it  # noqa: B018
 
-        def sign(batch: DocBatch) -> tuple[IntArray, IntArray, Any]:
+        def sign(batch: DocBatch) -> tuple[IntArray, IntArray, SignedBatch]:
             found = split(batch.texts, units.unit, mode)
             rows = eligible(found)
             return found.counts, rows, dedup.sign(found.texts(rows))
@@ -270,7 +273,8 @@ def dedup_paragraphs(
                 write_pairs(plan["--pairs"], unit_ids, a, b, score, parts=parts)
             groups = dedup.groups_
             gone = np.flatnonzero(~dedup.kept_)
-            exact = int((groups[gone] == groups[dedup.duplicate_of_[gone]]).sum())
+            of = dedup.duplicate_of_[gone]  # -1: no direct pair (components removal)
+            exact = int(((of >= 0) & (groups[gone] == groups[np.maximum(of, 0)])).sum())
             seconds = time.perf_counter() - started
             summary: dict[str, Any] = {
                 "unit": unit,
