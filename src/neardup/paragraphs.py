@@ -81,22 +81,28 @@ def split(texts: Sequence[str], unit: Unit = "paragraph", tokens: TokenMode = "w
 def rewrite(text: str, removed: npt.ArrayLike, unit: Unit = "paragraph") -> str:
     """``text`` without the units flagged in ``removed`` (one flag per unit of ``text``), the
     separators kept as the module docstring says."""
-    units = split([text], unit)
+    check_unit(unit)
     flags = np.asarray(removed, dtype=np.bool_)
-    if flags.shape != (len(units),):
-        raise ParamError(f"removed must hold one flag per unit ({len(units)}), got {flags.shape}")
-    data = units.buf.tobytes()
+    data = text.encode("utf-8", "surrogatepass")
+    is_word, _ = tables()
+    bounds = np.array([0, len(data)], dtype=np.int64)  # one call, no batch encoding: ~10 us
+    _, starts_a, ends_a, _ = split_units(
+        np.frombuffer(data, dtype=np.uint8), bounds, is_word, unit == "line", False
+    )
+    if flags.shape != (len(starts_a),):
+        raise ParamError(
+            f"removed must hold one flag per unit ({len(starts_a)}), got {flags.shape}"
+        )
     if not flags.any():
         return text
-    lo, hi = 0, len(data)
-    starts, ends = units.starts.tolist(), units.ends.tolist()
-    pieces = [data[lo : starts[0]]]
+    starts, ends = starts_a.tolist(), ends_a.tolist()
+    pieces = [data[: starts[0]]]
     kept = np.flatnonzero(~flags).tolist()
     for i, j in enumerate(kept):
         pieces.append(data[starts[j] : ends[j]])
         if i + 1 < len(kept):  # the separator that followed it
-            pieces.append(data[ends[j] : starts[j + 1]] if j + 1 < len(starts) else b"")
-    pieces.append(data[ends[-1] : hi])
+            pieces.append(data[ends[j] : starts[j + 1]])
+    pieces.append(data[ends[-1] :])
     return b"".join(pieces).decode("utf-8", "surrogatepass")
 
 
