@@ -3,8 +3,8 @@
     python benchmarks/bench_paragraphs.py                       # 20news, t = 0.8, --jobs 1 and 2
     python benchmarks/bench_paragraphs.py --limit 5000 --json benchmarks/results/paragraphs.json
 
-Runs the real command (``neardup dedup --unit paragraph``, a process of its own, so wall time and
-peak memory are the command's) with ``--jobs 1`` and ``--jobs 2`` and checks the outputs are
+Runs the real command (``neardup dedup --unit paragraph``, a process of its own, so wall time,
+CPU time and peak memory are the command's) with ``--jobs 1`` and ``--jobs 2`` and checks the outputs are
 byte-identical. The truth: every paragraph of the input with at least ``--min-tokens`` tokens
 (split by the same rule), and every pair of them whose exact Jaccard of word 5-shingle sets is
 at or above the threshold, from an exact set-similarity join (``setjoin.similar_pairs``, PPJoin;
@@ -19,6 +19,7 @@ import argparse
 import gzip
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,7 @@ CORPUS = Path("/work/shared/data/20news_bydate/docs.jsonl.gz")
 
 
 def run_command(corpus: Path, out: Path, jobs: int, args: argparse.Namespace) -> dict[str, object]:
-    """``neardup dedup --unit paragraph`` in its own process; its summary, wall time and peak."""
+    """``neardup dedup --unit paragraph`` in its own process; its summary, wall and CPU time."""
     out.mkdir(parents=True, exist_ok=True)
     command = [
         sys.executable, "-m", "neardup.cli", "dedup", str(corpus), "--unit", args.unit,
@@ -50,13 +51,19 @@ def run_command(corpus: Path, out: Path, jobs: int, args: argparse.Namespace) ->
         "--pairs", str(out / "pairs.jsonl"), "--summary-json", str(out / "summary.json"), "-q",
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(common.REPO / "src")}
-    started = time.perf_counter()
+    started, before = time.perf_counter(), _children_cpu()
     proc = subprocess.run(command, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
+    wall, cpu = time.perf_counter() - started, _children_cpu() - before
     if proc.returncode:
         raise SystemExit(proc.stderr)
     summary = json.loads((out / "summary.json").read_text())
-    return {**summary, "wall_s": round(wall, 2)}
+    return {**summary, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -140,8 +147,10 @@ def main() -> None:
         "residual_pairs": len(ra),
         "residual_pct": round(100 * len(ra) / max(compared, 1), 4),
         "jobs1_wall_s": runs[1]["wall_s"],
+        "jobs1_cpu_s": runs[1]["cpu_s"],
         "jobs1_peak_mb": runs[1]["peak_memory_mb"],
         "jobs2_wall_s": runs[2]["wall_s"],
+        "jobs2_cpu_s": runs[2]["cpu_s"],
         "jobs2_peak_mb": runs[2]["peak_memory_mb"],
         "jobs_identical": identical,
         "truth_s": round(truth_s, 2),
