@@ -78,8 +78,18 @@ def _add_input_options(p: argparse.ArgumentParser, formats: list[str]) -> Any:
         default="stop",
         help="stop at the first bad record, or skip and count [stop]",
     )
+    _add_max_record_size(io)
     io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
     return io
+
+
+def _add_max_record_size(group: Any) -> None:
+    group.add_argument(
+        "--max-record-size",
+        metavar="SIZE",
+        default="64M",
+        help="largest record read (a JSONL line, a Parquet text, a file, a WARC record), e.g. 256M; a larger one is a bad record, found before it is held [64M]",
+    )
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -288,6 +298,7 @@ def _add_report_parser(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--text-field", default="text", help="field holding the text [text]")
     r.add_argument("--id-field", default="id", help="field holding the id [id]")
     r.add_argument("--on-error", choices=["stop", "skip"], default="stop")
+    _add_max_record_size(r)
     r.add_argument(
         "--text-clusters",
         type=int,
@@ -301,6 +312,7 @@ def _add_report_parser(sub: argparse._SubParsersAction) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
+    from .run import parse_size
 
     stats = write_report(
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
@@ -312,6 +324,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         id_field=args.id_field,
         on_error=args.on_error,
+        max_record_size=parse_size(args.max_record_size),
         shingle=ShingleParams(w=args.shingle_size),
         max_chars=args.max_chars,
         text_clusters=args.text_clusters,
@@ -341,6 +354,7 @@ def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
     g.add_argument("--text-field", default="text", help="field holding the text [text]")
     g.add_argument("--id-field", default="id", help="field holding the id [id]")
     g.add_argument("--on-error", choices=["stop", "skip"], default="stop")
+    _add_max_record_size(g)
     g.add_argument("--shingle-size", "-w", type=int, default=5, help="tokens per shingle [5]")
     g.add_argument("--tokens", choices=["word", "char"], default="word", help="[word]")
 
@@ -348,6 +362,7 @@ def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
 def cmd_plan_sample(args: argparse.Namespace) -> int:
     from .features import FeatureParams
     from .io import open_source
+    from .run import parse_size
     from .sample_plan import plan_with_sample, plot_sample
 
     if args.threshold is None:
@@ -361,6 +376,7 @@ def cmd_plan_sample(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         id_field=args.id_field,
         on_error=args.on_error,
+        max_record_size=parse_size(args.max_record_size),
     ) as source:
         est, forecasts = plan_with_sample(
             lambda: ((b.texts, b.positions) for b in source.batches(5000)),
@@ -868,7 +884,7 @@ def _index_params(args: argparse.Namespace) -> DedupParams:
 
 def _read_options(args: argparse.Namespace, key_field: str | None = None) -> Any:
     """How the command's inputs are read (the options of ``_add_input_options``)."""
-    from .run import ReadOptions
+    from .run import ReadOptions, parse_size
 
     return ReadOptions(
         key_field=key_field,
@@ -877,6 +893,7 @@ def _read_options(args: argparse.Namespace, key_field: str | None = None) -> Any
         id_field=args.id_field,
         on_error=args.on_error,
         batch_size=args.batch_size,
+        max_record_size=parse_size(args.max_record_size),
     )
 
 

@@ -160,6 +160,7 @@ def dedup_paragraphs(
         id_field=read.id_field,
         on_error=read.on_error,
         key_field=read.key_field,
+        max_record_size=read.max_record_size,
     ) as source:
         if source.fmt not in EDITABLE:
             raise ParamError(

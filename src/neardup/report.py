@@ -40,7 +40,7 @@ from .compare import word_spans
 from .errors import InputError, NeardupError, ParamError
 from .io import open_source, plan_outputs
 from .io._atomic import open_output
-from .io._report import OnError
+from .io._report import MAX_RECORD_SIZE, OnError
 from .io._source import Fmt, Inputs
 from .params import ShingleParams
 from .shingles import shingle_sequence
@@ -318,6 +318,7 @@ def _read_texts(
     text_field: str,
     id_field: str,
     on_error: OnError,
+    max_record_size: int,
     units: dict[str, list[tuple[int, str]]] | None = None,
 ) -> tuple[dict[str, str], int]:
     """The texts of the documents ``need`` names, and the number of input documents; with
@@ -325,7 +326,12 @@ def _read_texts(
     texts: dict[str, str] = {}
     n_input = 0
     with open_source(
-        inputs, fmt, text_field=text_field, id_field=id_field, on_error=on_error
+        inputs,
+        fmt,
+        text_field=text_field,
+        id_field=id_field,
+        on_error=on_error,
+        max_record_size=max_record_size,
     ) as source:
         for batch in source.batches(5000):
             n_input += len(batch)
@@ -482,6 +488,7 @@ def write_report(
     text_field: str = "text",
     id_field: str = "id",
     on_error: OnError = "stop",
+    max_record_size: int = MAX_RECORD_SIZE,
     shingle: ShingleParams = ShingleParams(),
     max_chars: int = MAX_CHARS,
     text_clusters: int = TEXT_CLUSTERS,
@@ -525,7 +532,9 @@ def write_report(
                 row = rows[k]
                 if row.doc is not None and row.paragraph is not None:
                     units.setdefault(row.doc, []).append((row.paragraph, row.id))
-    texts, n_input = _read_texts(inputs, need, fmt, text_field, id_field, on_error, units)
+    texts, n_input = _read_texts(
+        inputs, need, fmt, text_field, id_field, on_error, max_record_size, units
+    )
     from_pairs: dict[str, tuple[str, float]] = {}
     if pairs is not None and any(r.duplicate_of is None and not r.kept for r in rows):
         from_pairs = _best_partners(rows, read_pairs(pairs))

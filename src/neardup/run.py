@@ -36,6 +36,7 @@ from .io import (
     write_pairs,
 )
 from .io._prefetch import prefetch
+from .io._report import MAX_RECORD_SIZE
 from .params import DedupParams, check_int
 from .progress import Progress
 
@@ -53,9 +54,12 @@ class ReadOptions:
     on_error: Literal["stop", "skip"] = "stop"
     key_field: str | None = None
     batch_size: int = 5000
+    #: The largest record read, in bytes; a larger one is a bad record found before it is held.
+    max_record_size: int = MAX_RECORD_SIZE
 
     def __post_init__(self) -> None:
         check_int("batch_size (--batch-size)", self.batch_size, 1, 2**31)
+        check_int("max_record_size (--max-record-size)", self.max_record_size, 1, 1 << 62)
 
 
 @dataclass(frozen=True)
@@ -223,6 +227,7 @@ def dedup_source(
         id_field=read.id_field,
         on_error=read.on_error,
         key_field=read.key_field,
+        max_record_size=read.max_record_size,
     ) as source:
         # Every output is checked against the inputs and each other before anything is read.
         plan = plan_outputs(
@@ -373,6 +378,7 @@ def dedup_cluster(
         text_field=read.text_field,
         id_field=read.id_field,
         on_error=read.on_error,
+        max_record_size=read.max_record_size,
         work_dir=work_dir,
         restart=restart,
         storage_options=storage_options or {},
@@ -410,6 +416,7 @@ def _open_index_source(
         id_field=url_field or read.id_field,
         on_error=read.on_error,
         key_field=date_field,
+        max_record_size=read.max_record_size,
     )
 
 

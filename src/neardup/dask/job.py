@@ -33,7 +33,7 @@ import numpy as np
 
 from .._heap import trim
 from ..errors import InputError, ParamError
-from ..io._report import _SKIP_HINT, DUPLICATE_ID, MAX_EXAMPLES, ErrorReport
+from ..io._report import _SKIP_HINT, DUPLICATE_ID, MAX_EXAMPLES, MAX_RECORD_SIZE, ErrorReport
 from ..io._source import _DUPLICATE_FIX
 from ..methods import needs_fit
 from ..params import DedupParams
@@ -81,6 +81,7 @@ class JobOptions:
     text_field: str = "text"
     id_field: str = "id"
     on_error: str = "stop"
+    max_record_size: int = MAX_RECORD_SIZE
     work_dir: str | None = None
     restart: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict)
@@ -295,13 +296,21 @@ def _run(
     blocks = plan_blocks(files, options.block_bytes)
     run_record = {
         "params": params.fingerprint(),
-        "read": [options.text_field, options.id_field, options.on_error, outputs.all_pairs],
+        "read": [
+            options.text_field,
+            options.id_field,
+            options.on_error,
+            outputs.all_pairs,
+            options.max_record_size,
+        ],
         "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
         "options": {"block_bytes": options.block_bytes},
     }
     if work.start(run_record, options.restart):
         say(f"resuming the run kept in {work.url}")
-    spec = ReadSpec(options.text_field, options.id_field, many=len(files) > 1)
+    spec = ReadSpec(
+        options.text_field, options.id_field, many=len(files) > 1, limit=options.max_record_size
+    )
     n_dests = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // DEST_BYTES))
     layout = Layout(
         files, blocks, spec, params, work, storage, [0] * len(blocks),

@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from ..engine import Deduplicator, SignedBatch
 from ..io._jsonl_blocks import copy_kept_spans, scan_jsonl_blocks, texts_at_spans
-from ..io._report import MAX_EXAMPLES, Entry, ErrorReport, Problems
+from ..io._report import MAX_EXAMPLES, MAX_RECORD_SIZE, Entry, ErrorReport, Problems
 from ..params import DedupParams
 from ..text import Utf8Texts
 from .inputs import Block, InputFile, filesystem
@@ -40,6 +40,7 @@ class ReadSpec:
     text_field: str
     id_field: str
     many: bool
+    limit: int = MAX_RECORD_SIZE  # the largest record read (--max-record-size)
 
 
 class Collected(Problems):
@@ -161,8 +162,11 @@ def scan_block(
 
     if block.start == 0 and block.end >= file.size:
         entry = file_entry(file, storage_options)
+        entry.max_record = spec.limit
     else:
-        entry = Entry(name=file.name, fmt="jsonl", path=None, plain=True, opener=owned)
+        entry = Entry(
+            name=file.name, fmt="jsonl", path=None, plain=True, opener=owned, max_record=spec.limit
+        )
     collected = Collected()
     parts = list(scan_jsonl_blocks(entry, spec.text_field, spec.id_field, collected))
     reader = readers[-1] if readers else None

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from ..errors import NeardupError
 from ._report import Entry, Problems
+from ._text import read_bounded
 
 Extractor = Literal["resiliparse", "trafilatura"]
 
@@ -117,7 +118,7 @@ def scan_html(
     "url" or "date" when ``key_field`` names one, else None."""
     if entry.path is None:  # pragma: no cover - HTML entries always have a path
         raise RuntimeError(f"{entry.name} has no file to open")
-    data = problems.opened(entry, entry.path.read_bytes)
+    data = read_bounded(entry, problems)
     if data is None:
         return
     page = html_to_text(data)

@@ -30,6 +30,7 @@ from ._report import (
     id_string,
     json_type,
     raise_changed,
+    too_large,
 )
 
 _fast_loads: Callable[[bytes], Any] | None
@@ -41,6 +42,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     _fast_loads = None
 
 _MISSING = object()
+#: Bytes read at a time while streaming past a line over the record-size limit.
+_SKIP_PIECE = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 
@@ -163,6 +166,11 @@ def scan_jsonl(
     try:
         for line in read_lines(handle, entry, problems):
             recno += 1
+            if isinstance(line, LongLine):
+                report_long_line(entry, recno, line, problems)
+                if tee is not None:  # a blank line in its place keeps the line numbers
+                    tee.write(b"\n")
+                continue
             if tee is not None:
                 tee.write(line)
             if not line.strip():
@@ -178,11 +186,67 @@ def scan_jsonl(
             handle.close()
 
 
-def read_lines(handle: Any, entry: Entry, problems: Problems) -> Iterator[bytes]:
-    """The file's lines; a read error (damaged gzip, I/O) ends them with one message naming the
-    last line read whole, "reading failed after line N"."""
+class LongLine:
+    """A line over the record-size limit, met after reading ``limit + 1`` bytes of it: the
+    rest is streamed past by ``skip()`` (or before the next line is read), never held."""
+
+    def __init__(self, readline: Callable[[int], bytes], read: int) -> None:
+        self._readline = readline
+        self.size = read  # bytes of the line, its newline not counted, once skipped
+        self.done = False
+        #: A read error met while streaming past the line (the file ends there).
+        self.error: Exception | None = None
+
+    def skip(self) -> int:
+        """Read to the end of the line; its size in bytes without the newline (so far, when a
+        read error ends it: kept in ``error``)."""
+        while not self.done:
+            try:
+                piece = self._readline(_SKIP_PIECE)
+            except _READ_ERRORS as exc:
+                self.error = exc
+                self.done = True
+                break
+            if piece.endswith(b"\n"):
+                self.size += len(piece) - 1
+                self.done = True
+            else:
+                self.size += len(piece)
+                self.done = not piece
+        return self.size
+
+
+def bounded_lines(handle: Any, limit: int) -> Iterator[bytes | LongLine]:
+    """The handle's lines as ``for line in handle`` gives them, except that a line longer than
+    ``limit`` bytes (its newline not counted) comes as a LongLine and is never held whole."""
+    readline = handle.readline
+    while True:
+        line = readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        long = LongLine(readline, len(line))
+        yield long
+        long.skip()  # the consumer may have skipped it already; then this reads nothing
+        if long.error is not None:
+            raise long.error
+
+
+def report_long_line(entry: Entry, recno: int, line: LongLine, problems: Problems) -> None:
+    """A bad record for a line over the limit: at once in "stop" mode (reading ends at the
+    limit), after streaming past it (to give its size) in "skip" mode."""
+    size = None if problems.on_error == "stop" else line.skip()
+    problems.record(entry, recno, *too_large(size, entry.max_record))
+
+
+def read_lines(handle: Any, entry: Entry, problems: Problems) -> Iterator[bytes | LongLine]:
+    """The file's lines (LongLine for one over ``entry.max_record``); a read error (damaged
+    gzip, I/O) ends them with one message naming the last line read whole, "reading failed
+    after line N"."""
     recno = 0
-    lines = iter(handle)
+    lines = bounded_lines(handle, entry.max_record)
     while True:
         try:
             line = next(lines)
@@ -211,8 +275,12 @@ def _accepted_lines(entry: Entry) -> Generator[bytes, None, None]:
     skipped = entry.skipped
     with open_jsonl(entry) as handle:
         recno = 0
-        for line in handle:
+        for line in bounded_lines(handle, entry.max_record):
             recno += 1
+            if isinstance(line, LongLine):
+                if recno not in skipped:  # under the limit in pass 1
+                    raise_changed(entry)
+                continue
             if not line.strip() or recno in skipped:
                 continue
             yield line

@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..text import Utf8Texts
-from ._jsonl import open_jsonl, parse_record, read_lines
-from ._report import Entry, Problems, RecordProblem, raise_changed
+from ._jsonl import LongLine, open_jsonl, parse_record, read_lines, report_long_line
+from ._report import Entry, Problems, RecordProblem, raise_changed, too_large
 
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
 CHUNK = 8 << 20
@@ -93,10 +93,16 @@ def _lines_for_python(
 
 
 def parse_block(
-    data: bytes, text_field: str, id_field: str, first_recno: int, offset: int
+    data: bytes,
+    text_field: str,
+    id_field: str,
+    first_recno: int,
+    offset: int,
+    limit: int | None = None,
 ) -> tuple[LineBlock, int]:
     """Whole lines ``data`` (the first is line ``first_recno``, at byte ``offset`` of the file)
-    -> (their records, number of lines)."""
+    -> (their records, number of lines); a line over ``limit`` bytes (its newline not counted)
+    is a ``too_large`` bad line."""
     from .._kernels import _jit
     from .._kernels import jsonl as _k  # Numba loads with the first block, not at import
 
@@ -111,6 +117,13 @@ def parse_block(
     n_lines = len(ends)
     starts = np.zeros(n_lines, dtype=np.int64)
     starts[1:] = ends[:-1]
+    problems: list[tuple[int, str, str, str]] = []
+    over = np.zeros(0, dtype=np.int64)
+    if limit is not None:
+        sizes = ends - starts - (buf[ends - 1] == 0x0A)
+        over = np.flatnonzero(sizes > limit)
+        for j in over.tolist():
+            problems.append((first_recno + j, *too_large(int(sizes[j]), limit)))
     rec = np.flatnonzero(status == _k.RECORD)
     t_off = np.zeros(len(rec) + 1, dtype=np.int64)
     t_off[1:] = t_ends[rec]
@@ -119,9 +132,13 @@ def parse_block(
     texts = Utf8Texts(tbuf, t_off)
     ids = Utf8Texts(ibuf, i_off)
     absent = id_kinds[rec] == _k.ID_ABSENT
+    if len(over):  # lines over the limit are bad lines, neither records nor Python's to judge
+        status = status.copy()
+        status[over] = _k.BLANK
+        fine = np.flatnonzero(status[rec] == _k.RECORD)
+        rec, texts, ids, absent = rec[fine], texts.take(fine), ids.take(fine), absent[fine]
     rows = rec
     ask = np.flatnonzero(status == _k.ASK_PYTHON)
-    problems: list[tuple[int, str, str, str]] = []
     if len(ask):  # the Python parser decides (and explains) these lines
         more_rows: list[int] = []
         more_ids: list[str | None] = []
@@ -144,6 +161,7 @@ def parse_block(
             more = Utf8Texts.from_strings([rid or "" for rid in more_ids])
             ids = Utf8Texts.concat([ids, more]).take(order)
             absent = np.concatenate([absent, [rid is None for rid in more_ids]])[order]
+    problems.sort(key=lambda p: p[0])  # too-large lines among the parser's, in line order
     at = starts[rows]
     block = LineBlock(
         rows + first_recno, ids, absent, texts, at + offset, ends[rows] + offset, buf[at], problems
@@ -152,16 +170,22 @@ def parse_block(
 
 
 def scan_jsonl_blocks(
-    entry: Entry, text_field: str, id_field: str, problems: Problems, chunk: int = CHUNK
+    entry: Entry, text_field: str, id_field: str, problems: Problems, chunk: int | None = None
 ) -> Iterator[LineBlock]:
     """Pass 1 over a JSONL file in blocks of records (see the module docstring). A read error
-    is reported as the line-by-line reader reports it, after the same records."""
+    is reported as the line-by-line reader reports it, after the same records. A line over
+    ``entry.max_record`` is never held whole: reading stops there ("stop") or streams past it
+    ("skip"), so memory stays bounded by the limit plus a chunk whatever the file holds."""
     handle = problems.opened(entry, lambda: open_jsonl(entry))
     if handle is None:
         return
+    limit = entry.max_record
+    chunk = chunk or CHUNK  # read now, so a test may change CHUNK
     lines = 0  # lines before the current chunk
     offset = 0  # byte offset of the current chunk in the file
     pieces: list[bytes] = []  # the start of a line longer than what was read so far
+    held = 0  # bytes in pieces
+    passing = -1  # >= 0: bytes of line ``lines`` passed so far, over the limit ("skip" mode)
     try:
         while True:
             try:
@@ -170,19 +194,40 @@ def scan_jsonl_blocks(
                 handle.close()
                 yield from _after_read_error(entry, text_field, id_field, problems, lines, offset)
                 return
+            if passing >= 0:  # streaming past a line over the limit, to its newline
+                nl = data.find(b"\n")
+                if data and nl < 0:
+                    passing += len(data)
+                    continue
+                size = passing + (nl if data else 0)
+                problems.record(entry, lines, *too_large(size, limit))
+                if not data:
+                    return
+                offset += size + 1
+                passing = -1
+                data = data[nl + 1 :]
+                if not data:
+                    continue
             if data:
                 cut = data.rfind(b"\n") + 1
                 if cut == 0:
                     pieces.append(data)
+                    held += len(data)
+                    if held > limit:  # a line over the limit: never held whole
+                        lines += 1
+                        if problems.on_error == "stop":
+                            problems.record(entry, lines, *too_large(None, limit))
+                        passing, pieces, held = held, [], 0
                     continue
                 whole = b"".join([*pieces, data[:cut]]) if pieces else data[:cut]
                 pieces = [data[cut:]] if cut < len(data) else []
+                held = len(data) - cut
             else:
                 whole = b"".join(pieces)
-                pieces = []
+                pieces, held = [], 0
                 if not whole:
                     return
-            block, n_lines = parse_block(whole, text_field, id_field, lines + 1, offset)
+            block, n_lines = parse_block(whole, text_field, id_field, lines + 1, offset, limit)
             lines += n_lines
             offset += len(whole)
             if len(block) or block.problems:
@@ -206,10 +251,15 @@ def _after_read_error(
         pos = 0
         for line in read_lines(handle, entry, problems):
             recno += 1
+            if isinstance(line, LongLine):
+                if recno > done:
+                    report_long_line(entry, recno, line, problems)
+                pos += line.skip() + 1
+                continue
             start, pos = pos, pos + len(line)
             if recno <= done:
                 continue
-            block, _ = parse_block(line, text_field, id_field, recno, start)
+            block, _ = parse_block(line, text_field, id_field, recno, start, entry.max_record)
             if len(block) or block.problems:
                 yield block
 

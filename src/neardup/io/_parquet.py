@@ -27,6 +27,7 @@ from ._report import (
     Entry,
     Problems,
     raise_changed,
+    too_large,
 )
 
 #: Rows per record batch read from a Parquet file (and per row group written).
@@ -209,6 +210,9 @@ def scan_parquet(
                         f"field '{text_field}' is null",
                         "give every row a text (an empty string is fine)",
                     )
+                    continue
+                if sizes[j] > entry.max_record:
+                    problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
                     continue
                 rid = None
                 if ids is not None:

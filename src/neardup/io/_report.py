@@ -33,6 +33,10 @@ DUPLICATE_ID = "duplicate_id"  # an id already used by an earlier record (the la
 MISSING_FILE = "missing_file"  # an input path that does not exist (file level)
 UNREADABLE = "unreadable"  # a file or folder that cannot be read or decoded (file level)
 BAD_SCHEMA = "bad_schema"  # a Parquet file without a usable text column (file level)
+TOO_LARGE = "too_large"  # a record (line, row, file, WARC record) over the record-size limit
+
+#: Default largest record read (--max-record-size): a longer line is never held in memory.
+MAX_RECORD_SIZE = 64 << 20
 
 #: How many problem messages an ErrorReport keeps verbatim.
 MAX_EXAMPLES = 5
@@ -95,6 +99,9 @@ class Entry:
     #: Opens the file's bytes when it is not a local path (a URL read through fsspec, or one
     #: block of a file on a cluster worker); None: ``path`` is opened.
     opener: Callable[[], BinaryIO] | None = None
+    #: The largest record read, in bytes (a JSONL line without its newline, a Parquet text, a
+    #: text or HTML file, a WARC record's block): a larger one is a ``too_large`` bad record.
+    max_record: int = MAX_RECORD_SIZE
 
     def where(self, recno: int | None) -> str:
         if recno is None or self.fmt == "text":
@@ -140,6 +147,28 @@ class Problems:
         except OSError as exc:
             self.file(entry, UNREADABLE, f"cannot read it ({exc.strerror or exc})", "check it")
         return None
+
+
+def size_text(n: int) -> str:
+    """Bytes for a message: "812 bytes", "64 MiB", "4.0 GiB"."""
+    if n < 1 << 10:
+        return f"{n} bytes"
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            value = n / (1 << shift)
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} bytes"  # pragma: no cover - every n >= 1 KiB took a unit above
+
+
+def too_large(size: int | None, limit: int) -> tuple[str, str, str]:
+    """(kind, problem, fix) for a record over the size limit; ``size`` None when reading
+    stopped at the limit, before the record's end."""
+    most = size_text(limit)
+    if size is None:
+        problem = f"the record is longer than {most}, the --max-record-size limit"
+    else:
+        problem = f"the record is {size_text(size)}, over the --max-record-size limit of {most}"
+    return TOO_LARGE, problem, "raise --max-record-size if such records are expected"
 
 
 class RecordProblem(Exception):

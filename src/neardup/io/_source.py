@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError, ParamError
+from ..params import check_int
 from ..text import Utf8Texts
 from ._atomic import Output, atomic_dir, open_output
 from ._edit import Edit, edit_jsonl, edit_text
@@ -38,6 +39,7 @@ from ._jsonl_blocks import (
 from ._keys import KeyCheck
 from ._report import (
     DUPLICATE_ID,
+    MAX_RECORD_SIZE,
     MISSING_FILE,
     UNREADABLE,
     Entry,
@@ -659,6 +661,7 @@ def _open_pipe(
     id_field: str,
     on_error: OnError,
     key_field: str | None,
+    limit: int,
 ) -> Source:
     """A pipe is read once, as JSONL (gzip recognised by its first bytes), and spooled like
     standard input; it cannot be read twice, so it must be the only input."""
@@ -674,7 +677,7 @@ def _open_pipe(
         raw = open(name, "rb")  # noqa: SIM115 - closed by Source.close()
     except OSError as exc:
         raise InputError(f"{name}: cannot read it ({exc.strerror or exc}); check it") from None
-    entry = Entry(name=name, fmt="jsonl", path=None, stream=raw)
+    entry = Entry(name=name, fmt="jsonl", path=None, stream=raw, max_record=limit)
     source = Source([entry], "jsonl", text_field, id_field, on_error, [], key_field)
     source.owned = [raw]
     return source
@@ -688,6 +691,7 @@ def open_source(
     id_field: str = "id",
     on_error: OnError = "stop",
     key_field: str | None = None,
+    max_record_size: int = MAX_RECORD_SIZE,
 ) -> Source:
     """Open documents for deduplication.
 
@@ -713,6 +717,11 @@ def open_source(
     a later key of another kind (e.g. a string after numbers), an array or an object is a bad
     record (``bad_key``): InputError naming file and line, or skipped and counted. Text-file
     inputs have no fields: a key_field is a ParamError for them.
+
+    ``max_record_size`` bounds a record in bytes (a JSONL line without its newline, a Parquet
+    text, a text or HTML file, a WARC record's block): a larger one is a bad record
+    (``too_large``) found while reading, before it is held, so memory stays bounded whatever
+    the input (a decompression bomb, a line of gigabytes).
     """
     if on_error not in ("stop", "skip"):
         raise ParamError(f"on_error must be 'stop' or 'skip', got {on_error!r}")
@@ -723,12 +732,14 @@ def open_source(
             raise ParamError(f"the {label} must be a non-empty string, got {value!r}")
     if key_field is not None and (not isinstance(key_field, str) or not key_field):
         raise ParamError(f"the key field must be a non-empty string or None, got {key_field!r}")
+    check_int("max_record_size (--max-record-size)", max_record_size, 1, 1 << 62)
+    limit = max_record_size
 
     if hasattr(inputs, "read") or (isinstance(inputs, str | Path) and str(inputs) == "-"):
         if fmt not in (None, "jsonl"):
             raise ParamError(f"standard input is read as JSONL, not {fmt}; use a file for {fmt}")
         stream = sys.stdin.buffer if isinstance(inputs, str | Path) else cast(BinaryIO, inputs)
-        entry = Entry(name=_STDIN_NAME, fmt="jsonl", path=None, stream=stream)
+        entry = Entry(name=_STDIN_NAME, fmt="jsonl", path=None, stream=stream, max_record=limit)
         return Source([entry], "jsonl", text_field, id_field, on_error, [], key_field)
 
     paths = [inputs] if isinstance(inputs, str | Path) else list(cast(Sequence, inputs))
@@ -737,7 +748,7 @@ def open_source(
     if any(str(p) == "-" for p in paths):
         raise ParamError("'-' (standard input) cannot be combined with other inputs")
     if any(is_pipe(p) for p in paths):
-        return _open_pipe(paths, fmt, text_field, id_field, on_error, key_field)
+        return _open_pipe(paths, fmt, text_field, id_field, on_error, key_field, limit)
 
     open_problems: list[tuple[str, str]] = []
     found: list[tuple[Path, Path]] = []  # (file, folder it was listed under or its parent)
@@ -779,6 +790,7 @@ def open_source(
             fmt=chosen,
             path=f,
             rel=Path(os.path.relpath(os.path.abspath(f), root)) if chosen == "text" else None,
+            max_record=limit,
         )
         for f, _ in found
     ]

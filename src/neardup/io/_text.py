@@ -3,14 +3,16 @@ pass 2 copies the kept files, unchanged, into an output folder under their relat
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 
-from ._report import INVALID_UTF8, Entry, Problems
+from ._report import INVALID_UTF8, Entry, Problems, too_large
 
 
 def scan_text(
@@ -20,7 +22,7 @@ def scan_text(
     no fields, hence no key)."""
     if entry.path is None:  # pragma: no cover - text entries always have a path
         raise RuntimeError(f"{entry.name} has no file to open")
-    data = problems.opened(entry, entry.path.read_bytes)
+    data = read_bounded(entry, problems)
     if data is None:
         return
     try:
@@ -36,6 +38,26 @@ def scan_text(
         )
         return
     yield 1, entry.name, text, len(data), None
+
+
+def read_bounded(entry: Entry, problems: Problems) -> bytes | None:
+    """The whole file (a document) unless it is over ``entry.max_record`` bytes: then a bad
+    record (``too_large``) and None, having read no more than the limit."""
+    path = cast(Path, entry.path)
+
+    def read() -> bytes | int:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > entry.max_record:
+                return size
+            data = fh.read(entry.max_record + 1)
+            return data if len(data) <= entry.max_record else len(data)
+
+    got = problems.opened(entry, read)
+    if isinstance(got, int):
+        problems.record(entry, 1, *too_large(got, entry.max_record))
+        return None
+    return got
 
 
 def copy_kept_text(entry: Entry, keep: npt.NDArray[np.bool_], folder: Path) -> None:

@@ -21,18 +21,21 @@ Pass 2 writes the kept documents as JSON Lines: ``{"id", "url", "date", "text"}`
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError
 from ._html import decode_html, extract_text, require_web
-from ._report import UNREADABLE, Entry, Problems, raise_changed
+from ._report import TOO_LARGE, UNREADABLE, Entry, Problems, raise_changed, size_text, too_large
 
 #: File name endings read as WARC.
 WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
@@ -42,6 +45,9 @@ HTTP_STATUS = "http_status"  # a response with a status other than 2xx (always s
 BAD_RECORD = "bad_record"  # a broken record (follows --on-error)
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: Bytes of a record's start kept to check where the file ends (WARC headers are shorter).
+_HEAD = 1 << 20
+_READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 @dataclass(frozen=True)
@@ -91,27 +97,42 @@ def _dechunk(data: bytes) -> bytes:
         pos = end + 2 + size + 2
 
 
-def _decode_body(body: bytes, headers: object) -> bytes:
-    """Undo the HTTP transfer and content encodings (chunked; gzip, deflate, br)."""
+class _TooLarge(ValueError):
+    """A body that decodes to more than the record-size limit."""
+
+
+def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
+    """zlib/gzip ``body`` decoded, never past ``limit + 1`` bytes (a bomb is cut short)."""
+    out = zlib.decompressobj(wbits).decompress(body, limit + 1)
+    if len(out) > limit:
+        raise _TooLarge(f"the body decodes to more than {size_text(limit)}")
+    return out
+
+
+def _decode_body(body: bytes, headers: object, limit: int) -> bytes:
+    """Undo the HTTP transfer and content encodings (chunked; gzip, deflate, br), decoding no
+    more than ``limit`` bytes."""
     get = getattr(headers, "get", None)
     transfer = (get("Transfer-Encoding") or "").lower() if get else ""
     encoding = (get("Content-Encoding") or "").lower().strip() if get else ""
     if "chunked" in transfer:
         body = _dechunk(body)
     if encoding in ("gzip", "x-gzip"):
-        body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        body = _inflate(body, 16 + zlib.MAX_WBITS, limit)
     elif encoding == "deflate":
         try:
-            body = zlib.decompress(body)
+            body = _inflate(body, zlib.MAX_WBITS, limit)
         except zlib.error:
-            body = zlib.decompress(body, -zlib.MAX_WBITS)
+            body = _inflate(body, -zlib.MAX_WBITS, limit)
     elif encoding == "br":
         try:
             import brotli
 
-            body = brotli.decompress(body)
+            body = brotli.Decompressor().process(body, output_buffer_limit=limit + 1)
         except Exception as exc:  # brotli.error, or brotli not installed
             raise ValueError(f"brotli: {exc}") from None
+        if len(body) > limit:
+            raise _TooLarge(f"the body decodes to more than {size_text(limit)}")
     elif encoding not in ("", "identity"):
         raise ValueError(f"unknown content encoding {encoding!r}")
     return body
@@ -124,18 +145,102 @@ def _strip_urn(record_id: str) -> str:
     return rid
 
 
-def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
-    """Every response/resource record of a WARC stream as a WarcDoc or a WarcSkip, in order.
+class _Checked:
+    """A WARC file's (decompressed) bytes for the parser, which keeps the first bytes of the
+    latest record so that the end of the file can be checked: a file cut inside a record's
+    header ends the parser's records without a word. Gzip goes through ``gzip.GzipFile``,
+    which raises at a cut anywhere in a member (header, data or trailer)."""
 
-    Raises OSError (from the parser) when the file itself cannot be read on; the records
-    before that point have been yielded.
+    def __init__(self, raw: BinaryIO) -> None:
+        magic = raw.read(2)
+        raw.seek(0)
+        self.stream: io.BufferedIOBase = (
+            gzip.GzipFile(fileobj=raw, mode="rb")
+            if magic == b"\x1f\x8b"
+            else io.BufferedReader(cast(io.RawIOBase, raw))
+            if not hasattr(raw, "read1")
+            else cast(io.BufferedIOBase, raw)
+        )
+        self.total = 0  # bytes given to the parser
+        self.recent: deque[tuple[int, bytes]] = deque()  # (offset, bytes) of the last reads
+        self.start = 0  # where the latest record starts
+        self.head = bytearray()  # its first bytes (up to _HEAD)
+        self.last = b""  # the last bytes given
+        #: The read error that ended the file early (the parser was told the file ended).
+        self.error: Exception | None = None
+
+    def read(self, size: int = -1) -> bytes:
+        if self.error is not None:
+            return b""
+        try:  # read1: what one read gives, so bytes before a damaged end are not lost with it
+            data = self.stream.read1(size)
+        except _READ_ERRORS as exc:  # the parser sees the end; the caller raises this after
+            self.error = exc
+            return b""
+        if data:
+            if len(self.head) < _HEAD:
+                at = max(0, self.start - self.total)
+                self.head += data[at : at + _HEAD - len(self.head)]
+            self.recent.append((self.total, data))
+            self.total += len(data)
+            while len(self.recent) > 1 and self.recent[1][0] <= self.total - _HEAD:
+                self.recent.popleft()
+            self.last = data[-4:] if len(data) >= 4 else (self.last + data)[-4:]
+        return data
+
+    def tell(self) -> int:
+        return self.total
+
+    def readable(self) -> bool:
+        return True
+
+    def record_at(self, pos: int) -> None:
+        """A record starts at ``pos`` (the parser has read on past its header): keep its first
+        bytes from now on."""
+        self.start = pos
+        self.head = bytearray()
+        for at, data in self.recent:
+            if at + len(data) > pos and len(self.head) < _HEAD:
+                self.head += data[max(0, pos - at) :][: _HEAD - len(self.head)]
+
+    def cut(self, content_length: int) -> str | None:
+        """After the parser's last record (of ``content_length`` block bytes): what is missing
+        when the file ends inside it, else None. Only for WARC (not ARC) content."""
+        if not self.head.startswith(b"WARC/"):
+            return None
+        end = self.head.find(b"\r\n\r\n")
+        if end < 0:
+            return "inside its header"
+        need = self.start + end + 4 + content_length + 4
+        if self.total < need or self.last != b"\r\n\r\n":
+            return f"after {self.total - self.start} of its {need - self.start} bytes"
+        return None
+
+
+def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
+    """Every response/resource record of a WARC stream as a WarcDoc or a WarcSkip, in order;
+    a record whose block is over ``limit`` bytes is skipped unread (``too_large``).
+
+    Raises OSError (or EOFError, zlib.error) when the file cannot be read on, and OSError when
+    it ends inside a record; the records before that point have been yielded.
     """
     require_web()
     from fastwarc.warc import ArchiveIterator, WarcRecordType
 
+    checked = _Checked(stream)
     recno = 0
-    for rec in ArchiveIterator(stream, parse_http=False):
+    length = 0
+    records = iter(ArchiveIterator(cast(BinaryIO, checked), parse_http=False))
+    while True:
+        try:
+            rec = next(records)
+        except StopIteration:
+            break
+        except _READ_ERRORS as exc:
+            raise OSError(f"reading failed after record {recno} ({exc})") from None
         recno += 1
+        checked.record_at(rec.stream_pos)
+        length = rec.content_length
         rtype = rec.record_type
         if rtype not in (WarcRecordType.response, WarcRecordType.resource):
             continue
@@ -145,6 +250,10 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
         record_id = _strip_urn(head.get("WARC-Record-ID") or f"record-{recno}")
         where = f" ({url})" if url else ""
         declared = rec.content_length
+        if declared > limit:
+            yield WarcSkip(recno, *too_large(declared, limit))
+            rec.reader.consume()
+            continue
         try:
             if rtype == WarcRecordType.response:
                 rec.parse_http(auto_decode="none")
@@ -170,7 +279,7 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
                 code = 200
             expected = rec.content_length
             body = rec.reader.read()
-        except OSError as exc:
+        except _READ_ERRORS as exc:
             yield WarcSkip(recno, BAD_RECORD, f"cannot parse it ({exc}){where}", "repair it")
             continue
         if len(body) < expected:
@@ -190,7 +299,10 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
             continue
         try:
             if rtype == WarcRecordType.response:
-                body = _decode_body(body, rec.http_headers)
+                body = _decode_body(body, rec.http_headers, limit)
+        except _TooLarge as exc:
+            yield WarcSkip(recno, TOO_LARGE, f"{exc}{where}", too_large(None, limit)[2])
+            continue
         except (ValueError, zlib.error) as exc:
             yield WarcSkip(
                 recno, BAD_RECORD, f"cannot decode the HTTP body ({exc}){where}", "repair it"
@@ -198,6 +310,12 @@ def iter_warc(stream: BinaryIO | str) -> Iterator[WarcDoc | WarcSkip]:
             continue
         text = extract_text(decode_html(body, charset)).text
         yield WarcDoc(recno, record_id, url, date, text, max(declared, len(body)))
+    if checked.error is not None:
+        raise OSError(f"reading failed after record {recno} ({checked.error})")
+    if recno:
+        problem = checked.cut(length)
+        if problem is not None:
+            raise OSError(f"the file ends inside record {recno}, {problem}")
 
 
 def _open(entry: Entry) -> BinaryIO:
@@ -215,7 +333,7 @@ def scan_warc(
         return
     with handle:
         try:
-            for item in iter_warc(handle):
+            for item in iter_warc(handle, entry.max_record):
                 if isinstance(item, WarcSkip):
                     _skip(problems, entry, item)
                     continue
@@ -226,14 +344,14 @@ def scan_warc(
                     item.nbytes,
                     item.field(key_field),
                 )
-        except OSError as exc:
-            problems.file(entry, UNREADABLE, f"reading failed ({exc})", "repair the file")
+        except _READ_ERRORS as exc:
+            problems.file(entry, UNREADABLE, str(exc), "re-download or repair the file")
 
 
 def _skip(problems: Problems, entry: Entry, item: WarcSkip) -> None:
     """Count a record that gives no document; broken ones stop the run in "stop" mode."""
     message = f"{entry.name} record {item.recno}: {item.problem}; {item.fix}"
-    if item.kind == BAD_RECORD and problems.on_error == "stop":
+    if item.kind in (BAD_RECORD, TOO_LARGE) and problems.on_error == "stop":
         raise InputError(f"{message}, or use --on-error skip to skip and count such records")
     problems.report.add(item.kind, message)
     entry.skipped.add(item.recno)
@@ -247,7 +365,7 @@ def copy_kept_warc(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, id_
     flags: list[bool] = keep.tolist()
     i = 0
     with _open(entry) as handle:
-        for item in iter_warc(handle):
+        for item in iter_warc(handle, entry.max_record):
             if isinstance(item, WarcSkip) or item.recno in entry.skipped:
                 continue
             if flags[i]:
