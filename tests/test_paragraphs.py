@@ -4,7 +4,10 @@ pair, the rewritten documents, determinism, the command line."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -198,3 +201,24 @@ def test_the_report_of_a_paragraph_run_shows_the_paragraphs(
         doc, part = name.rsplit(" \u00b6", 1)
         a, b, _ = split_reference(docs[int(doc[1:])])[int(part)]
         assert text == docs[int(doc[1:])][a:b][:3000]
+
+
+def test_standard_input_is_rewritten_through_the_console_entry_point(tmp_path: Path) -> None:
+    sig = "-- \nJane Roe, Head of Widgets, Example Corporation Limited"
+    lines = [
+        json.dumps({"id": "a", "text": f"First message about apples and their uses.\n\n{sig}"}),
+        json.dumps({"id": "b", "text": f"Second message about pears, nothing else.\n \n{sig}\n"}),
+    ]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "src")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "dedup", "-", "--unit", "paragraph", "-o", "-", "-q"],
+        input="\n".join(lines).encode(),
+        capture_output=True,
+        env=env,
+        check=True,
+    )
+    out = [json.loads(x) for x in proc.stdout.decode().splitlines()]
+    assert out == [
+        json.loads(lines[0]),
+        {"id": "b", "text": "Second message about pears, nothing else.\n"},
+    ]
