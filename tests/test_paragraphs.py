@@ -222,3 +222,17 @@ def test_standard_input_is_rewritten_through_the_console_entry_point(tmp_path: P
         json.loads(lines[0]),
         {"id": "b", "text": "Second message about pears, nothing else.\n"},
     ]
+
+
+def test_keep_field_keeps_the_paragraph_of_the_preferred_document(tmp_path: Path) -> None:
+    shared = "Shared paragraph of boilerplate words that repeats in both documents"
+    records = [
+        {"id": "old", "date": 1, "text": f"The first document, unique text.\n\n{shared}"},
+        {"id": "new", "date": 5, "text": f"The second document, also unique.\n\n{shared}"},
+    ]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "out.jsonl"
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--unit", "paragraph", "-q",
+                 "--keep-field", "date", "-o", str(out)]) == 0  # fmt: skip
+    texts = [json.loads(x)["text"] for x in out.read_text().splitlines()]
+    assert texts == ["The first document, unique text.", records[1]["text"]]
