@@ -136,6 +136,7 @@ KERNEL_TESTS = [
     "tests/test_clusters.py",
     "tests/test_links.py",
     "tests/test_contain.py",
+    "tests/test_paragraph_split.py",
 ]
 
 

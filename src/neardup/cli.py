@@ -131,6 +131,18 @@ def _build_parser() -> argparse.ArgumentParser:
         help="also drop documents that duplicate one in this index (made by neardup index create; its parameters decide)",
     )
     d.add_argument("--add", action="store_true", help="with --index: add the kept documents to it")
+    d.add_argument(
+        "--unit",
+        choices=["document", "paragraph", "line"],
+        default="document",
+        help="what is removed: whole documents, or repeated paragraphs (runs of lines between blank lines) or lines inside them, each document rewritten without them, separators kept (see docs/PARAGRAPHS.md) [document]",
+    )
+    d.add_argument(
+        "--min-paragraph-tokens",
+        type=int,
+        metavar="N",
+        help="with --unit paragraph or line: units of fewer than N tokens are never removed and never remove another [5]",
+    )
     io = _add_input_options(d, ["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"])
     io.add_argument(
         "--jobs",
@@ -603,6 +615,10 @@ def _info(message: str) -> None:
 def cmd_dedup(args: argparse.Namespace) -> int:
     from .run import DedupOutputs, dedup_source, parse_size
 
+    if args.unit != "document":
+        return cmd_dedup_units(args)
+    if args.min_paragraph_tokens is not None:
+        raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
     if args.index or args.add:
         return cmd_dedup_index(args)
     params = _dedup_params(args)
@@ -641,6 +657,53 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         )
     if not args.quiet:
         sys.stderr.write(_format_summary(result.summary, result.problems))
+    return 0
+
+
+def cmd_dedup_units(args: argparse.Namespace) -> int:
+    """dedup --unit paragraph|line: repeated paragraphs (lines) cut out of each document."""
+    from .paragraph_run import DEFAULT_MIN_TOKENS, UnitOptions, dedup_paragraphs, format_summary
+    from .run import DedupOutputs, parse_size
+
+    refused = [
+        flag
+        for flag, given in {
+            "--index": args.index,
+            "--add": args.add,
+            "--dask": args.dask,
+            "--work-dir": args.work_dir,
+            "--restart": args.restart,
+            "--storage-options": args.storage_options,
+        }.items()
+        if given
+    ]
+    if refused:
+        raise ParamError(
+            f"--unit {args.unit} runs on one machine without an index; drop {', '.join(refused)}"
+        )
+    units = UnitOptions(
+        args.unit,
+        DEFAULT_MIN_TOKENS if args.min_paragraph_tokens is None else args.min_paragraph_tokens,
+    )
+    outputs = DedupOutputs(
+        kept=args.output,
+        clusters=args.clusters,
+        pairs=args.pairs,
+        summary_json=args.summary_json,
+        all_pairs=args.all_pairs,
+    )
+    result = dedup_paragraphs(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        _dedup_params(args),
+        outputs,
+        units,
+        _read_options(args, key_field=args.keep_field),
+        progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        jobs=args.jobs,
+        memory_limit=None if args.memory_limit is None else parse_size(args.memory_limit),
+    )
+    if not args.quiet:
+        sys.stderr.write(format_summary(result.summary, result.problems))
     return 0
 
 

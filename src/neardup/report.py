@@ -13,6 +13,10 @@ Clusters file rows: ``{"id", "cluster", "kept", "duplicate_of", "score"}``; file
 document of its cluster from the run's ``--pairs`` file when one is given (the kept member if
 they form a pair, else its best-scoring pair) and shows that score; without a pairs file it is
 paired with the kept member and shows no score.
+
+Rows of a paragraph run (``dedup --unit paragraph|line``) also name ``"paragraph"`` (and
+``"duplicate_of_paragraph"``): each member is then that paragraph, shown as ``ID ¶N`` with the
+paragraph's text (its document split again by ``neardup.paragraphs``).
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ class ClusterRow:
     kept: bool
     duplicate_of: str | None
     score: float | None
+    #: Paragraph runs: the document's id and the paragraph's number (``id`` is then ``ID ¶N``).
+    doc: str | None = None
+    paragraph: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,15 @@ def read_clusters(path: str | Path) -> list[ClusterRow]:
         score = obj.get("score")
         if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
             raise _row_error(path, n, "'score' is neither a number nor null")
+        part, dup_part = obj.get("paragraph"), obj.get("duplicate_of_paragraph")
+        for name, value in (("paragraph", part), ("duplicate_of_paragraph", dup_part)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise _row_error(path, n, f"'{name}' is neither an integer nor null")
+        doc = rid
+        if part is not None:
+            rid = unit_key(rid, part)
+            if dup is not None and dup_part is not None:
+                dup = unit_key(str(dup), dup_part)
         rows.append(
             ClusterRow(
                 rid,
@@ -129,9 +145,16 @@ def read_clusters(path: str | Path) -> list[ClusterRow]:
                 kept,
                 None if dup is None else str(dup),
                 None if score is None else float(score),
+                None if part is None else doc,
+                part,
             )
         )
     return rows
+
+
+def unit_key(doc: str, paragraph: int) -> str:
+    """How a paragraph is named in a report: its document's id and its number."""
+    return f"{doc} \u00b6{paragraph}"
 
 
 def read_pairs(path: str | Path) -> list[tuple[str, str, float]]:
@@ -296,8 +319,10 @@ def _read_texts(
     id_field: str,
     on_error: OnError,
     max_record_size: int,
+    units: dict[str, list[tuple[int, str]]] | None = None,
 ) -> tuple[dict[str, str], int]:
-    """The texts of the documents ``need`` names, and the number of input documents."""
+    """The texts of the documents ``need`` names, and the number of input documents; with
+    ``units`` (document id -> [(paragraph, name)]), those paragraphs' texts by name."""
     texts: dict[str, str] = {}
     n_input = 0
     with open_source(
@@ -311,7 +336,14 @@ def _read_texts(
         for batch in source.batches(5000):
             n_input += len(batch)
             for rid, text in zip(batch.ids, batch.texts, strict=True):
-                if rid in need:
+                if units is not None and rid in units:
+                    from .paragraphs import split
+
+                    found = split([text])
+                    for part, name in units[rid]:
+                        if part < len(found):
+                            texts[name] = found.texts()[part]
+                elif rid in need:
                     texts[rid] = text
     missing = need - texts.keys()
     if missing:
@@ -492,13 +524,30 @@ def write_report(
         by_label.setdefault(row.cluster, []).append(k)
     order = sorted(by_label, key=lambda c: (-len(by_label[c]), c))  # largest first
     need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
-    texts, n_input = _read_texts(inputs, need, fmt, text_field, id_field, on_error, max_record_size)
+    units: dict[str, list[tuple[int, str]]] | None = None
+    if any(r.paragraph is not None for r in rows):
+        units = {}
+        for c in order[:text_clusters]:
+            for k in by_label[c]:
+                row = rows[k]
+                if row.doc is not None and row.paragraph is not None:
+                    units.setdefault(row.doc, []).append((row.paragraph, row.id))
+    texts, n_input = _read_texts(
+        inputs, need, fmt, text_field, id_field, on_error, max_record_size, units
+    )
     from_pairs: dict[str, tuple[str, float]] = {}
     if pairs is not None and any(r.duplicate_of is None and not r.kept for r in rows):
         from_pairs = _best_partners(rows, read_pairs(pairs))
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
     summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run_summary)
+    if units is not None:  # the members are paragraphs
+        summary = [
+            (k.replace("documents", "paragraphs"), v.replace("document", "paragraph"))
+            for k, v in summary
+            if k != "documents kept"
+        ]
+        summary[0] = ("input documents", summary[0][1])
     data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}
     encoded = _page(title, summary, _figures(layout.scores, sizes), data)
     with plan.commit(), open_output(plan["-o"]) as fh:

@@ -270,11 +270,17 @@ class ParquetSink:
             self._writer.close()
 
 
-def copy_kept_parquet(entry: Entry, keep: npt.NDArray[np.bool_], sink: ParquetSink) -> None:
+def copy_kept_parquet(
+    entry: Entry,
+    keep: npt.NDArray[np.bool_],
+    sink: ParquetSink,
+    edit: tuple[npt.NDArray[np.bool_], Callable[[int, str], str], str] | None = None,
+) -> None:
     """Pass 2: write the rows of the file's kept documents, every column preserved.
 
     ``keep[i]`` is for the file's i-th accepted row; rows skipped in pass 1 are skipped by row
-    number, vectorised per batch.
+    number, vectorised per batch. ``edit``: (changed, edit, text field): the text of each
+    changed row i becomes ``edit(entry.start + i, text)``.
     """
     remaining = entry.n_docs
     if remaining == 0:
@@ -291,9 +297,38 @@ def copy_kept_parquet(entry: Entry, keep: npt.NDArray[np.bool_], sink: ParquetSi
         index = np.flatnonzero(accepted)[: remaining - done]
         select = np.zeros(n, dtype=np.bool_)
         select[index] = keep[done : done + index.size]
+        if edit is not None and edit[0][done : done + index.size].any():
+            batch = _edited(
+                batch, index, edit[0][done : done + index.size], entry.start + done, edit
+            )
         sink.write(batch.filter(pa.array(select)))
         done += index.size
         row0 += n
         if done == remaining:
             return
     raise_changed(entry)
+
+
+def _edited(
+    batch: pa.RecordBatch,
+    index: npt.NDArray[np.int64],
+    changed: npt.NDArray[np.bool_],
+    first: int,
+    edit: tuple[npt.NDArray[np.bool_], Callable[[int, str], str], str],
+) -> pa.RecordBatch:
+    """``batch`` with the text of its accepted rows ``index[changed]`` edited (``first``: the
+    global position of its first accepted row)."""
+    field_index = batch.schema.get_field_index(edit[2])
+    column = batch.column(field_index)
+    values = column.to_pylist()
+    for k in np.flatnonzero(changed).tolist():
+        row = int(index[k])
+        values[row] = edit[1](first + k, values[row])
+    dtype = column.type
+    plain = dtype.value_type if pa.types.is_dictionary(dtype) else dtype
+    new = pa.array(values, type=plain)
+    if pa.types.is_dictionary(dtype):
+        new = new.dictionary_encode().cast(dtype)
+    arrays = list(batch.columns)
+    arrays[field_index] = new
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)

@@ -15,7 +15,7 @@ import stat
 import sys
 import tempfile
 import weakref
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
@@ -29,6 +29,7 @@ from ..text import Utf8Texts
 from ._atomic import Output, atomic_dir, open_output
 from ._convert import JsonlSink, LineRecords, OutFmt, TableSink, make_sink, output_format
 from ._csv import is_csv_name
+from ._edit import Edit, edit_jsonl, edit_text
 from ._ids import IdRegistry
 from ._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
 from ._jsonl_blocks import (
@@ -552,10 +553,19 @@ class Source:
         chunks = [local[i : i + TEXTS_AT_CHUNK] for i in range(0, len(local), TEXTS_AT_CHUNK)]
         return [t for _, part in ordered_map(read, chunks, jobs) for t in part]
 
-    def write_kept(self, kept: npt.ArrayLike, out: Output, fmt: OutFmt | None = None) -> int:
+    def write_kept(
+        self,
+        kept: npt.ArrayLike,
+        out: Output,
+        fmt: OutFmt | None = None,
+        changed: npt.NDArray[np.bool_] | None = None,
+        edit: Edit | None = None,
+    ) -> int:
         """Pass 2: write the records whose ``kept[position]`` is True, in input order, to
         ``out`` in ``fmt`` (None: what ``output_format`` tells from ``out``'s name); returns
-        how many were written.
+        how many were written. With ``changed`` and ``edit``, a kept record whose
+        ``changed[position]`` is True gets the text ``edit(position, text)`` (``_edit.py``;
+        JSONL, Parquet and text files, in their own format).
 
         In the input's own format records are copied as they were. JSONL: the original line
         bytes, verbatim (gzip-compressed if ``out`` ends in ``.gz``; ``"-"`` or a binary stream
@@ -583,10 +593,16 @@ class Source:
                     "the input while neardup runs"
                 )
 
-        def part(entry: Entry) -> npt.NDArray[np.bool_]:
-            return mask[entry.start : entry.start + entry.n_docs]
+        def part(entry: Entry, flags: npt.NDArray[np.bool_] = mask) -> npt.NDArray[np.bool_]:
+            return flags[entry.start : entry.start + entry.n_docs]
 
-        if not _native(self.fmt, target):
+        if edit is not None and changed is not None:
+            if not _native(self.fmt, target):
+                raise ParamError(
+                    f"rewritten {self.fmt} records are written as {self.fmt}; name -o so"
+                )
+            self._write_edited(part, changed, edit, out)
+        elif not _native(self.fmt, target):
             with open_output(out) as handle:
                 sink = make_sink(target, handle, (self.id_field, self.text_field))
                 for entry in self._entries:
@@ -645,6 +661,39 @@ class Source:
         elif entry.n_docs and keep[0] and entry.path is not None:  # a text file
             text = entry.path.read_bytes().decode("utf-8")
             sink.write([{self.id_field: entry.name, self.text_field: text}])
+
+    def _write_edited(
+        self,
+        part: Callable[..., npt.NDArray[np.bool_]],
+        changed: npt.NDArray[np.bool_],
+        edit: Edit,
+        out: Output,
+    ) -> None:
+        """``write_kept`` with the changed records' texts edited."""
+        if self.fmt in WEB_FORMATS:
+            raise ParamError(f"{self.fmt} input cannot be written with edited texts")
+        if self.fmt == "text":
+            if not isinstance(out, str | Path) or str(out) == "-":
+                raise ParamError("text-file input writes kept files to a folder: name one")
+            with atomic_dir(out) as folder:
+                for entry in self._entries:
+                    edit_text(entry, part(entry), part(entry, changed), edit, folder)
+        elif self.fmt == "parquet":
+            from ._parquet import ParquetSink, copy_kept_parquet, text_schema
+
+            schema = self._schema or text_schema(self.text_field)
+            with open_output(out) as handle:
+                sink = ParquetSink(handle, schema)
+                for entry in self._entries:
+                    edits = (part(entry, changed), edit, self.text_field)
+                    copy_kept_parquet(entry, part(entry), sink, edits)
+                sink.close()
+        else:
+            with open_output(out) as handle:
+                for entry in self._entries:
+                    edit_jsonl(
+                        entry, part(entry), part(entry, changed), edit, self.text_field, handle
+                    )
 
 
 def _native(fmt: str, target: str) -> bool:

@@ -54,6 +54,7 @@ def write_clusters(
     rows: npt.ArrayLike | None = None,
     duplicate_of: npt.ArrayLike | None = None,
     score: npt.ArrayLike | None = None,
+    parts: npt.ArrayLike | None = None,
 ) -> int:
     """Write ``{"id", "cluster", "kept", "duplicate_of", "score"}`` per document; returns rows.
 
@@ -62,7 +63,10 @@ def write_clusters(
     more), in the order given. With ``duplicate_of`` (the kept document a removed one duplicates,
     -1 for kept ones) and ``score`` (that pair's score, NaN when unknown) each row also names the
     kept document's id and the score (``null`` for kept documents). ``out`` is a path (written
-    atomically, gzip if ``.gz``), ``"-"`` or a binary stream.
+    atomically, gzip if ``.gz``), ``"-"`` or a binary stream. ``parts`` (paragraph
+    deduplication: each row is a paragraph, ``ids[i]`` its document's id): each row also says
+    ``"paragraph": parts[i]`` after its id, and ``"duplicate_of_paragraph"`` after
+    ``"duplicate_of"``.
     """
     n = len(ids)
     labels = np.asarray(cluster)
@@ -77,6 +81,9 @@ def write_clusters(
     scores = np.asarray(score if score is not None else np.full(n, np.nan), dtype=np.float64)
     if dup.shape != (n,) or scores.shape != (n,):
         raise ParamError(f"duplicate_of and score must have one value per id ({n})")
+    part = None if parts is None else np.asarray(parts, dtype=np.int64)
+    if part is not None and part.shape != (n,):
+        raise ParamError(f"parts must have one value per id ({n})")
     with open_output(out) as handle:
         for lo in range(0, select.size, CHUNK_ROWS):
             chunk = select[lo : lo + CHUNK_ROWS]
@@ -89,13 +96,18 @@ def write_clusters(
                 scores[chunk].tolist(),
                 strict=True,
             ):
+                where = "" if part is None else f', "paragraph": {part[i]}'
                 line = (
-                    f'{{"id": {_quote(ids[i])}, "cluster": {c}, "kept": {"true" if k else "false"}'
+                    f'{{"id": {_quote(ids[i])}{where}, "cluster": {c}, '
+                    f'"kept": {"true" if k else "false"}'
                 )
                 if explain:
                     other = _quote(ids[d]) if d >= 0 else "null"
                     value = repr(sc) if sc == sc else "null"  # NaN: no direct pair
-                    line += f', "duplicate_of": {other}, "score": {value}'
+                    line += f', "duplicate_of": {other}'
+                    if part is not None:
+                        line += f', "duplicate_of_paragraph": {part[d] if d >= 0 else "null"}'
+                    line += f', "score": {value}'
                 lines.append(line + "}\n")
             handle.write(_encode("".join(lines)))
     return int(select.size)
@@ -107,11 +119,13 @@ def write_pairs(
     a: npt.ArrayLike,
     b: npt.ArrayLike,
     score: npt.ArrayLike,
+    parts: npt.ArrayLike | None = None,
 ) -> int:
     """Write ``{"id_a": ..., "id_b": ..., "score": ...}`` per pair; returns rows written.
 
     ``a`` and ``b`` are document indices into ``ids``; ``score`` is a finite float per pair,
-    written with full (shortest round-trip) precision.
+    written with full (shortest round-trip) precision. ``parts`` (paragraphs, as for
+    ``write_clusters``): ``"paragraph_a"`` and ``"paragraph_b"`` follow the ids.
     """
     n = len(ids)
     left = _index_array("a", a, n)
@@ -124,6 +138,9 @@ def write_pairs(
         )
     if not np.isfinite(scores).all():
         raise ParamError("score holds NaN or infinite values, which JSON cannot represent")
+    part = None if parts is None else np.asarray(parts, dtype=np.int64)
+    if part is not None and part.shape != (n,):
+        raise ParamError(f"parts must have one value per id ({n})")
     quoted: dict[int, str] = {}
     with open_output(out) as handle:
         for lo in range(0, left.size, CHUNK_ROWS):
@@ -132,9 +149,19 @@ def write_pairs(
             for i in np.unique(np.concatenate([left[lo:hi], right[lo:hi]])).tolist():
                 if i not in quoted:
                     quoted[i] = _quote(ids[i])
-            lines = [
-                f'{{"id_a": {quoted[i]}, "id_b": {quoted[j]}, "score": {s!r}}}\n'
-                for i, j, s in zip(chunk_a, chunk_b, scores[lo:hi].tolist(), strict=True)
-            ]
+            if part is None:
+                lines = [
+                    f'{{"id_a": {quoted[i]}, "id_b": {quoted[j]}, "score": {s!r}}}\n'
+                    for i, j, s in zip(chunk_a, chunk_b, scores[lo:hi].tolist(), strict=True)
+                ]
+            else:
+                pa_, pb_ = part[left[lo:hi]].tolist(), part[right[lo:hi]].tolist()
+                lines = [
+                    f'{{"id_a": {quoted[i]}, "paragraph_a": {x}, "id_b": {quoted[j]}, '
+                    f'"paragraph_b": {y}, "score": {s!r}}}\n'
+                    for i, j, x, y, s in zip(
+                        chunk_a, chunk_b, pa_, pb_, scores[lo:hi].tolist(), strict=True
+                    )
+                ]
             handle.write(_encode("".join(lines)))
     return int(left.size)

@@ -1,0 +1,346 @@
+"""The paragraph (or line) deduplication job: inputs -> documents without repeated paragraphs.
+
+Every document is split into units (``neardup.paragraphs``: paragraphs or non-blank lines).
+The units with at least ``min_tokens`` canonical tokens are the engine's documents, in input
+order (document order, then unit order): the ``Deduplicator`` removes each one that resembles
+an earlier kept one at the threshold (exact copies by content hash, near ones by the method and
+verification, keep-aware), exactly as it removes documents. Shorter units are left alone: never
+removed, never a keeper. Pass 1 streams the units of each batch of documents through the engine
+and keeps, per unit, its global number (4-8 bytes); pass 2 reads the input again and writes each
+document with its removed units cut out, separators kept (``paragraphs.rewrite``); a document
+whose every unit was removed is dropped. The result does not depend on ``jobs`` or the batch
+size.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import ParamError
+from .io import (
+    DocBatch,
+    Source,
+    atomic_write,
+    key_ranks,
+    open_source,
+    plan_outputs,
+    write_clusters,
+    write_pairs,
+)
+from .io._prefetch import ordered_map, prefetch
+from .paragraphs import Unit, Units, check_unit, rewrite, split
+from .params import DedupParams, check_int
+from .progress import Progress
+from .run import (
+    DedupOutputs,
+    DedupResult,
+    ReadOptions,
+    _build,
+    _check_jobs,
+    _kept_format,
+    _peak_memory_mb,
+    default_memory_limit,
+)
+
+if TYPE_CHECKING:
+    from .engine import SignedBatch
+
+IntArray = npt.NDArray[np.int64]
+
+#: Units with fewer canonical tokens are left alone by default.
+DEFAULT_MIN_TOKENS = 5
+#: Input formats whose records can be written back with an edited text.
+EDITABLE = ("jsonl", "parquet", "text")
+
+
+@dataclass(frozen=True)
+class UnitOptions:
+    """What a unit is and which units take part: ``unit`` "paragraph" or "line"; units with
+    fewer than ``min_tokens`` canonical tokens are never removed and never keep another."""
+
+    unit: Unit = "paragraph"
+    min_tokens: int = DEFAULT_MIN_TOKENS
+
+    def __post_init__(self) -> None:
+        check_unit(self.unit)
+        check_int("min_tokens (--min-paragraph-tokens)", self.min_tokens, 0, 2**31)
+
+
+class UnitIds(Sequence[str]):
+    """The document id of each engine document (unit), looked up by its document position."""
+
+    def __init__(self, ids: Sequence[str], doc_of: IntArray) -> None:
+        self.ids = ids
+        self.doc_of = doc_of
+
+    def __len__(self) -> int:
+        return len(self.doc_of)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [self.ids[int(d)] for d in self.doc_of[i].tolist()]
+        return self.ids[int(self.doc_of[i])]
+
+
+@dataclass
+class _Layout:
+    """Where units are: units per document, and each engine document's global unit number."""
+
+    counts: list[IntArray]
+    unit_of: list[IntArray]
+
+    def arrays(self) -> tuple[IntArray, IntArray, IntArray]:
+        """(first unit of each document int64[docs+1], unit_of, doc_of) of the engine docs."""
+        counts = np.concatenate([np.zeros(0, np.int64), *self.counts])
+        first = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=first[1:])
+        unit_of = np.concatenate([np.zeros(0, np.int64), *self.unit_of])
+        doc_of = np.searchsorted(first, unit_of, side="right") - 1
+        return first, unit_of, doc_of.astype(np.int64)
+
+
+def _unit_texts(
+    source: Source,
+    first: IntArray,
+    units: IntArray,
+    unit: Unit,
+    batch_size: int,
+    jobs: int,
+) -> list[str]:
+    """The texts of global units ``units`` (sorted), their documents read again."""
+    docs = np.searchsorted(first, units, side="right") - 1
+    wanted, where = np.unique(docs, return_inverse=True)
+    texts = source.texts_at(wanted, batch_size, jobs)
+    found = split(texts, unit)
+    base = np.zeros(len(wanted) + 1, dtype=np.int64)
+    np.cumsum(found.counts, out=base[1:])
+    rows = base[where.ravel()] + (units - first[docs])
+    return list(found.texts(rows.astype(np.int64)))
+
+
+def dedup_paragraphs(
+    inputs: str | Sequence[str],
+    params: DedupParams,
+    outputs: DedupOutputs,
+    units: UnitOptions | None = None,
+    read: ReadOptions | None = None,
+    progress: bool = False,
+    jobs: int | None = None,
+    memory_limit: int | None = None,
+) -> DedupResult:
+    """Remove repeated paragraphs (or lines) from the documents of ``inputs``.
+
+    ``outputs.kept``: the documents, each with its removed units cut out (other fields kept, in
+    the input's format: JSONL, Parquet or text files), documents left without a unit dropped;
+    ``outputs.clusters`` / ``outputs.pairs``: one row per unit of a cluster / per pair, the
+    document's id plus the unit's number in it (``docs/PARAGRAPHS.md``). Returns the summary.
+    """
+    units = units or UnitOptions()
+    read = read or ReadOptions()
+    jobs = _check_jobs(jobs)
+    if params.keep == "field" and not read.key_field:
+        raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
+    started = time.perf_counter()
+    with open_source(
+        inputs,
+        read.format,
+        text_field=read.text_field,
+        id_field=read.id_field,
+        on_error=read.on_error,
+        key_field=read.key_field,
+        max_record_size=read.max_record_size,
+    ) as source:
+        if source.fmt not in EDITABLE:
+            raise ParamError(
+                f"--unit {units.unit} rewrites documents in their own format: JSONL, Parquet "
+                f"or text files, not {source.fmt}; run dedup on the pages first, then on its "
+                "JSONL output"
+            )
+        plan = plan_outputs(
+            [inputs] if isinstance(inputs, str) else inputs,
+            {
+                "-o": outputs.kept,
+                "--clusters": outputs.clusters,
+                "--pairs": outputs.pairs,
+                "--summary-json": outputs.summary_json,
+            },
+            folders={"-o"} if _kept_format(outputs.kept, source.fmt) == "folder" else (),
+        )
+        kept_fmt = _kept_format(outputs.kept, source.fmt, strict=True)
+        native = {"jsonl": "jsonl", "parquet": "parquet", "text": "folder"}[source.fmt]
+        if kept_fmt not in (None, native):
+            raise ParamError(
+                f"--unit {units.unit} writes the rewritten documents as {source.fmt}, the "
+                f"input's format; name -o so (it names {kept_fmt})"
+            )
+        dedup = _build(None, params)
+        from ._kernels import _jit
+
+        if _jit.mode() == "python":
+            jobs = 1
+        dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
+        dedup.jobs = jobs
+        dedup.pairs = "all" if outputs.all_pairs else "removal"
+        mode = params.shingle.tokens
+
+        def eligible(found: Units) -> IntArray:
+            return np.flatnonzero(found.tokens >= units.min_tokens).astype(np.int64)
+
+        from .methods import needs_fit
+
+        if needs_fit(params):
+            from .simhash import fit_idf_texts
+
+            def unit_texts() -> Iterator[str]:
+                for batch in source.batches(read.batch_size):
+                    found = split(batch.texts, units.unit, mode)
+                    yield from found.texts(eligible(found))
+
+            dedup.idf = fit_idf_texts(unit_texts(), params.simhash_params(), read.batch_size)
+        dedup.method  # built once, before threads share it  # noqa: B018
+
+        def sign(batch: DocBatch) -> tuple[IntArray, IntArray, SignedBatch]:
+            found = split(batch.texts, units.unit, mode)
+            rows = eligible(found)
+            return found.counts, rows, dedup.sign(found.texts(rows))
+
+        layout = _Layout([], [])
+        seen = 0
+        keys: list[object] = []
+        bar = Progress(progress, source.input_bytes)
+        try:
+            batches: Iterator[DocBatch] = source.batches(read.batch_size)
+            if jobs > 1:
+                batches = prefetch(batches)
+            for batch, (counts, rows, signed) in ordered_map(sign, batches, jobs):
+                dedup.append(signed, batch.nbytes)
+                layout.counts.append(counts)
+                layout.unit_of.append(rows + seen)
+                seen += int(counts.sum())
+                if batch.keys is not None:
+                    keys.extend(batch.keys)
+                bar.update(int(batch.positions[-1]) + 1 if len(batch) else 0, dedup.n_bytes)
+        finally:
+            bar.close()
+        first, unit_of, doc_of = layout.arrays()
+        del layout
+        key = None
+        if read.key_field:
+            key = key_ranks(keys, params.keep_prefer)[doc_of]
+        dedup.finish(
+            key,
+            lambda docs: _unit_texts(
+                source, first, unit_of[docs], units.unit, read.batch_size, jobs
+            ),
+        )
+        _jit.settle()
+        removed = np.zeros(seen, dtype=np.bool_)
+        removed[unit_of[~dedup.kept_]] = True
+        n_docs = len(first) - 1
+        counts = np.diff(first)
+        removed_so_far = np.zeros(seen + 1, dtype=np.int64)
+        np.cumsum(removed, out=removed_so_far[1:])
+        removed_per_doc = removed_so_far[first[1:]] - removed_so_far[first[:-1]]
+        changed = removed_per_doc > 0
+        dropped = changed & (removed_per_doc == counts)
+        unit = units.unit
+
+        def edit(position: int, text: str) -> str:
+            return rewrite(text, removed[first[position] : first[position + 1]], unit)
+
+        ids: Sequence[str] = source.ids if source.ids is not None else []
+        parts = unit_of - first[doc_of]
+        with plan.commit():
+            written = None
+            if outputs.kept:
+                written = source.write_kept(~dropped, plan["-o"], kept_fmt, changed, edit)
+            unit_ids = UnitIds(ids, doc_of)
+            if outputs.clusters:
+                # Cluster labels: the global unit number of each cluster's first unit.
+                labels = unit_of[dedup.clusters_]
+                sizes = np.bincount(dedup.clusters_, minlength=len(unit_of))
+                rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+                write_clusters(
+                    plan["--clusters"], unit_ids, labels, dedup.kept_, rows,
+                    duplicate_of=dedup.duplicate_of_, score=dedup.duplicate_score_, parts=parts,
+                )  # fmt: skip
+            if outputs.pairs:
+                a, b, score = dedup.all_pairs() if outputs.all_pairs else dedup.pairs_
+                write_pairs(plan["--pairs"], unit_ids, a, b, score, parts=parts)
+            groups = dedup.groups_
+            gone = np.flatnonzero(~dedup.kept_)
+            of = dedup.duplicate_of_[gone]  # -1: no direct pair (components removal)
+            exact = int(((of >= 0) & (groups[gone] == groups[np.maximum(of, 0)])).sum())
+            seconds = time.perf_counter() - started
+            summary: dict[str, Any] = {
+                "unit": unit,
+                "min_tokens": units.min_tokens,
+                "documents": n_docs,
+                "paragraphs": seen,
+                "paragraphs_compared": len(unit_of),
+                "paragraphs_short": seen - len(unit_of),
+                "paragraphs_removed": len(gone),
+                "removed_exact": exact,
+                "removed_near": len(gone) - exact,
+                "documents_rewritten": int((changed & ~dropped).sum()),
+                "documents_dropped": int(dropped.sum()),
+                "written": written,
+                "skipped_records": source.errors.total,
+                "seconds": round(seconds, 3),
+                "mb_per_s": round(dedup.n_bytes / 1e6 / max(seconds, 1e-9), 2),
+                "peak_memory_mb": round(_peak_memory_mb(), 1),
+                "method": dedup.method.describe(),
+                "params": params.fingerprint(),
+                "engine": dedup.stats_.as_dict(),
+            }
+            if outputs.summary_json:
+                with atomic_write(plan["--summary-json"], "w") as fh:
+                    json.dump(summary, fh, indent=1)
+                    fh.write("\n")
+        errors = source.errors
+    return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")
+
+
+def format_summary(s: dict[str, Any], problems: str) -> str:
+    """The printed summary of a paragraph (line) run, in the whole-document summary's layout."""
+    what = "paragraphs" if s["unit"] == "paragraph" else "lines"
+    short = f"left alone (< {s['min_tokens']} tokens)"
+    rows = [
+        ("documents", s["documents"]),
+        (what, s["paragraphs"]),
+        (short, s["paragraphs_short"]),
+        (f"{what} removed", s["paragraphs_removed"]),
+        ("  exact copies", s["removed_exact"]),
+        ("  near copies", s["removed_near"]),
+        ("documents rewritten", s["documents_rewritten"]),
+        ("documents dropped", s["documents_dropped"]),
+    ]
+    if s.get("written") is not None:
+        rows.append(("documents written", s["written"]))
+    width = max(21, len(short) + 1)
+    lines = [f"neardup dedup --unit {s['unit']} summary"]
+    lines += [f"  {label:<{width}}{value:>12,}" for label, value in rows]
+    lines += [
+        f"  {'method':<{width}}{s['method']}",
+        f"  {'skipped records':<{width}}{s['skipped_records']:>12,}",
+        f"  {'time':<{width}}{s['seconds']:>11.2f}s",
+        f"  {'throughput':<{width}}{s['mb_per_s']:>8.1f} MB/s",
+        f"  {'peak memory':<{width}}{s['peak_memory_mb']:>9.0f} MB",
+    ]
+    text = "\n".join(lines) + "\n"
+    if problems:
+        text += problems.rstrip("\n") + "\n"
+    return text

@@ -1,0 +1,62 @@
+"""The paragraph rule: the split kernel and the rewrite against their references (Unicode,
+CR, blank lines of spaces), run compiled and interpreted (``tests/test_interpreted.py``)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.paragraphs import rewrite, split, split_reference
+
+from .strategies import TRICKY, texts
+
+LINES = st.text(
+    alphabet=st.sampled_from([*TRICKY, " ", "\r", "\n", "\n", "\v", "\f"]), max_size=160
+)
+
+
+def _rewrite_reference(text: str, removed: list[bool], unit: str = "paragraph") -> str:
+    """The separator rule on characters: leading text, each kept unit and the separator after
+    it, the last kept one followed by the trailing text."""
+    spans = [(a, b) for a, b, _ in split_reference(text, unit)]  # type: ignore[arg-type]
+    kept = [s for s, gone in zip(spans, removed, strict=True) if not gone]
+    out = text[: spans[0][0]] if spans else text
+    following = {spans[i][0]: spans[i + 1][0] for i in range(len(spans) - 1)}
+    for k, (a, b) in enumerate(kept):
+        out += text[a:b]
+        if k + 1 < len(kept):
+            out += text[b : following[a]]
+    return out + (text[spans[-1][1] :] if spans else "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(LINES, texts), max_size=5), st.sampled_from(["paragraph", "line"]))
+def test_the_split_kernel_finds_the_reference_units_and_token_counts(
+    docs: list[str], unit: str
+) -> None:
+    for mode in ("word", "char"):
+        found = split(docs, unit, mode)  # type: ignore[arg-type]
+        got = list(found.texts())
+        expected = [split_reference(t, unit, mode) for t in docs]  # type: ignore[arg-type]
+        assert found.counts.tolist() == [len(e) for e in expected]
+        assert got == [t[a:b] for t, e in zip(docs, expected, strict=True) for a, b, _ in e]
+        assert found.tokens.tolist() == [k for e in expected for _, _, k in e]
+
+
+@settings(max_examples=300, deadline=None)
+@given(LINES, st.sampled_from(["paragraph", "line"]), st.randoms(use_true_random=False))
+def test_a_rewrite_keeps_every_separator_of_the_kept_units(text: str, unit: str, rnd) -> None:  # type: ignore[no-untyped-def]
+    n = len(split_reference(text, unit))  # type: ignore[arg-type]
+    removed = [rnd.random() < 0.5 for _ in range(n)]
+    assert rewrite(text, removed, unit) == _rewrite_reference(text, removed, unit)  # type: ignore[arg-type]
+    assert rewrite(text, [False] * n, unit) == text  # type: ignore[arg-type]
+
+
+def test_the_rule_on_an_example() -> None:
+    text = "  Dear all,\nhello there\n\n \n> quoted line\r\n\r\n-- \nJo\n"
+    assert list(split([text]).texts()) == ["  Dear all,\nhello there", "> quoted line\r", "-- \nJo"]
+    assert list(split([text], "line").texts()) == [
+        "  Dear all,", "hello there", "> quoted line\r", "-- ", "Jo",
+    ]  # fmt: skip
+    assert rewrite(text, [False, True, False]) == "  Dear all,\nhello there\n\n \n-- \nJo\n"
+    assert rewrite(text, [False, False, True]) == "  Dear all,\nhello there\n\n \n> quoted line\r\n"
