@@ -407,13 +407,12 @@ def test_every_add_answered_200_survives_sigkill(tmp_path: Path) -> None:
     index.close()
 
 
-def test_the_readme_service_examples_work_when_pasted(
+def test_the_service_page_examples_work_when_pasted(
     served: tuple[Server, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, _ = served
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("## The index as a service", 1)[1].split("\n## ", 1)[0]
-    curl_block = re.findall(r"```bash\n(.*?)```", section, re.S)[1]
+    section = (Path(__file__).resolve().parents[1] / "docs" / "SERVICE.md").read_text()
+    curl_block = re.findall(r"```sh\n(.*?)```", section, re.S)[1]
     python_block = re.findall(r"```py\n(.*?)```", section, re.S)[0]
     (tmp_path / "token.txt").write_text(TOKEN + "\n")
     monkeypatch.chdir(tmp_path)
@@ -424,7 +423,7 @@ def test_the_readme_service_examples_work_when_pasted(
         assert '"matches":[{"id":"a1","score":1.0,"kind":"exact"}]' in out.stdout
     code = python_block.replace("http://127.0.0.1:8000", server.url)
     printed: list[object] = []
-    exec(compile(code, "README.md", "exec"), {"print": lambda *a: printed.extend(a)})
+    exec(compile(code, "docs/SERVICE.md", "exec"), {"print": lambda *a: printed.extend(a)})
     assert [m.id for m in printed[0][0]] == ["a2"]  # type: ignore[index]
     assert printed[1]["id"] == "a2"  # type: ignore[index]
 

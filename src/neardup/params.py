@@ -53,6 +53,14 @@ def _fingerprint(obj: object) -> str:
     return type(obj).__name__ + json.dumps(fields, sort_keys=True, separators=(",", ":"))
 
 
+def params_json(obj: object) -> dict[str, object]:
+    """A parameter object as the JSON object its fingerprint holds (every field, the format
+    and the Unicode version), for summaries that scripts read."""
+    text = _fingerprint(obj)
+    value: dict[str, object] = json.loads(text[text.index("{") :])
+    return value
+
+
 def check_seed(seed: object) -> int:
     """The one seed check: an integer from 0 to 2**63-1 (bools refused)."""
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:

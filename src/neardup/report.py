@@ -458,7 +458,9 @@ def _summary(
             raise InputError(f"{run_summary}: cannot read the run summary ({exc})") from None
         for key in ("params", "seconds", "candidate_pairs", "accepted_pairs"):
             if key in run:
-                out.append((f"run: {key}", str(run[key])))
+                value = run[key]
+                shown = json.dumps(value, sort_keys=True) if isinstance(value, dict) else str(value)
+                out.append((f"run: {key}", shown))
     return out
 
 

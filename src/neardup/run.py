@@ -38,7 +38,7 @@ from .io import (
 from .io._convert import OutFmt, output_format
 from .io._prefetch import ordered_map, prefetch
 from .io._report import MAX_RECORD_SIZE
-from .params import DecontaminateParams, DedupParams, check_int
+from .params import DecontaminateParams, DedupParams, check_int, params_json
 from .progress import Progress
 
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
@@ -356,7 +356,8 @@ def _summary(
         "mb_per_s": round(stats.bytes_in / 1e6 / max(seconds, 1e-9), 2),
         "peak_memory_mb": round(_peak_memory_mb(), 1),
         "method": dedup.method.describe(),
-        "params": params.fingerprint(),
+        "params": params_json(params),
+        "params_fingerprint": params.fingerprint(),
         "hamming_plan": dedup.hamming_plan_,
     }
 
