@@ -116,9 +116,13 @@ def _build_parser() -> argparse.ArgumentParser:
         help="write the kept documents here, in the format its name says (.jsonl, .jsonl.gz, .parquet, .csv, .tsv; a folder ending in / for text files); every field is kept",
     )
     d.add_argument(
-        "--clusters", help='write {"id","cluster","kept"} for every document in a cluster of 2+'
+        "--clusters",
+        help='write {"id","cluster","kept","duplicate_of","score"} for every document in a cluster of 2+ (docs/OUTPUTS.md)',
     )
-    d.add_argument("--pairs", help='write {"id_a","id_b","score"} for every accepted pair')
+    d.add_argument(
+        "--pairs",
+        help='write {"id_a","id_b","score"} for the pairs behind each removal (every pair with --all-pairs)',
+    )
     d.add_argument(
         "--all-pairs",
         action="store_true",
@@ -750,7 +754,8 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         f"  documents            {s['documents']:>12,}",
         f"  empty documents      {s['empty']:>12,}",
         f"  exact duplicates     {s['exact_duplicates']:>12,}",
-        f"  near-dup clusters    {s['clusters']:>12,}",
+        f"  near duplicates      {s['removed'] - s['exact_duplicates']:>12,}",
+        f"  clusters (2+ docs)   {s['clusters']:>12,}",
         f"  documents removed    {s['removed']:>12,}",
         f"  documents kept       {s['kept']:>12,}",
         f"  method               {s['method']}",
@@ -773,6 +778,18 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
             f"{s.get('bucket_checks', 0):,} checks against kept leaders found "
             f"{s.get('bucket_pairs_found', 0):,} pairs; {s.get('bucket_unresolved', 0):,} "
             "members not compared with every leader)"
+        )
+        if s.get("bucket_unresolved"):
+            lines.append(
+                "  hint: documents sharing boilerplate keys were compared with the first "
+                "--max-bucket kept documents of each key only; raise --max-bucket to compare "
+                "with more, or use --all-pairs --pairs FILE to see every pair"
+            )
+    short = s.get("documents") and s.get("bytes_in", 0) / max(s["documents"], 1) < 120
+    if short and s.get("tokens", "word") == "word":
+        lines.append(
+            "  hint: the documents are short (under 120 bytes on average); for titles and "
+            "summaries --tokens char -w 5 finds near-copies that word 5-shingles cannot"
         )
     text = "\n".join(lines) + "\n"
     if problems:

@@ -358,6 +358,7 @@ def _summary(
         "method": dedup.method.describe(),
         "params": params_json(params),
         "params_fingerprint": params.fingerprint(),
+        "tokens": params.shingle.tokens,
         "hamming_plan": dedup.hamming_plan_,
     }
 
