@@ -998,7 +998,7 @@ def _add_serve_parser(sub: Any) -> None:
         "--timeout",
         type=float,
         default=30.0,
-        help="seconds to wait for a request body or for the index [30]",
+        help="seconds for a whole request body to arrive, and to wait for the index [30]",
     )
     s.add_argument("--readers", type=int, default=4, help="reader threads [4]")
     s.add_argument(
@@ -1011,14 +1011,15 @@ def _add_serve_parser(sub: Any) -> None:
         "--max-client-connections",
         type=int,
         default=128,
-        help="open connections per client IP; more evict its oldest idle one [128]",
+        help="open connections per client IP; one more closes the client's oldest idle "
+        "keep-alive connection, or is refused with 503 [128]",
     )
     s.add_argument(
         "--max-connections",
         type=int,
         default=None,
-        help="open connections in all; more evict an idle one of the client holding the most "
-        "[what the open-file limit allows]",
+        help="open connections in all; one more closes the oldest not being answered of the "
+        "client holding the most [what the open-file limit allows]",
     )
     s.add_argument("--access-log", action="store_true", help="log every request on stderr")
 
