@@ -227,10 +227,15 @@ def test_the_health_probe_and_the_api_docs_need_no_token(served: tuple[Server, P
     assert httpx.get(server.url + "/health").json() == {"status": "ok"}
     r = httpx.get(server.url + "/docs")
     assert r.status_code == 200 and "swagger" in r.text.lower()
-    spec = httpx.get(server.url + "/openapi.json")
+    spec = httpx.get(server.url + "/openapi.json").json()
     assert {"/add", "/query", "/remove", "/retire", "/moved", "/stats", "/health"} <= set(
-        spec.json()["paths"]
+        spec["paths"]
     )
+    # the schema says which need the token, so /docs' "Authorize" sends it
+    assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+    assert spec["paths"]["/stats"]["get"]["security"] == [{"bearer": []}]
+    assert spec["paths"]["/add"]["post"]["security"] == [{"bearer": []}]
+    assert "security" not in spec["paths"]["/health"]["get"]
     assert "; it and /health need no token)" in server.log.read_text().splitlines()[0]
 
 

@@ -404,6 +404,25 @@ def _too_big(limit: int) -> str:
     )
 
 
+def _declare_bearer(app: FastAPI, open_paths: frozenset[str]) -> None:
+    """Say in the OpenAPI schema which endpoints need the token, so /docs can send it."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()  # kept by FastAPI as app.openapi_schema
+        schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
+        schemes["bearer"] = {"type": "http", "scheme": "bearer"}
+        for path, operations in schema.get("paths", {}).items():
+            if path not in open_paths:
+                for operation in operations.values():
+                    operation["security"] = [{"bearer": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 # -- the app ------------------------------------------------------------------------------------
 def create_app(
     index_path: str | os.PathLike[str],
@@ -448,6 +467,8 @@ def create_app(
     docs = (app.docs_url, app.redoc_url, app.openapi_url, app.swagger_ui_oauth2_redirect_url)
     open_paths = frozenset(["/health", *(p for p in docs if p and open_docs)])
     app.add_middleware(_Guard, token=token, limits=limits, open_paths=open_paths)
+    if token is not None:
+        _declare_bearer(app, open_paths)
     bodies: dict[str, type[BaseModel]] = {
         "/add": AddRequest,
         "/query": QueryRequest,
