@@ -414,7 +414,6 @@ def test_a_wrong_index_path_port_or_token_file_stops_at_start_up_in_one_line(
             "cannot read --token-file": [str(real), "--token-file", str(tmp_path / "no-token")],
             "max_batch must be a positive integer": [str(real), "--max-batch", "0"],
             "header_timeout must be a number of seconds": [str(real), "--header-timeout", "0"],
-            "per_client must be a positive integer": [str(real), "--max-client-connections", "0"],
         }
         for expected, args in cases.items():
             done = _run_serve(*args)
@@ -594,7 +593,7 @@ def test_slow_clients_never_starve_an_honest_one(tmp_path: Path, n: int, clients
         pytest.skip(f"the open-file hard limit is below {n + 500}")
     path = tmp_path / "slow.db"
     Index.create(str(path)).close()
-    server = Server(path, "--token", TOKEN)
+    server = Server(path, "--token", TOKEN, "--header-timeout", "30")  # held all the test long
     seconds: list[float] = []
     try:
         sources = [f"127.0.0.{2 + i}" for i in range(clients)]
@@ -611,7 +610,7 @@ def test_slow_clients_never_starve_an_honest_one(tmp_path: Path, n: int, clients
     assert max(seconds) < 2.0, seconds
     if clients == 1:  # one client over --max-client-connections (128): its oldest were closed
         assert counts["dropped"] >= n - 128
-    else:  # 100 a client: every one held open (--header-timeout 10 s not reached)
+    else:  # 100 a client: every one held open (--header-timeout not reached)
         assert counts["dropped"] == 0
     assert "Traceback" not in server.log.read_text()
 
