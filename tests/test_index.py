@@ -89,6 +89,9 @@ def test_query_finds_exact_copies_first_and_respects_threshold_and_limit() -> No
     assert index.query([edited], threshold=0.999)[0] == []
     with pytest.raises(ParamError, match=r"from 0\.8 to 1"):
         index.query([edited], threshold=0.5)
+    for bad in (float("nan"), float("inf"), 1.5):  # about the query's value, not the index's
+        with pytest.raises(ParamError, match=r"query threshold must be a finite number from 0\.8"):
+            index.query([edited], threshold=bad)
 
 
 def _retweets(texts: list[str], seed: int) -> tuple[list[str], list[str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -13,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -195,24 +197,61 @@ def test_requests_without_the_token_are_refused_and_change_nothing(
 ) -> None:
     server, _ = served
     body = {"documents": [{"id": "intruder", "text": "should never be stored"}]}
-    for token in (None, "wrong-token"):
-        for route, method in [("/add", "POST"), ("/health", "GET"), ("/docs", "GET")]:
-            headers = {"Authorization": f"Bearer {token}"} if token else {}
-            r = httpx.request(method, server.url + route, json=body, headers=headers)
-            assert r.status_code == 401
-            assert r.headers["www-authenticate"] == "Bearer"
-            assert "Authorization: Bearer" in r.json()["error"]["message"]
+    data_routes = [("/add", "POST"), ("/query", "POST"), ("/stats", "GET"), ("/documents/x", "GET")]
+    for route, method in data_routes:
+        r = httpx.request(method, server.url + route, json=body)
+        assert r.status_code == 401, route
+        assert r.headers["www-authenticate"] == "Bearer"
+        assert r.json()["error"]["message"].startswith("this service needs a token: send ")
+        assert "Authorization: Bearer TOKEN" in r.json()["error"]["message"]
+        r = httpx.request(
+            method, server.url + route, json=body, headers={"Authorization": "Bearer x"}
+        )
+        assert r.status_code == 401, route
+        assert r.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+        assert r.json()["error"]["message"].startswith("wrong token: ")
+    r = httpx.get(server.url + "/stats", headers={"Authorization": f"Basic {TOKEN}"})
+    assert r.status_code == 401 and "uses the scheme 'Basic', not 'Bearer'" in r.text
     with pytest.raises(ServiceError, match="needs a token") as caught:
         server.client(token=None).stats()
     assert caught.value.status == 401
+    with pytest.raises(ServiceError, match="wrong token") as caught:
+        server.client(token="not-" + TOKEN).stats()
+    assert caught.value.status == 401
     with server.client() as client:
         assert "intruder" not in client
-    r = httpx.get(server.url + "/docs", headers={"Authorization": f"Bearer {TOKEN}"})
+
+
+def test_the_health_probe_and_the_api_docs_need_no_token(served: tuple[Server, Path]) -> None:
+    server, _ = served
+    assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+    r = httpx.get(server.url + "/docs")
     assert r.status_code == 200 and "swagger" in r.text.lower()
-    spec = httpx.get(server.url + "/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})
+    spec = httpx.get(server.url + "/openapi.json").json()
     assert {"/add", "/query", "/remove", "/retire", "/moved", "/stats", "/health"} <= set(
-        spec.json()["paths"]
+        spec["paths"]
     )
+    # the schema says which need the token, so /docs' "Authorize" sends it
+    assert spec["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+    assert spec["paths"]["/stats"]["get"]["security"] == [{"bearer": []}]
+    assert spec["paths"]["/add"]["post"]["security"] == [{"bearer": []}]
+    assert "security" not in spec["paths"]["/health"]["get"]
+    assert "; it and /health need no token)" in server.log.read_text().splitlines()[0]
+
+
+def test_docs_need_the_token_when_asked(tmp_path: Path) -> None:
+    path = tmp_path / "closed.db"
+    Index.create(str(path)).close()
+    server = Server(path, "--token", TOKEN, "--docs-need-token")
+    try:
+        assert "(API docs at /docs, with the token)" in server.log.read_text()
+        for route in ("/docs", "/openapi.json", "/redoc"):
+            assert httpx.get(server.url + route).status_code == 401, route
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert httpx.get(server.url + "/openapi.json", headers=auth).status_code == 200
+        assert httpx.get(server.url + "/health").status_code == 200
+    finally:
+        assert server.stop() == 0
 
 
 def test_batches_and_bodies_over_the_limits_are_413_naming_the_limit(
@@ -268,11 +307,53 @@ def test_bad_json_and_bad_fields_say_what_to_fix(served: tuple[Server, Path]) ->
     r = _post(server, "/add", {"documents": [{"id": "d", "text": "a b"}, {"id": "d", "text": "c"}]})
     assert r.status_code == 400 and "appears twice" in r.json()["error"]["message"]
     with server.client() as client:
-        with pytest.raises(ParamError, match="build an index with --threshold"):
+        with pytest.raises(ParamError, match=r"build an index with --threshold 0\.5 for lower"):
             client.query(["some text"], threshold=0.5)
         with pytest.raises(InputError, match="appears twice"):
             client.add(["d", "d"], ["one", "two"])
         assert "d" not in client
+
+
+def _raw_post(server: Server, route: str, content: bytes) -> tuple[int, dict[str, str]]:
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    r = httpx.post(server.url + route, content=content, headers=headers)
+    return r.status_code, r.json()["error"]
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1.5"])
+def test_a_query_threshold_that_is_not_finite_or_above_1_is_400_about_the_query(
+    served: tuple[Server, Path], value: str
+) -> None:
+    server, _ = served
+    body = f'{{"documents": [{{"text": "a b c"}}], "threshold": {value}}}'.encode()
+    status, error = _raw_post(server, "/query", body)
+    assert status == 400 and error["type"] == "ParamError"
+    assert error["message"].startswith("the query threshold must be a finite number from ")
+    assert "build an index" not in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "expected"),
+    [
+        (b'{"documents": [],\n  "limit": }', 400, "not valid JSON (Expecting value at line 2, column 12)"),
+        (b'{"documents": [{"text": "caf\xe9"}]}', 400, "not valid utf-8 text (byte 0xe9 at position 28: invalid continuation byte"),
+        (b"[" * 100_000, 400, "nests JSON lists or objects too deeply"),
+        (b"[]", 422, "the request body is a list; send a JSON object with the fields documents (required), threshold, limit"),
+        (b"", 422, "the request body is empty; send a JSON object with the fields documents (required)"),
+        (b'{"documents": {"text": "a"}}', 422, "documents: Input should be a valid list, got an object"),
+        (b'{"documents": [{"text": 7}]}', 422, "documents.0.text: Input should be a valid string, got the number 7"),
+        (b'{"documents": [{"txt": "a"}]}', 422, "documents.0.txt: unknown field (check its spelling); the fields are id, text (required)"),
+        (b'{"documents": [], "limit": "ten"}', 422, "limit: Input should be a valid integer, unable to parse string as an integer, got the string 'ten'"),
+    ],
+)  # fmt: skip
+def test_a_body_that_cannot_be_read_says_where_and_what_fits(
+    served: tuple[Server, Path], body: bytes, status: int, expected: str
+) -> None:
+    server, _ = served
+    got, error = _raw_post(server, "/query", body)
+    assert (got, error["type"]) == (status, "InputError")
+    assert expected in error["message"]
+    assert "There was an error parsing the body" not in error["message"]
 
 
 def test_queries_never_fail_while_the_same_ids_are_replaced(served: tuple[Server, Path]) -> None:
@@ -332,6 +413,7 @@ def test_a_wrong_index_path_port_or_token_file_stops_at_start_up_in_one_line(
             "cannot listen on 127.0.0.1": [str(real), "--port", port],
             "cannot read --token-file": [str(real), "--token-file", str(tmp_path / "no-token")],
             "max_batch must be a positive integer": [str(real), "--max-batch", "0"],
+            "header_timeout must be a number of seconds": [str(real), "--header-timeout", "0"],
         }
         for expected, args in cases.items():
             done = _run_serve(*args)
@@ -437,3 +519,230 @@ def test_the_listening_socket_is_tcp_so_asyncio_turns_off_nagle_on_connections()
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+# -- slow and surplus connections ---------------------------------------------------------------
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+HEAD = b"GET /stats HTTP/1.1\r\nHost: x\r\n"  # a request's head, unfinished
+
+
+def _needs_loopback_aliases() -> None:
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.2", 0))
+    except OSError:
+        pytest.skip("127.0.0.2 is not a loopback address here (on Linux all of 127/8 is)")
+
+
+def _connect(server: Server, source: str = "127.0.0.2") -> socket.socket:
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=5, source_address=(source, 0))
+    return sock
+
+
+def _closed(sock: socket.socket, within: float) -> bytes | None:
+    """Everything the server sent once it closed ``sock`` within ``within`` s; None if open."""
+    got = b""
+    deadline = time.monotonic() + within
+    while (left := deadline - time.monotonic()) > 0:
+        sock.settimeout(left)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            return None
+        except ConnectionResetError:
+            return got
+        if not data:
+            return got
+        got += data
+    return None
+
+
+@contextmanager
+def _slow_clients(
+    server: Server, n: int, sources: list[str], *options: str
+) -> Iterator[dict[str, int]]:
+    """``n`` slowloris connections from ``sources`` in a process of their own."""
+    host, port = server.url.removeprefix("http://").rsplit(":", 1)
+    cmd = [sys.executable, "-m", "neardup.testing.slow_clients", host, port, str(n)]
+    cmd += ["--sources", ",".join(sources), *options]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=ENV)
+    assert proc.stdin is not None and proc.stdout is not None
+    counts: dict[str, int] = {}
+    try:
+        assert json.loads(proc.stdout.readline()) == {"started": n}
+        yield counts
+    finally:
+        proc.stdin.close()
+        last = proc.stdout.readline()
+        proc.wait(timeout=60)
+    counts.update(json.loads(last))
+
+
+@pytest.mark.parametrize(
+    ("n", "clients"),
+    [(600, 1), (3000, 1), (3000, 30)],
+    ids=["600-from-one-address", "3000-from-one-address", "3000-from-30-addresses"],
+)
+def test_slow_clients_never_starve_an_honest_one(tmp_path: Path, n: int, clients: int) -> None:
+    """Slowloris: connections that each send a header line every 2 s never make the service
+    refuse or delay another client's requests (they got 503 while 512 such were open)."""
+    _needs_loopback_aliases()
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[1] < n + 500:
+        pytest.skip(f"the open-file hard limit is below {n + 500}")
+    path = tmp_path / "slow.db"
+    Index.create(str(path)).close()
+    server = Server(path, "--token", TOKEN, "--header-timeout", "30")  # held all the test long
+    seconds: list[float] = []
+    try:
+        sources = [f"127.0.0.{2 + i}" for i in range(clients)]
+        with _slow_clients(server, n, sources) as counts:
+            time.sleep(2.5)  # each has sent its request's start and one more header line
+            for _ in range(10):  # over ~3 s: the slow clients' sends and reconnections included
+                started = time.perf_counter()
+                r = httpx.get(server.url + "/stats", headers=AUTH, timeout=10)  # new connection
+                seconds.append(time.perf_counter() - started)
+                assert r.status_code == 200, r.text
+                time.sleep(0.3)
+    finally:
+        assert server.stop() == 0
+    assert max(seconds) < 2.0, seconds
+    if clients == 1:  # one client over --max-client-connections (128): its oldest were closed
+        assert counts["dropped"] >= n - 128
+    else:  # 100 a client: every one held open (--header-timeout not reached)
+        assert counts["dropped"] == 0
+    assert "Traceback" not in server.log.read_text()
+
+
+def test_a_trickling_head_or_body_is_answered_408_and_an_early_answer_closes(
+    tmp_path: Path,
+) -> None:
+    _needs_loopback_aliases()
+    path = tmp_path / "trickle.db"
+    Index.create(str(path)).close()
+    server = Server(path, "--token", TOKEN, "--header-timeout", "1", "--timeout", "2")
+    try:
+        head, silent, body, early = (_connect(server) for _ in range(4))
+        head.sendall(HEAD)
+        post = b"POST /add HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        body.sendall(
+            post + f"Authorization: Bearer {TOKEN}\r\nContent-Length: 100\r\n\r\n{{".encode()
+        )
+        early.sendall(post + b"Content-Length: 100\r\n\r\n{")  # no token: 401 before the body
+        started = time.monotonic()
+        answers: dict[str, tuple[float, bytes]] = {}
+        socks = {"head": head, "silent": silent, "body": body, "early": early}
+        while len(answers) < 4 and time.monotonic() - started < 8:
+            for name, sock in socks.items():
+                if name in answers:
+                    continue
+                with suppress(OSError):  # one more header line, or one more byte of the body
+                    sock.sendall(b"X-Slow: a\r\n" if name == "head" else b" " * (name != "silent"))
+                got = _closed(sock, 0.05)
+                if got is not None:
+                    answers[name] = (time.monotonic() - started, got)
+            time.sleep(0.2)
+        for sock in socks.values():
+            sock.close()
+    finally:
+        assert server.stop() == 0
+    assert set(answers) == {"head", "silent", "body", "early"}
+    for name in ("head", "silent"):
+        took, got = answers[name]
+        assert 0.9 < took < 2.5, (name, took)
+        assert got.startswith(b"HTTP/1.1 408 ") and b"(--header-timeout)" in got
+    took, got = answers["body"]
+    assert 1.9 < took < 3.5 and got.startswith(b"HTTP/1.1 408 ") and b"(--timeout)" in got
+    took, got = answers["early"]
+    assert took < 1.0 and got.startswith(b"HTTP/1.1 401 ") and b"needs a token" in got
+
+
+def _health_on(sock: socket.socket) -> bytes:
+    """Ask GET /health on an open connection, keeping it open; the answer's status line."""
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    while b"\r\n\r\n" not in got:
+        got += sock.recv(65536)
+    head, body = got.split(b"\r\n\r\n", 1)
+    length = int(re.search(rb"content-length: (\d+)", head, re.I).group(1))  # type: ignore[union-attr]
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head.split(b"\r\n", 1)[0]
+
+
+def test_a_client_over_its_cap_is_refused_unless_it_has_an_idle_connection(
+    tmp_path: Path,
+) -> None:
+    _needs_loopback_aliases()
+    path = tmp_path / "caps.db"
+    Index.create(str(path)).close()
+    server = Server(path, "--token", TOKEN, "--max-client-connections", "4")
+    try:
+        mine = [_connect(server) for _ in range(4)]
+        for sock in mine[:3]:
+            sock.sendall(HEAD)  # waiting for the rest of their heads
+        assert _health_on(mine[3]) == b"HTTP/1.1 200 OK"  # answered, now idle (keep-alive)
+        fifth = _connect(server)
+        assert _closed(mine[3], 2.0) == b""  # the idle one was closed to make room
+        assert all(_closed(sock, 0.2) is None for sock in [*mine[:3], fifth])
+        sixth = _connect(server)  # none idle: refused
+        refused = _closed(sixth, 2.0)
+        assert refused is not None and refused.startswith(b"HTTP/1.1 503 ")
+        assert b"127.0.0.2 already has 4 connections open (--max-client-connections 4)" in refused
+        assert all(_closed(sock, 0.2) is None for sock in [*mine[:3], fifth])
+        r = httpx.get(server.url + "/stats", headers=AUTH)  # another client: unaffected
+        assert r.status_code == 200
+        for sock in [*mine, fifth, sixth]:
+            sock.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_connections_over_the_total_close_the_busiest_clients_oldest(tmp_path: Path) -> None:
+    _needs_loopback_aliases()
+    path = tmp_path / "total.db"
+    Index.create(str(path)).close()
+    server = Server(path, "--token", TOKEN, "--max-connections", "6")
+    try:
+        many = [_connect(server, "127.0.0.2") for _ in range(4)]
+        few = [_connect(server, "127.0.0.3") for _ in range(2)]
+        for sock in many + few:
+            sock.sendall(HEAD)
+        assert all(_closed(sock, 0.2) is None for sock in many + few)
+        r = httpx.get(server.url + "/stats", headers=AUTH)  # a 7th connection
+        assert r.status_code == 200
+        got = _closed(many[0], 2.0)  # 127.0.0.2 held the most: its oldest was closed
+        assert got == b""
+        assert all(_closed(sock, 0.2) is None for sock in many[1:] + few)
+        for sock in many + few:
+            sock.close()
+    finally:
+        assert server.stop() == 0
+
+
+def test_sigterm_with_slow_clients_stops_at_once_without_tracebacks(tmp_path: Path) -> None:
+    """Slow uploads are answered 503 (nothing was done) and closed, never cancelled mid-read."""
+    _needs_loopback_aliases()
+    path = tmp_path / "quiet.db"
+    Index.create(str(path)).close()
+    server = Server(path, "--token", TOKEN)
+    with (
+        _slow_clients(server, 100, ["127.0.0.2"], "--mode", "body", "--header", f"Authorization:Bearer {TOKEN}"),
+        _slow_clients(server, 100, ["127.0.0.3"]),
+    ):  # fmt: skip
+        upload = _connect(server, "127.0.0.4")
+        upload.sendall(
+            f"POST /add HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+            'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"documents": ['.encode()
+        )
+        time.sleep(2.5)
+        started = time.monotonic()
+        assert server.stop(signal.SIGTERM) == 0
+        took = time.monotonic() - started
+        answer = _closed(upload, 2.0)
+        upload.close()
+    log = server.log.read_text()
+    assert took < 5, took
+    assert answer is not None and answer.startswith(b"HTTP/1.1 503 ") and b"stopping" in answer
+    assert "Traceback" not in log and "Exception in ASGI" not in log, log[-2000:]
+    assert "serve stopped" in log

@@ -1177,8 +1177,16 @@ def _add_serve_parser(sub: Any) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to listen on [127.0.0.1]")
     s.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one [8000]")
     auth = s.add_mutually_exclusive_group()
-    auth.add_argument("--token", help="require 'Authorization: Bearer TOKEN' on every request")
+    auth.add_argument(
+        "--token",
+        help="require 'Authorization: Bearer TOKEN' on every request but /health and the API docs",
+    )
     auth.add_argument("--token-file", help="read the token from this file (not shown by ps)")
+    s.add_argument(
+        "--docs-need-token",
+        action="store_true",
+        help="with a token, require it for /docs, /redoc and /openapi.json too",
+    )
     s.add_argument(
         "--max-body",
         type=int,
@@ -1192,9 +1200,29 @@ def _add_serve_parser(sub: Any) -> None:
         "--timeout",
         type=float,
         default=30.0,
-        help="seconds to wait for a request body or for the index [30]",
+        help="seconds for a whole request body to arrive, and to wait for the index [30]",
     )
     s.add_argument("--readers", type=int, default=4, help="reader threads [4]")
+    s.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="seconds for a request's headers to arrive, else 408 and the connection closed [10]",
+    )
+    s.add_argument(
+        "--max-client-connections",
+        type=int,
+        default=128,
+        help="open connections per client IP; one more closes the client's oldest idle "
+        "keep-alive connection, or is refused with 503 [128]",
+    )
+    s.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="open connections in all; one more closes the oldest not being answered of the "
+        "client holding the most [what the open-file limit allows]",
+    )
     s.add_argument("--access-log", action="store_true", help="log every request on stderr")
 
 
@@ -1226,7 +1254,7 @@ def _listen(host: str, port: int) -> Any:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(256)
+        sock.listen(4096)  # bursts of connections wait in the kernel, not refused
     except OSError as exc:
         sock.close()
         raise NeardupError(
@@ -1245,6 +1273,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from .service import Limits, create_app
+        from .service_connections import (
+            ConnectionLimits,
+            guarded_protocol,
+            raise_open_file_limit,
+            screened_socket,
+            total_connections,
+        )
     except ImportError as exc:
         raise NeardupError(
             f"neardup serve needs fastapi and uvicorn ({exc}); install them with: "
@@ -1254,7 +1289,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     limits = Limits(
         max_body=args.max_body, max_batch=args.max_batch, timeout=args.timeout, readers=args.readers
     )
-    app = create_app(args.path, token, limits)
+    connection_limits = ConnectionLimits(
+        header_timeout=args.header_timeout,
+        per_client=args.max_client_connections,
+        total=args.max_connections,
+    )
+    app = create_app(args.path, token, limits, open_docs=not args.docs_need_token)
+    raise_open_file_limit()  # thousands of idle sockets must not exhaust file descriptors
     if not os.access(args.path, os.W_OK):
         _warn(f"{args.path} is read-only: queries work, writes will be refused")
     sock = _listen(args.host, args.port)
@@ -1267,6 +1308,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"listening on {args.host} without --token: anyone who can reach this port can "
             "read and change the index"
         )
+    protocol = guarded_protocol(
+        connection_limits, total_connections(connection_limits, args.readers)
+    )
+    sock = screened_socket(sock, protocol)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     config = uvicorn.Config(
@@ -1274,12 +1319,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_level="info" if args.access_log else "warning",
         access_log=args.access_log,
         timeout_graceful_shutdown=int(args.timeout) + 5,
-        limit_concurrency=512,
         timeout_keep_alive=5,
+        http=protocol,
+        ws="none",
+        loop="asyncio",  # the caps are kept in the socket's accept(), which uvloop does not call
     )
     server = uvicorn.Server(config)
+    docs = "API docs at /docs"
+    if token is not None:
+        docs += ", with the token" if args.docs_need_token else "; it and /health need no token"
     sys.stderr.write(
-        f"neardup: serving {args.path} at http://{shown}:{port} (API docs at /docs); "
+        f"neardup: serving {args.path} at http://{shown}:{port} ({docs}); "
         "stop with Ctrl-C or SIGTERM\n"
     )
     sys.stderr.flush()

@@ -19,6 +19,7 @@ import logging
 import os
 import queue
 import threading
+import typing
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
@@ -195,71 +196,171 @@ def _status_of(exc: NeardupError) -> int:
     return 409  # the index's state refuses the request (another writer, no stored texts)
 
 
-def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
+def _validation_message(
+    exc: RequestValidationError, model: type[BaseModel] | None
+) -> tuple[int, str]:
+    """(status, message) for a body FastAPI refused: where it is wrong, what came, what fits."""
     problems = exc.errors()
     first = problems[0] if problems else {}
     if first.get("type") == "json_invalid":
         reason = (first.get("ctx") or {}).get("error", "JSON decode error")
-        pos = first.get("loc", ("body", "?"))[-1]
+        pos = first.get("loc", ("body", 0))[-1]
+        where = f"character {pos}"
+        if isinstance(exc.body, str) and isinstance(pos, int):
+            line = exc.body.count("\n", 0, pos) + 1
+            where = f"line {line}, column {pos - exc.body.rfind(chr(10), 0, pos)}"
         return (
             400,
-            f"the request body is not valid JSON ({reason} at character {pos}); send one JSON object",
+            f"the request body is not valid JSON ({reason} at {where}); send one JSON object",
         )
     if isinstance(exc.body, bytes | bytearray):
         return 400, "the request body must be JSON; send it with Content-Type: application/json"
+    if tuple(first.get("loc", ())) == ("body",) and model is not None:
+        what = "empty" if first.get("type") == "missing" else _json_kind(first.get("input"))
+        return (
+            422,
+            f"the request body is {what}; send a JSON object with the fields {_field_names(model)}",
+        )
     shown = []
     for p in problems[:5]:
-        where = ".".join(str(x) for x in p.get("loc", ()) if x != "body") or "body"
-        what = "unknown field (check its spelling)" if p.get("type") == "extra_forbidden" else None
-        shown.append(f"{where}: {what or p.get('msg', 'invalid')}")
+        loc = [x for x in p.get("loc", ()) if x != "body"]
+        where = ".".join(str(x) for x in loc) or "body"
+        kind = p.get("type")
+        if kind == "extra_forbidden":
+            what = "unknown field (check its spelling)"
+            fits = _model_at(model, loc[:-1])
+            if fits is not None:
+                what += f"; the fields are {_field_names(fits)}"
+        elif kind == "missing":
+            what = "Field required"
+        else:
+            what = f"{p.get('msg', 'invalid')}, got {_json_kind(p.get('input'))}"
+        shown.append(f"{where}: {what}")
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
     return 422, "; ".join(shown) + more + "; see /docs for the request schema"
 
 
+def _json_kind(value: object) -> str:
+    """A JSON value as a reader would name it: ``a list``, ``the number 7``, ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}" + ("..." if len(value) > 40 else "")
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def _field_names(model: type[BaseModel]) -> str:
+    return ", ".join(
+        f"{name} (required)" if field.is_required() else name
+        for name, field in model.model_fields.items()
+    )
+
+
+def _model_at(model: type[BaseModel] | None, loc: list[Any]) -> type[BaseModel] | None:
+    """The model of the object at ``loc`` (field names and list indexes) inside ``model``."""
+    current: Any = model
+    for step in loc:
+        if isinstance(step, int):
+            args = [a for a in typing.get_args(current) if a is not type(None)]
+            current = args[0] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(step))
+            current = None if field is None else field.annotation
+        else:
+            return None
+        args = [a for a in typing.get_args(current) if a is not type(None)]
+        if typing.get_origin(current) is not list and len(args) == 1:
+            current = args[0]  # X | None -> X
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unreadable_body(cause: BaseException | None) -> str:
+    """What was wrong with a body that FastAPI could not parse (it says only that it could not)."""
+    if isinstance(cause, UnicodeDecodeError):
+        return (
+            f"the request body is not valid {cause.encoding} text (byte "
+            f"0x{cause.object[cause.start]:02x} at position {cause.start}: {cause.reason}); "
+            "send JSON encoded as UTF-8"
+        )
+    if isinstance(cause, RecursionError):
+        return (
+            "the request body nests JSON lists or objects too deeply to read; send one JSON "
+            "object with the fields given in /docs"
+        )
+    if cause is not None and type(cause).__name__ == "ClientDisconnect":
+        return "the client closed the connection before the request body had all arrived"
+    return f"the request body could not be read as JSON ({type(cause).__name__}: {cause})"
+
+
 class _Refused(HTTPException):
-    """A request refused before an endpoint ran (size, time); FastAPI passes it through."""
+    """A request refused before an endpoint ran (size, time); FastAPI passes it through.
+
+    The answer closes the connection: the rest of the body is never read."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(status, message, {"Connection": "close"})
+
+
+_NEEDS_TOKEN = (
+    "this service needs a token: send the header 'Authorization: Bearer TOKEN' with the token "
+    "it was started with (--token or --token-file)"
+)
+_WRONG_TOKEN = (
+    "wrong token: the token after 'Authorization: Bearer' is not the one this service was "
+    "started with (--token or --token-file); check it for a typo or a stale copy"
+)
 
 
 class _Guard:
-    """Bearer token, body size limit and body read timeout, checked before any endpoint runs."""
+    """Bearer token, body size limit and body deadline, checked before any endpoint runs.
 
-    def __init__(self, app: ASGIApp, token: str | None, limits: Limits) -> None:
+    Paths in ``open_paths`` (the health probe, the API docs and schema) need no token."""
+
+    def __init__(
+        self, app: ASGIApp, token: str | None, limits: Limits, open_paths: frozenset[str]
+    ) -> None:
         self.app = app
         self.token = None if token is None else token.encode()
         self.limits = limits
+        self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers", []))
-        if self.token is not None and not _authorised(
-            headers.get(b"authorization", b""), self.token
-        ):
-            response = _error(
-                401,
-                "ServiceError",
-                "this service needs a token: send the header 'Authorization: Bearer TOKEN' "
-                "with the token it was started with (--token or --token-file)",
-                {"WWW-Authenticate": "Bearer"},
-            )
-            await response(scope, receive, send)
-            return
+        if self.token is not None and scope["path"] not in self.open_paths:
+            refusal = _auth_refusal(headers.get(b"authorization"), self.token)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
         limit = self.limits.max_body
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _error(413, "ServiceError", _too_big(limit))(scope, receive, send)
+            await _error(413, "ServiceError", _too_big(limit), {"Connection": "close"})(
+                scope, receive, send
+            )
             return
         received = 0
         timeout = self.limits.timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout  # the whole body, however it is cut into pieces
 
         async def guarded() -> Message:
             nonlocal received
             try:
-                message = await asyncio.wait_for(receive(), timeout)
+                message = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
             except TimeoutError:
                 raise _Refused(
-                    408, f"the request body did not arrive within {timeout:g}s; send it whole"
+                    408,
+                    f"the request body did not all arrive within {timeout:g}s (--timeout); "
+                    "send it whole and at once",
                 ) from None
             received += len(message.get("body", b""))
             if received > limit:
@@ -269,9 +370,31 @@ class _Guard:
         await self.app(scope, guarded, send)
 
 
-def _authorised(header: bytes, token: bytes) -> bool:
-    scheme, _, value = header.partition(b" ")
-    return scheme.lower() == b"bearer" and hmac.compare_digest(value.strip(), token)
+def _auth_refusal(header: bytes | None, token: bytes) -> JSONResponse | None:
+    """None when ``header`` carries the token; else a 401 saying whether it was missing,
+    malformed or wrong (``WWW-Authenticate`` as RFC 6750 puts it)."""
+    if header is None or not header.strip():
+        return _error(401, "ServiceError", _NEEDS_TOKEN, {"WWW-Authenticate": "Bearer"})
+    scheme, _, value = header.strip().partition(b" ")
+    if scheme.lower() != b"bearer" or not value.strip():
+        got = (
+            "has no token after 'Bearer'"
+            if scheme.lower() == b"bearer"
+            else f"uses the scheme {scheme.decode('latin-1')[:20]!r}, not 'Bearer'"
+        )
+        return _error(
+            401,
+            "ServiceError",
+            f"the Authorization header {got}; this service needs a token: send the header "
+            "'Authorization: Bearer TOKEN' with the token it was started with (--token or "
+            "--token-file)",
+            {"WWW-Authenticate": 'Bearer error="invalid_request"'},
+        )
+    if hmac.compare_digest(value.strip(), token):
+        return None
+    return _error(
+        401, "ServiceError", _WRONG_TOKEN, {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+    )
 
 
 def _too_big(limit: int) -> str:
@@ -281,12 +404,38 @@ def _too_big(limit: int) -> str:
     )
 
 
+def _declare_bearer(app: FastAPI, open_paths: frozenset[str]) -> None:
+    """Say in the OpenAPI schema which endpoints need the token, so /docs can send it."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()  # kept by FastAPI as app.openapi_schema
+        schemes = schema.setdefault("components", {}).setdefault("securitySchemes", {})
+        schemes["bearer"] = {"type": "http", "scheme": "bearer"}
+        for path, operations in schema.get("paths", {}).items():
+            if path not in open_paths:
+                for operation in operations.values():
+                    operation["security"] = [{"bearer": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
 # -- the app ------------------------------------------------------------------------------------
 def create_app(
-    index_path: str | os.PathLike[str], token: str | None = None, limits: Limits | None = None
+    index_path: str | os.PathLike[str],
+    token: str | None = None,
+    limits: Limits | None = None,
+    *,
+    open_docs: bool = True,
 ) -> FastAPI:
     """The HTTP service over the SQLite index at ``index_path`` (checked now: a missing or
-    mismatched index raises here, before anything listens)."""
+    mismatched index raises here, before anything listens).
+
+    With a ``token``, every endpoint but ``/health`` needs it, and so do the API docs and
+    schema (``/docs``, ``/redoc``, ``/openapi.json``) unless ``open_docs``."""
     path = os.fspath(index_path)
     limits = limits or Limits()
     if token is not None and not token.strip():
@@ -315,7 +464,17 @@ def create_app(
         "ones a new one duplicates.",
         lifespan=lifespan,
     )
-    app.add_middleware(_Guard, token=token, limits=limits)
+    docs = (app.docs_url, app.redoc_url, app.openapi_url, app.swagger_ui_oauth2_redirect_url)
+    open_paths = frozenset(["/health", *(p for p in docs if p and open_docs)])
+    app.add_middleware(_Guard, token=token, limits=limits, open_paths=open_paths)
+    if token is not None:
+        _declare_bearer(app, open_paths)
+    bodies: dict[str, type[BaseModel]] = {
+        "/add": AddRequest,
+        "/query": QueryRequest,
+        "/remove": IdsRequest,
+        "/retire": RetireRequest,
+    }
 
     async def call(lane: str, job: Callable[[Index], T]) -> T:
         """Run ``job`` on a thread of the lane; a write that started is always waited for."""
@@ -353,6 +512,8 @@ def create_app(
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Any:
         message = str(exc.detail)
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            return _error(400, "InputError", _unreadable_body(exc.__cause__))
         if exc.status_code == 404 and message == "Not Found":
             message = f"no endpoint at {request.url.path}; see /docs for the endpoints"
         elif exc.status_code == 405:
@@ -361,7 +522,7 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> Any:
-        status, message = _validation_message(exc)
+        status, message = _validation_message(exc, bodies.get(request.url.path))
         return _error(status, "InputError", message)
 
     @app.exception_handler(Exception)

@@ -19,6 +19,7 @@ again replaces its content and moves its last-seen date; ``retire`` marks URLs g
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -468,9 +469,17 @@ class Index:
         if threshold is None:
             return 0.0
         base = self.params.resolved_threshold
-        if isinstance(threshold, bool) or not isinstance(threshold, int | float):
-            raise ParamError(f"threshold must be a number in (0, 1], got {threshold!r}")
-        if not base - 1e-12 <= threshold <= 1.0:
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, int | float)
+            or not math.isfinite(threshold)
+            or threshold > 1.0
+        ):
+            raise ParamError(
+                f"the query threshold must be a finite number from {base:g} to 1, got "
+                f"{threshold!r}; leave it out to use the index's own ({base:g})"
+            )
+        if threshold < base - 1e-12:
             raise ParamError(
                 f"this index finds matches at {base:g} and above; a query can ask for a "
                 f"threshold from {base:g} to 1, not {threshold!r}; build an index with "

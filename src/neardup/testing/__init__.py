@@ -7,6 +7,8 @@
 - ``neardup.testing.measures``: what a kept set cost against true pairs (unjustified removals,
   residual duplicates) beside pair precision / recall.
 - ``neardup.testing.references``: O(n^2) reference answers for the fast search paths.
+- ``neardup.testing.slow_clients``: slowloris connections against ``neardup serve`` (a class, and
+  ``python -m neardup.testing.slow_clients`` to run them in a process of their own).
 """
 
 from __future__ import annotations
