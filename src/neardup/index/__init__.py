@@ -37,10 +37,10 @@ from ..verify import Evidence, Verifier, concat_evidence, make_verifier
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
-from .sqlite_store import SqliteStore
-from .store import IntArray, NewDocs, Store, StoredDocs
+from .sqlite_store import SqliteStore, upgrade
+from .store import Damage, IntArray, NewDocs, Store, StoredDocs
 
-__all__ = ["SCHEMA_VERSION", "Index", "Match", "MemoryStore", "SqliteStore", "Store"]
+__all__ = ["SCHEMA_VERSION", "Damage", "Index", "Match", "MemoryStore", "SqliteStore", "Store"]
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,15 @@ class Index:
         borderline pairs on the texts; default: only then).
         """
         params = params or DedupParams()
-        keep = make_verifier(params).needs_texts if store_text is None else bool(store_text)
+        needs_texts = make_verifier(params).needs_texts
+        keep = needs_texts if store_text is None else bool(store_text)
+        if needs_texts and not keep:
+            raise ParamError(
+                f"verify={params.resolved_verify!r} re-checks borderline pairs on the stored "
+                "texts, and store_text=False keeps none, so every query would be refused; keep "
+                "the texts (store_text=True, --store-text) or choose a verification that needs "
+                "none (verify='sketch', 'exact' or 'none'; --verify)"
+            )
         store: Store = (
             MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
         )
@@ -165,6 +173,12 @@ class Index:
             store.close()
             raise
 
+    @staticmethod
+    def upgrade(path: str, *, timeout: float = 10.0) -> int:
+        """Upgrade the index at ``path`` from schema 3 in place (one transaction): add and fill
+        its record checksums. Returns the documents it holds."""
+        return upgrade(path, timeout)
+
     def close(self) -> None:
         self.store.close()
 
@@ -181,7 +195,11 @@ class Index:
     ) -> None:
         self._outer = False
         if exc_type is None:
-            self.store.commit()
+            try:
+                self.store.commit()
+            except BaseException:
+                self.store.rollback()
+                raise
         else:
             self.store.rollback()
 
@@ -192,10 +210,10 @@ class Index:
         self.store.begin()
         try:
             out = work()
+            self.store.commit()
         except BaseException:
             self.store.rollback()
             raise
-        self.store.commit()
         return out
 
     # -- writes ------------------------------------------------------------------------------
@@ -515,13 +533,24 @@ class Index:
         return out
 
     def check(self) -> list[str]:
-        """Integrity and consistency problems (empty when sound)."""
+        """Integrity and consistency problems (empty when sound); every record's checksum is
+        verified, and damaged documents are named with the commands that repair them."""
         problems = self.store.check()
         try:
             check_meta(self.store.where, self.store.read_meta(), self.params)
         except NeardupError as exc:
             problems.append(str(exc))
         return problems
+
+    def damage(self) -> Damage:
+        """The damaged records (those whose checksums fail) and the documents they touch."""
+        return self.store.damage()
+
+    def repair(self) -> list[str]:
+        """Remove the damaged documents and postings runs (one transaction), so the index passes
+        ``check`` again; returns the ids removed, to add again from the corpus."""
+        damage: Damage = self._write(self.store.repair)
+        return damage.ids
 
 
 def _check_ids(ids: object, n: int | None) -> list[str]:

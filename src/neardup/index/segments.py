@@ -7,14 +7,15 @@ B-tree and B-tree indexes on id and content hash slowed from 4.5k to 1.2k docume
 and cut by the key's top bits into *runs* of about ``run`` postings, one row per run under
 ``slot = segment << 32 | top bits`` holding one blob of packed 12-byte records (8-byte key,
 4-byte document number; one blob, not two, because SQLite's cost is more per value than per
-byte), so rows are written once, in increasing slot order.
+byte) and its checksum (``neardup.index.checksum``, of slot and blob, verified on every read),
+so rows are written once, in increasing slot order.
 Segments of one size tier merge when ``fanout`` accumulate, slice by slice of the key space so
 a merge holds at most about ``SLICE`` postings in memory; postings of removed documents
 (listed in the ``removed`` table) are dropped on the way. A lookup reads, for each segment, the
 one run each key can be in: a primary-key seek.
 
 Tables ``{name}_segments`` (segment, tier, bits, postings) and ``{name}_runs`` (slot,
-postings), counters ``{name}_next_seg`` and ``{name}_dead`` (postings of removed documents still
+postings, crc), counters ``{name}_next_seg`` and ``{name}_dead`` (postings of removed documents still
 held) in ``meta``. Every write runs in the caller's transaction, so a killed writer leaves the
 segments as they were.
 """
@@ -24,10 +25,13 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
+
+from ..errors import IndexCorrupt
+from .checksum import record_crc
 
 IntArray = npt.NDArray[np.int64]
 KeyArray = npt.NDArray[np.uint64]
@@ -56,7 +60,7 @@ CREATE TABLE {name}_segments(
     bits INTEGER NOT NULL,
     postings INTEGER NOT NULL
 );
-CREATE TABLE {name}_runs(slot INTEGER PRIMARY KEY, postings BLOB NOT NULL);
+CREATE TABLE {name}_runs(slot INTEGER PRIMARY KEY, postings BLOB NOT NULL, crc INTEGER NOT NULL);
 INSERT INTO meta VALUES ('{name}_next_seg', '0'), ('{name}_dead', '0');
 """
 
@@ -82,12 +86,30 @@ def _unpack(parts: list[bytes]) -> tuple[KeyArray, IntArray]:
     return records["key"].copy(), records["doc"].astype(np.int64)
 
 
+def run_sound(slot: object, blob: object, crc: object) -> bool:
+    """Whether a stored run is as written: its checksum holds and it packs whole postings."""
+    return (
+        record_crc((slot, blob)) == crc
+        and isinstance(blob, bytes)
+        and len(blob) % _POSTING.itemsize == 0
+    )
+
+
+def unpack_run(blob: bytes) -> IntArray:
+    """Document numbers of one run's postings (of a damaged run: what its bytes say)."""
+    whole = len(blob) - len(blob) % _POSTING.itemsize
+    return np.frombuffer(blob[:whole], dtype=_POSTING)["doc"].astype(np.int64)
+
+
 class Segments:
     """One family of segments (see the module docstring) over an open SQLite connection."""
 
-    def __init__(self, db: sqlite3.Connection, name: str, run: int, fanout: int) -> None:
+    def __init__(
+        self, db: sqlite3.Connection, name: str, run: int, fanout: int, where: str = "index"
+    ) -> None:
         self.db = db
         self.name = name
+        self.where = where
         self.run = run
         self.fanout = fanout
 
@@ -155,14 +177,16 @@ class Segments:
         records["doc"] = docs
         raw = records.tobytes()
         size = _POSTING.itemsize
+        blobs = [
+            raw[size * a : size * e] for a, e in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+        keys_of = slots.tolist()
         self.db.executemany(
-            f"INSERT INTO {self.name}_runs VALUES (?, ?)",
+            f"INSERT INTO {self.name}_runs VALUES (?, ?, ?)",
             zip(
-                slots.tolist(),
-                [
-                    raw[size * a : size * e]
-                    for a, e in zip(starts.tolist(), ends.tolist(), strict=True)
-                ],
+                keys_of,
+                blobs,
+                [record_crc(r) for r in zip(keys_of, blobs, strict=True)],
                 strict=True,
             ),
         )
@@ -236,11 +260,12 @@ class Segments:
             first = lo >> (64 - bits) if bits else 0
             last = (hi - 1) >> (64 - bits) if bits else 0
             parts.extend(
-                row[0]
-                for row in self.db.execute(
-                    f"SELECT postings FROM {self.name}_runs WHERE slot BETWEEN ? AND ? "
-                    "ORDER BY slot",
-                    ((seg << 32) | first, (seg << 32) | last),
+                self._verified(
+                    self.db.execute(
+                        f"SELECT slot, postings, crc FROM {self.name}_runs "
+                        "WHERE slot BETWEEN ? AND ? ORDER BY slot",
+                        ((seg << 32) | first, (seg << 32) | last),
+                    )
                 )
             )
         keys, docs = _unpack(parts)
@@ -265,11 +290,11 @@ class Segments:
         hit_docs: list[IntArray] = []
         for start in range(0, len(every), LOOKUP_RUNS):
             rows = self.db.execute(
-                f"SELECT r.postings FROM json_each(?) j JOIN {self.name}_runs r "
+                f"SELECT r.slot, r.postings, r.crc FROM json_each(?) j JOIN {self.name}_runs r "
                 "ON r.slot = j.value",
                 (json.dumps(every[start : start + LOOKUP_RUNS].tolist()),),
             )
-            hit_key, hit_doc = _unpack([row[0] for row in rows])
+            hit_key, hit_doc = _unpack(self._verified(rows))
             pos = np.minimum(np.searchsorted(distinct, hit_key), len(distinct) - 1)
             wanted = distinct[pos] == hit_key
             hit_keys.append(hit_key[wanted])
@@ -278,6 +303,19 @@ class Segments:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
         return np.concatenate(hit_keys), np.concatenate(hit_docs)
 
+    def _verified(self, rows: Iterable[tuple[int, bytes, int]]) -> list[bytes]:
+        """The blobs of (slot, postings, crc) rows; IndexCorrupt at the first damaged one."""
+        blobs = []
+        for slot, blob, crc in rows:
+            if not run_sound(slot, blob, crc):
+                raise IndexCorrupt(
+                    f"{self.where}: a postings run ({self.name} segment {slot >> 32}, run "
+                    f"{slot & _SEG_MASK}) is damaged (its checksum fails); find the documents it "
+                    f"holds with: neardup index check {self.where}"
+                )
+            blobs.append(blob)
+        return blobs
+
     def held(self) -> int:
         """Postings held, those of removed documents included."""
         row = self.db.execute(
@@ -285,14 +323,28 @@ class Segments:
         ).fetchone()
         return int(row[0])
 
-    def check(self, next_doc: int) -> tuple[IntArray, list[str]]:
-        """Postings held per document number, and problems found in the segments."""
+    def check(self, next_doc: int) -> tuple[IntArray, list[str], dict[int, IntArray]]:
+        """Postings held per document number in sound runs, problems found in the segments,
+        and the damaged runs (slot -> the document numbers their bytes name)."""
         problems: list[str] = []
+        damaged: dict[int, IntArray] = {}
         held = np.zeros(next_doc, dtype=np.int64)
-        for seg, bits, count in self.segments():
-            keys, owners = self.read_range([(seg, bits)], 0, 1 << 64)
+        for seg, _bits, count in self.segments():
+            parts: list[bytes] = []
+            sound = True
+            for slot, blob, crc in self.db.execute(
+                f"SELECT slot, postings, crc FROM {self.name}_runs WHERE slot BETWEEN ? AND ? "
+                "ORDER BY slot",
+                (seg << 32, (seg << 32) | _SEG_MASK),
+            ):
+                if run_sound(slot, blob, crc):
+                    parts.append(blob)
+                else:
+                    sound = False
+                    damaged[slot] = unpack_run(blob if isinstance(blob, bytes) else b"")
+            keys, owners = _unpack(parts)
             where = f"{self.name} segment {seg}"
-            if len(keys) != count:
+            if sound and len(keys) != count:
                 problems.append(f"{where} lists {count} postings but holds {len(keys)}")
             if np.any(keys[1:] < keys[:-1]):
                 problems.append(f"{where} is not sorted by key")
@@ -300,10 +352,28 @@ class Segments:
                 problems.append(f"{where} has postings of documents never numbered")
                 continue
             held += np.bincount(owners, minlength=next_doc)
+        if damaged:
+            problems.append(
+                f"{len(damaged)} {self.name} postings run(s) are damaged (checksum fails)"
+            )
         stray = self.db.execute(
             f"SELECT count(*) FROM {self.name}_runs WHERE (slot >> 32) NOT IN "
             f"(SELECT seg FROM {self.name}_segments)"
         ).fetchone()[0]
         if stray:
             problems.append(f"{stray} {self.name} runs belong to no segment")
-        return held, problems
+        return held, problems, damaged
+
+    def drop_runs(self, slots: Iterable[int]) -> None:
+        """Delete runs (damaged ones, in a repair), then recount what each segment holds."""
+        self.db.executemany(
+            f"DELETE FROM {self.name}_runs WHERE slot = ?", [(int(s),) for s in slots]
+        )
+        self.db.execute(
+            f"UPDATE {self.name}_segments SET postings = (SELECT coalesce(sum(length(r.postings)), 0)"
+            f" / {_POSTING.itemsize} FROM {self.name}_runs r WHERE r.slot >> 32 = seg)"
+        )
+        self.db.execute(f"DELETE FROM {self.name}_segments WHERE postings = 0")
+
+    def set_dead(self, n: int) -> None:
+        self._set("dead", n)

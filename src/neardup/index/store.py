@@ -51,6 +51,22 @@ class StoredDocs:
     gone: list[str | None]
 
 
+@dataclass(frozen=True)
+class Damage:
+    """Damaged records a check found: documents to remove and add again, runs to drop.
+
+    ``docs`` (ascending) are the documents whose own record fails its checksum or whose
+    postings sit in a damaged run; ``ids`` are their ids as stored (damaged ones included).
+    """
+
+    docs: IntArray
+    ids: list[str]
+    runs: dict[str, list[int]]
+
+    def __bool__(self) -> bool:
+        return bool(len(self.docs) or any(self.runs.values()))
+
+
 class Store(Protocol):
     """Where an index keeps its documents and postings (SQLite on disk, or memory)."""
 
@@ -102,6 +118,14 @@ class Store(Protocol):
 
     def check(self) -> list[str]:
         """Problems found (empty when the store is sound and its tables agree)."""
+        ...
+
+    def damage(self) -> Damage:
+        """Records whose checksums fail, and the documents they touch."""
+        ...
+
+    def repair(self) -> Damage:
+        """Remove damaged documents and runs (in the open transaction); returns what it removed."""
         ...
 
     def close(self) -> None: ...
