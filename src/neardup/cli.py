@@ -902,6 +902,7 @@ def cmd_index_show(args: argparse.Namespace) -> int:
         else:
             problems = index.check()
             if problems:
+                _print("".join(f"{i}\n" for i in index.damage().ids))  # all of them, for repair
                 raise IndexCorrupt(f"{args.path} failed the check: " + "; ".join(problems))
             _print(f"{args.path}: ok ({len(index):,} documents)\n")
     finally:

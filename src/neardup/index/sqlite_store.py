@@ -96,6 +96,8 @@ _FIELDS = [
     "doc", "id", "hash", "nkeys", "sig", "ev", "text", "meta", "first_seen", "last_seen", "gone"
 ]  # fmt: skip
 _COLUMNS = ", ".join(f"d.{c}" for c in [*_FIELDS, "crc"])
+#: Damaged documents a check names in its message (``Damage`` lists them all).
+_SHOWN = 20
 #: Documents read per statement by ``check`` (bounds its memory, whatever the texts).
 _CHECK_ROWS = 4096
 
@@ -598,10 +600,11 @@ class SqliteStore:
         hit = np.flatnonzero(bad | (short & any(runs.values())))
         damage = Damage(docs[hit], [ids[i] for i in hit.tolist()], runs)
         if damage:
-            shown = ", ".join(repr(i) for i in damage.ids[:50])
-            more = f" and {len(damage.ids) - 50} more" if len(damage.ids) > 50 else ""
+            shown = ", ".join(repr(i) for i in damage.ids[:_SHOWN])
+            more = f" and {len(damage.ids) - _SHOWN} more" if len(damage.ids) > _SHOWN else ""
             problems.append(
-                f"damaged documents to add again: {shown}{more}; repair with: neardup index "
+                f"{len(damage.ids)} damaged documents to add again: {shown}{more}; repair with: "
+                f"neardup index "
                 f"repair {self.where} (removes them and lists their ids), then add them again "
                 f"from your corpus: neardup index add {self.where} FILE (ids stored are replaced)"
             )
