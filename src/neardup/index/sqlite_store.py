@@ -140,6 +140,16 @@ class _Checkpointer:
             db.close()
 
 
+#: SQLite errors of a write that found no room: a full disk (SQLITE_FULL), or a file size
+#: limit (RLIMIT_FSIZE: the write fails with EFBIG, which SQLite reports as an I/O error).
+_WRITE_FAILED = {
+    "SQLITE_FULL",
+    "SQLITE_IOERR_WRITE",
+    "SQLITE_IOERR_FSYNC",
+    "SQLITE_IOERR_TRUNCATE",
+    "SQLITE_IOERR_SHMSIZE",
+}
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -227,7 +237,7 @@ class SqliteStore:
         """The NeardupError an SQLite error means here (what happened and what to do)."""
         name = getattr(exc, "sqlite_errorname", "") or ""
         text = str(exc)
-        if name.startswith(("SQLITE_FULL", "SQLITE_IOERR")) and self._in_tx:
+        if name in _WRITE_FAILED and self._in_tx:
             return OutputError(
                 f"{self.where}: could not write the index (SQLite: {text}; the disk is full or a "
                 "file size limit was reached); the open batch was rolled back, so the index is "
@@ -243,7 +253,7 @@ class SqliteStore:
             return InputError(
                 f"{self.where} is read-only; make it (and its folder) writable to change it"
             )
-        if name.startswith("SQLITE_FULL"):
+        if name in _WRITE_FAILED:
             return OutputError(
                 f"{self.where}: SQLite needs space it cannot get ({text}); free space on the "
                 "disk holding the index or its temporary files, then try again"
@@ -459,12 +469,7 @@ class SqliteStore:
         ordered = [rows[d] for d in docs.tolist()]
         cols = [list(c) for c in zip(*ordered, strict=True)] if ordered else [[]] * 11
         hashes = np.array(cols[2], dtype=np.int64).view(np.uint64)
-        return StoredDocs(
-            np.asarray(docs, dtype=np.int64),
-            cols[1],
-            hashes,
-            *cols[4:],  # type: ignore[arg-type]
-        )
+        return StoredDocs(np.asarray(docs, dtype=np.int64), cols[1], hashes, *cols[4:])
 
     @_sqlite_errors
     def count(self) -> int:

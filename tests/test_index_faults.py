@@ -1,9 +1,11 @@
-"""A damaged index: checksums find every changed record, reads fail in one line, repair works."""
+"""A damaged index (checksums find every changed record, reads fail in one line, repair works),
+a full disk during add, and create options that conflict."""
 
 from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import sqlite3
 import subprocess
@@ -250,3 +252,42 @@ def test_create_refuses_hybrid_verification_without_stored_texts(
     assert not path.exists()  # refused before any work
     assert main(["index", "create", str(path), "--no-store-text", "--verify", "sketch"]) == 0
     assert main(["index", "check", str(path)]) == 0
+
+
+def test_a_full_disk_during_add_is_one_line_and_leaves_the_index_unchanged(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "idx.db"
+    texts = random_documents(1050, seed=3, words=(100, 200))
+    index = Index.create(str(path))
+    index.add([f"a{i}" for i in range(50)], texts[:50])
+    index.close()
+    before = sqlite3.connect(path).execute("SELECT id, crc FROM docs ORDER BY doc").fetchall()
+    src = tmp_path / "big.jsonl"  # one batch of ~1.5 MB of texts: more than the files may grow
+    src.write_text(
+        "".join(json.dumps({"id": f"b{i}", "text": t}) + "\n" for i, t in enumerate(texts[50:]))
+    )
+    limit = os.path.getsize(path) + (256 << 10)
+
+    def small_files() -> None:  # Python ignores SIGXFSZ: a write past the limit fails (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    args = ["index", "add", str(path), str(src), "--batch-size", "5000"]
+    done = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+        preexec_fn=small_files,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert str(path) in done.stderr and "disk is full" in done.stderr
+    assert "rolled back" in done.stderr and "free space" in done.stderr
+    index = Index.open(str(path))
+    assert index.check() == [] and len(index) == 50
+    index.close()
+    after = sqlite3.connect(path).execute("SELECT id, crc FROM docs ORDER BY doc").fetchall()
+    assert after == before
+    assert main(["index", "add", str(path), str(src)]) == 0  # with room, the same add works
+    assert len(Index.open(str(path))) == 1050
