@@ -41,7 +41,7 @@ import numpy.typing as npt
 from ..candidates import key_matches, pairs_from_hits
 from ..errors import IndexCorrupt, IndexMismatchError, InputError, NeardupError, OutputError
 from ..methods.base import column_keys
-from .checksum import record_crc, stored_text
+from .checksum import doc_crc, run_crc, stored_text
 from .schema import SCHEMA_VERSION, UPGRADABLE
 from .segments import MAX_DOCS, Segments, schema
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
@@ -209,7 +209,6 @@ class SqliteStore:
         self.readonly = "mode=ro" in uri
         try:
             self.db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout)
-            self.db.text_factory = stored_text
             self.db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
             if create:
                 self.db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
@@ -231,6 +230,8 @@ class SqliteStore:
         self.post = Segments(self.db, "post", *POST_SHAPE, where=self.where)
         self.key = Segments(self.db, "key", *KEY_SHAPE, where=self.where)
         self._ids_hashed: tuple[Sequence[str], KeyArray] | None = None
+        #: Documents whose rows were verified in the open read snapshot (read once, checked once).
+        self._sound: set[int] | None = None
 
     # -- errors ------------------------------------------------------------------------------
     def translate(self, exc: sqlite3.Error) -> NeardupError:
@@ -329,11 +330,22 @@ class SqliteStore:
             self.db.execute("BEGIN")
         except sqlite3.Error as exc:
             raise self.translate(exc) from None
+        self._sound = set()
         try:
             yield
         finally:
+            self._sound = None
             with contextlib.suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
+
+    @contextmanager
+    def _lenient_text(self) -> Iterator[None]:
+        """Reads inside give texts that are no longer UTF-8 (damaged) as surrogates, not errors."""
+        self.db.text_factory = stored_text
+        try:
+            yield
+        finally:
+            self.db.text_factory = str
 
     # -- writes ------------------------------------------------------------------------------
     def _counter(self, name: str) -> int:
@@ -371,7 +383,7 @@ class SqliteStore:
         )
         self.db.executemany(
             f"INSERT INTO docs ({', '.join(_FIELDS)}, crc) VALUES ({', '.join('?' * 12)})",
-            ((*row, record_crc(row)) for row in rows),
+            ((*row, doc_crc(row)) for row in rows),
         )
         self.post.append(new.posting_key, docs[new.posting_row])
         self.key.append(
@@ -396,7 +408,7 @@ class SqliteStore:
         changed = [(*rows[d][:-1], date) for d in docs.tolist() if d in rows]
         self.db.executemany(
             "UPDATE docs SET gone = ?, crc = ? WHERE doc = ?",
-            ((date, record_crc(row), row[0]) for row in changed),
+            ((date, doc_crc(row), row[0]) for row in changed),
         )
 
     # -- reads -------------------------------------------------------------------------------
@@ -450,17 +462,25 @@ class SqliteStore:
     def _rows(self, docs: IntArray) -> dict[int, tuple[object, ...]]:
         """Document number -> its row (the checksummed fields), for those of ``docs`` stored;
         IndexCorrupt when a row's checksum fails."""
-        rows = self.db.execute(
-            f"SELECT {_COLUMNS} FROM json_each(?) j JOIN docs d ON d.doc = j.value",
-            (json.dumps(np.asarray(docs).tolist()),),
-        ).fetchall()
-        bad = [r for r in rows if record_crc(r[:-1]) != r[-1]]
+        sql = f"SELECT {_COLUMNS} FROM json_each(?) j JOIN docs d ON d.doc = j.value"
+        arg = (json.dumps(np.asarray(docs).tolist()),)
+        try:
+            rows = self.db.execute(sql, arg).fetchall()
+        except sqlite3.OperationalError as exc:  # a stored text no longer UTF-8: find which
+            if "decode" not in str(exc):
+                raise
+            with self._lenient_text():
+                rows = self.db.execute(sql, arg).fetchall()
+        sound = self._sound if self._sound is not None else set()
+        bad = [r for r in rows if r[0] not in sound and doc_crc(r[:-1]) != r[-1]]
         if bad:
             raise IndexCorrupt(
                 f"{self.where}: the stored record of document {bad[0][1]!r} is damaged (its "
                 f"checksum fails); run neardup index check {self.where} to find every damaged "
                 f"record, then neardup index repair {self.where} and add those documents again"
             )
+        if self._sound is not None:
+            self._sound.update(r[0] for r in rows)
         return {int(r[0]): r[:-1] for r in rows}
 
     @_sqlite_errors
@@ -532,14 +552,16 @@ class SqliteStore:
         for table in ("docs", "post_runs", "key_runs"):
             q(f"ALTER TABLE {table} ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
         last = -1
+        self.db.text_factory = stored_text  # checksums of the texts as stored
         while rows := q(
             f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
             (last, _CHECK_ROWS),
         ).fetchall():
             self.db.executemany(
-                "UPDATE docs SET crc = ? WHERE doc = ?", ((record_crc(r[:-1]), r[0]) for r in rows)
+                "UPDATE docs SET crc = ? WHERE doc = ?", ((doc_crc(r[:-1]), r[0]) for r in rows)
             )
             last = rows[-1][0]
+        self.db.text_factory = str
         for table in ("post_runs", "key_runs"):
             last = -(1 << 63)
             while rows := q(
@@ -548,7 +570,7 @@ class SqliteStore:
             ).fetchall():
                 self.db.executemany(
                     f"UPDATE {table} SET crc = ? WHERE slot = ?",
-                    ((record_crc(r), r[0]) for r in rows),
+                    ((run_crc(*r), r[0]) for r in rows),
                 )
                 last = rows[-1][0]
         self.write_meta({"schema_version": str(SCHEMA_VERSION)})
@@ -623,17 +645,18 @@ class SqliteStore:
         bad: list[bool] = []
         last = -1
         while True:
-            rows = self.db.execute(
-                f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
-                (last, _CHECK_ROWS),
-            ).fetchall()
+            with self._lenient_text():
+                rows = self.db.execute(
+                    f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
+                    (last, _CHECK_ROWS),
+                ).fetchall()
             if not rows:
                 break
             for r in rows:
                 docs.append(r[0])
                 nkeys.append(r[3] if isinstance(r[3], int) else -1)
                 ids.append(r[1] if isinstance(r[1], str) else repr(r[1]))
-                bad.append(record_crc(r[:-1]) != r[-1])
+                bad.append(doc_crc(r[:-1]) != r[-1])
             last = rows[-1][0]
         return (
             np.array(docs, dtype=np.int64),
