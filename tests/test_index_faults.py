@@ -60,10 +60,17 @@ def _damage_sql(db: sqlite3.Connection, kind: str, rng: np.random.Generator) -> 
         slots = [r[0] for r in db.execute(f"SELECT slot FROM {kind}_runs")]
         slot = int(rng.choice(slots))
         (blob,) = db.execute(f"SELECT postings FROM {kind}_runs WHERE slot = ?", (slot,)).fetchone()
-        db.execute(
-            f"UPDATE {kind}_runs SET postings = ? WHERE slot = ?",
-            (_flip(blob, int(rng.integers(len(blob)))), slot),
-        )
+        at = int(rng.integers(len(blob)))
+        if rng.integers(2):
+            db.execute(
+                f"UPDATE {kind}_runs SET postings = ? WHERE slot = ?", (_flip(blob, at), slot)
+            )
+        else:  # SQL's || makes the blob a text, and not UTF-8: a read must not fail on it
+            db.execute(
+                f"UPDATE {kind}_runs SET postings = substr(postings, 1, ?1) || x'ff' || "
+                "substr(postings, ?1 + 2) WHERE slot = ?2",
+                (at, slot),
+            )
         owners = np.frombuffer(blob, dtype=POSTING)["doc"].tolist()
         return {ids[d] for d in owners if d in ids}
     doc = int(rng.choice(sorted(ids)))
@@ -180,7 +187,7 @@ def _query_cli(path: Path, text: str, tmp_path: Path) -> subprocess.CompletedPro
     )
 
 
-@pytest.mark.parametrize("kind", ["text", "hash", "post"])
+@pytest.mark.parametrize("kind", ["text", "hash", "post", "post-as-text"])
 def test_a_query_meeting_a_damaged_record_is_one_line(
     built: tuple[Path, list[str]], tmp_path: Path, kind: str
 ) -> None:
@@ -188,9 +195,12 @@ def test_a_query_meeting_a_damaged_record_is_one_line(
     damaged = tmp_path / "damaged.db"
     shutil.copy(path, damaged)
     db = sqlite3.connect(damaged)
-    if kind == "post":  # every run of the newest segment: the query reads one of them
+    if kind.startswith("post"):  # every run of the newest segment: the query reads one of them
         seg = db.execute("SELECT max(seg) FROM post_segments").fetchone()[0]
-        db.execute("UPDATE post_runs SET postings = postings || x'00' WHERE slot >> 32 = ?", (seg,))
+        change = (
+            "postings || x'ff'" if kind == "post-as-text" else "CAST(postings || x'00' AS BLOB)"
+        )
+        db.execute(f"UPDATE post_runs SET postings = {change} WHERE slot >> 32 = ?", (seg,))
         doc = db.execute("SELECT doc FROM docs ORDER BY doc DESC LIMIT 1").fetchone()[0]
     else:
         doc = 100

@@ -362,7 +362,7 @@ class Segments:
             held += np.bincount(owners, minlength=next_doc)
         if damaged:
             problems.append(
-                f"{len(damaged)} {self.name} postings run(s) are damaged (checksum fails)"
+                f"{len(damaged)} postings run(s) of '{self.name}' are damaged (checksum fails)"
             )
         stray = self.db.execute(
             f"SELECT count(*) FROM {self.name}_runs WHERE (slot >> 32) NOT IN "

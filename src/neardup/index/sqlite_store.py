@@ -254,6 +254,12 @@ class SqliteStore:
             return InputError(
                 f"{self.where} is read-only; make it (and its folder) writable to change it"
             )
+        if "decode" in text:  # a text column no longer UTF-8, or a blob rewritten as text
+            return IndexCorrupt(
+                f"{self.where}: a stored record is damaged (SQLite: {text}); run neardup index "
+                f"check {self.where} to find every damaged record, then neardup index repair "
+                f"{self.where} and add those documents again"
+            )
         if name in _WRITE_FAILED:
             return OutputError(
                 f"{self.where}: SQLite needs space it cannot get ({text}); free space on the "
@@ -514,14 +520,20 @@ class SqliteStore:
 
     @_sqlite_errors
     def check(self) -> list[str]:
-        return self._survey()[0]
+        with self._lenient_text():
+            return self._survey()[0]
 
     @_sqlite_errors
     def damage(self) -> Damage:
-        return self._survey()[1]
+        with self._lenient_text():
+            return self._survey()[1]
 
     @_sqlite_errors
     def repair(self) -> Damage:
+        with self._lenient_text():
+            return self._repair()
+
+    def _repair(self) -> Damage:
         damage = self._survey()[1]
         if not damage:
             return damage
@@ -542,6 +554,10 @@ class SqliteStore:
     @_sqlite_errors
     def upgrade(self) -> None:
         """Add the checksum columns of schema 4 and fill them (in the open transaction)."""
+        with self._lenient_text():  # checksums of the texts as stored
+            self._upgrade()
+
+    def _upgrade(self) -> None:
         q = self.db.execute
         problems = [r[0] for r in q("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
         if problems:
@@ -552,7 +568,6 @@ class SqliteStore:
         for table in ("docs", "post_runs", "key_runs"):
             q(f"ALTER TABLE {table} ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
         last = -1
-        self.db.text_factory = stored_text  # checksums of the texts as stored
         while rows := q(
             f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
             (last, _CHECK_ROWS),
@@ -561,7 +576,6 @@ class SqliteStore:
                 "UPDATE docs SET crc = ? WHERE doc = ?", ((doc_crc(r[:-1]), r[0]) for r in rows)
             )
             last = rows[-1][0]
-        self.db.text_factory = str
         for table in ("post_runs", "key_runs"):
             last = -(1 << 63)
             while rows := q(
@@ -638,18 +652,18 @@ class SqliteStore:
         return problems, damage
 
     def _scan_docs(self) -> tuple[IntArray, IntArray, list[str], npt.NDArray[np.bool_]]:
-        """(doc, nkeys, id, checksum fails) of every stored row, read a few thousand at a time."""
+        """(doc, nkeys, id, checksum fails) of every stored row, read a few thousand at a time
+        (inside ``_lenient_text``)."""
         docs: list[int] = []
         nkeys: list[int] = []
         ids: list[str] = []
         bad: list[bool] = []
         last = -1
         while True:
-            with self._lenient_text():
-                rows = self.db.execute(
-                    f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
-                    (last, _CHECK_ROWS),
-                ).fetchall()
+            rows = self.db.execute(
+                f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
+                (last, _CHECK_ROWS),
+            ).fetchall()
             if not rows:
                 break
             for r in rows:
