@@ -248,7 +248,7 @@ def test_an_index_of_schema_3_is_refused_in_one_line_and_upgrades_in_place(
     index.close()
 
 
-def test_create_refuses_hybrid_verification_without_stored_texts(
+def test_create_refuses_options_the_index_cannot_honour_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "i.db"
@@ -260,6 +260,12 @@ def test_create_refuses_hybrid_verification_without_stored_texts(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--store-text" in err and "--verify" in err
     assert not path.exists()  # refused before any work
+    for other in ({"keep": "longest"}, {"removal": "components"}):  # never applied by an index
+        with pytest.raises(ParamError, match="first copy it is given"):
+            Index.create(str(path), DedupParams(**other))  # type: ignore[arg-type]
+    assert main(["index", "create", str(tmp_path / "no" / "folder.db")]) == 1
+    assert "folder exists" in capsys.readouterr().err
+    assert not path.exists()
     assert main(["index", "create", str(path), "--no-store-text", "--verify", "sketch"]) == 0
     assert main(["index", "check", str(path)]) == 0
 

@@ -95,11 +95,7 @@ class Index:
     """
 
     def __init__(self, store: Store, params: DedupParams, store_text: bool) -> None:
-        if needs_fit(params):
-            raise ParamError(
-                "SimHash IDF weighting learns from the whole corpus before signing it, which a "
-                "growing index cannot do; use weighting 'binary' or 'count'"
-            )
+        _refuse_fit(params)
         self.store = store
         self.params = params
         self.store_text = store_text
@@ -128,19 +124,23 @@ class Index:
         params = params or DedupParams()
         needs_texts = make_verifier(params).needs_texts
         keep = needs_texts if store_text is None else bool(store_text)
-        if needs_texts and not keep:
-            raise ParamError(
-                f"verify={params.resolved_verify!r} re-checks borderline pairs on the stored "
-                "texts, and store_text=False keeps none, so every query would be refused; keep "
-                "the texts (store_text=True, --store-text) or choose a verification that needs "
-                "none (verify='sketch', 'exact' or 'none'; --verify)"
-            )
+        _refuse_conflicts(params, needs_texts, keep)
         store: Store = (
             MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
         )
         try:
             index = cls(store, params, keep)
-        except NeardupError:
+            store.begin()
+            store.write_meta(
+                {
+                    "schema_version": str(SCHEMA_VERSION),
+                    "params": params_to_json(params),
+                    "fingerprint": params.fingerprint(),
+                    "store_text": "1" if keep else "0",
+                }
+            )
+            store.commit()
+        except NeardupError:  # no half-made index is left behind (a full disk, say)
             store.close()
             if path is not None:
                 import os
@@ -149,16 +149,6 @@ class Index:
                     if os.path.exists(p):
                         os.remove(p)
             raise
-        store.begin()
-        store.write_meta(
-            {
-                "schema_version": str(SCHEMA_VERSION),
-                "params": params_to_json(params),
-                "fingerprint": params.fingerprint(),
-                "store_text": "1" if keep else "0",
-            }
-        )
-        store.commit()
         return index
 
     @classmethod
@@ -551,6 +541,33 @@ class Index:
         ``check`` again; returns the ids removed, to add again from the corpus."""
         damage: Damage = self._write(self.store.repair)
         return damage.ids
+
+
+def _refuse_fit(params: DedupParams) -> None:
+    if needs_fit(params):
+        raise ParamError(
+            "SimHash IDF weighting learns from the whole corpus before signing it, which a "
+            "growing index cannot do; use weighting 'binary' or 'count'"
+        )
+
+
+def _refuse_conflicts(params: DedupParams, needs_texts: bool, store_text: bool) -> None:
+    """ParamError for create options an index could not honour (before any file is made)."""
+    _refuse_fit(params)
+    if needs_texts and not store_text:
+        raise ParamError(
+            f"verify={params.resolved_verify!r} re-checks borderline pairs on the stored "
+            "texts, and store_text=False keeps none, so every query would be refused; keep "
+            "the texts (store_text=True, --store-text) or choose a verification that needs "
+            "none (verify='sketch', 'exact' or 'none'; --verify)"
+        )
+    if params.keep != "first" or params.removal != "keep-aware":
+        asked = f"keep={params.keep!r}" if params.keep != "first" else f"removal={params.removal!r}"
+        raise ParamError(
+            f"an index keeps the first copy it is given (query, then add), so {asked} could "
+            "never apply; leave it at its default, or deduplicate the whole corpus at once with "
+            "neardup dedup (Deduplicator)"
+        )
 
 
 def _check_ids(ids: object, n: int | None) -> list[str]:

@@ -220,6 +220,11 @@ class SqliteStore:
             self.db.execute("PRAGMA cache_size = -65536")
             self.db.execute("PRAGMA journal_size_limit = 67108864")
         except sqlite3.DatabaseError as exc:
+            if create:
+                raise OutputError(
+                    f"cannot create the index {path} (SQLite says: {exc}); check that its "
+                    "folder exists and is writable"
+                ) from None
             raise IndexMismatchError(
                 f"{path} is not a neardup index (SQLite says: {exc}); give the path of an "
                 "index made by neardup index create"
