@@ -307,3 +307,26 @@ def test_a_full_disk_during_add_is_one_line_and_leaves_the_index_unchanged(
     assert after == before
     assert main(["index", "add", str(path), str(src)]) == 0  # with room, the same add works
     assert len(Index.open(str(path))) == 1050
+
+
+def test_a_damaged_run_of_removed_documents_only_is_dropped_by_repair(tmp_path: Path) -> None:
+    path = tmp_path / "idx.db"
+    texts = random_documents(20, seed=9, words=(30, 60))
+    index = Index.create(str(path))
+    index.add(["gone1", "gone2"], texts[:2])  # one segment of their keys alone
+    index.add([f"d{i}" for i in range(2, 20)], texts[2:])
+    index.remove(["gone1", "gone2"])
+    index.close()
+    db = sqlite3.connect(path)
+    db.execute(
+        "UPDATE key_runs SET postings = CAST(postings || x'00' AS BLOB) WHERE slot >> 32 = 0"
+    )
+    db.commit()
+    db.close()
+    index = Index.open(str(path))
+    assert index.damage().ids == [] and index.damage().runs["key"]
+    assert any("removed documents only" in p for p in index.check())
+    assert index.repair() == []
+    assert index.check() == [] and len(index) == 18
+    assert index.query([texts[5]])[0][0].id == "d5"
+    index.close()

@@ -645,14 +645,19 @@ class SqliteStore:
             )
         hit = np.flatnonzero(bad | (short & any(runs.values())))
         damage = Damage(docs[hit], [ids[i] for i in hit.tolist()], runs)
-        if damage:
+        if damage.ids:
             shown = ", ".join(repr(i) for i in damage.ids[:_SHOWN])
             more = f" and {len(damage.ids) - _SHOWN} more" if len(damage.ids) > _SHOWN else ""
             problems.append(
                 f"{len(damage.ids)} damaged documents to add again: {shown}{more}; repair with: "
-                f"neardup index "
-                f"repair {self.where} (removes them and lists their ids), then add them again "
-                f"from your corpus: neardup index add {self.where} FILE (ids stored are replaced)"
+                f"neardup index repair {self.where} (removes them and lists their ids), then add "
+                f"them again from your corpus: neardup index add {self.where} FILE (ids stored "
+                "are replaced)"
+            )
+        elif damage:
+            problems.append(
+                "the damaged runs hold keys of removed documents only; repair with: neardup "
+                f"index repair {self.where} (drops them; no document needs adding again)"
             )
         return problems, damage
 
