@@ -15,8 +15,8 @@ a merge holds at most about ``SLICE`` postings in memory; postings of removed do
 one run each key can be in: a primary-key seek.
 
 Tables ``{name}_segments`` (segment, tier, bits, postings) and ``{name}_runs`` (slot,
-postings, crc), counters ``{name}_next_seg`` and ``{name}_dead`` (postings of removed documents still
-held) in ``meta``. Every write runs in the caller's transaction, so a killed writer leaves the
+postings, crc), counters ``{name}_next_seg`` and ``{name}_dead`` (postings of removed documents
+still held) in ``meta``. Every write runs in the caller's transaction, so a killed writer leaves the
 segments as they were.
 """
 
@@ -181,13 +181,13 @@ class Segments:
         blobs = [
             raw[size * a : size * e] for a, e in zip(starts.tolist(), ends.tolist(), strict=True)
         ]
-        keys_of = slots.tolist()
+        slot_list = slots.tolist()
         self.db.executemany(
             f"INSERT INTO {self.name}_runs VALUES (?, ?, ?)",
             zip(
-                keys_of,
+                slot_list,
                 blobs,
-                [run_crc(k, b) for k, b in zip(keys_of, blobs, strict=True)],
+                [run_crc(k, b) for k, b in zip(slot_list, blobs, strict=True)],
                 strict=True,
             ),
         )
@@ -378,8 +378,9 @@ class Segments:
             f"DELETE FROM {self.name}_runs WHERE slot = ?", [(int(s),) for s in slots]
         )
         self.db.execute(
-            f"UPDATE {self.name}_segments SET postings = (SELECT coalesce(sum(length(r.postings)), 0)"
-            f" / {_POSTING.itemsize} FROM {self.name}_runs r WHERE r.slot >> 32 = seg)"
+            f"UPDATE {self.name}_segments SET postings = (SELECT "
+            f"coalesce(sum(length(r.postings)), 0) / {_POSTING.itemsize} "
+            f"FROM {self.name}_runs r WHERE r.slot >> 32 = seg)"
         )
         self.db.execute(f"DELETE FROM {self.name}_segments WHERE postings = 0")
 
