@@ -330,3 +330,22 @@ def test_a_damaged_run_of_removed_documents_only_is_dropped_by_repair(tmp_path: 
     assert index.check() == [] and len(index) == 18
     assert index.query([texts[5]])[0][0].id == "d5"
     index.close()
+
+
+def test_a_page_sqlite_cannot_read_is_one_line_never_an_sqlite3_error(
+    built: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, texts = built
+    damaged = tmp_path / "malformed.db"
+    data = bytearray(path.read_bytes())
+    page = data.find(texts[100].encode()[:60]) // 16384  # the page holding d100's row
+    data[page * 16384 : (page + 1) * 16384] = np.random.default_rng(1).bytes(16384)
+    damaged.write_bytes(bytes(data))
+    index = Index.open(str(damaged))
+    for call in (lambda: index.query([texts[100]]), lambda: index.get("d100"), index.check):
+        with pytest.raises(IndexCorrupt, match=r"file itself is damaged.*rebuild the index"):
+            call()
+    index.close()
+    assert main(["index", "check", str(damaged)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "rebuild the index" in err

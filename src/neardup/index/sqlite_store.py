@@ -270,6 +270,11 @@ class SqliteStore:
                 f"{self.where}: SQLite needs space it cannot get ({text}); free space on the "
                 "disk holding the index or its temporary files, then try again"
             )
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return IndexCorrupt(
+                f"{self.where}: the file itself is damaged (SQLite: {text}); rebuild the index "
+                "from its corpus (neardup index create, then neardup index add)"
+            )
         return IndexCorrupt(
             f"{self.where}: SQLite cannot read the index ({text}); run neardup index check "
             f"{self.where}, and rebuild the index from its corpus if SQLite finds the file "
@@ -601,7 +606,7 @@ class SqliteStore:
         problems = [r[0] for r in q("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
         if problems:
             return [
-                "SQLite finds the file itself damaged (" + "; ".join(problems[:3]) + "); rebuild "
+                "the file itself is damaged (SQLite: " + "; ".join(problems[:3]) + "); rebuild "
                 "the index from its corpus (neardup index create, then neardup index add)"
             ], nothing
         next_doc = self._counter("next_doc")
