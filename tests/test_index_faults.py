@@ -3,13 +3,16 @@ a full disk during add, and create options that conflict."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -270,43 +273,68 @@ def test_create_refuses_options_the_index_cannot_honour_before_any_work(
     assert main(["index", "check", str(path)]) == 0
 
 
+@contextlib.contextmanager
+def _room(where: Path, how: str) -> Iterator[None]:
+    """A folder with little room: a 1 MB tmpfs (root only; skipped elsewhere), or, for
+    "rlimit", a plain folder (the test limits the child's file sizes)."""
+    where.mkdir()
+    if how == "rlimit":
+        yield
+        return
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+@pytest.mark.parametrize("how", ["rlimit", "tmpfs"])
 def test_a_full_disk_during_add_is_one_line_and_leaves_the_index_unchanged(
-    tmp_path: Path,
+    tmp_path: Path, how: str
 ) -> None:
-    path = tmp_path / "idx.db"
     texts = random_documents(1050, seed=3, words=(100, 200))
-    index = Index.create(str(path))
-    index.add([f"a{i}" for i in range(50)], texts[:50])
-    index.close()
-    before = sqlite3.connect(path).execute("SELECT id, crc FROM docs ORDER BY doc").fetchall()
-    src = tmp_path / "big.jsonl"  # one batch of ~1.5 MB of texts: more than the files may grow
+    src = tmp_path / "big.jsonl"  # one batch of ~1.5 MB of texts: more than there is room for
     src.write_text(
         "".join(json.dumps({"id": f"b{i}", "text": t}) + "\n" for i, t in enumerate(texts[50:]))
     )
-    limit = os.path.getsize(path) + (256 << 10)
+    with _room(tmp_path / "disk", how):
+        path = tmp_path / "disk" / "idx.db"
+        index = Index.create(str(path))
+        index.add([f"a{i}" for i in range(50)], texts[:50])
+        index.close()
+        before = sqlite3.connect(path).execute("SELECT id, crc FROM docs ORDER BY doc").fetchall()
+        limit = os.path.getsize(path) + (256 << 10)
 
-    def small_files() -> None:  # Python ignores SIGXFSZ: a write past the limit fails (EFBIG)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        def small_files() -> None:  # SIGXFSZ ignored: a write past the limit fails (EFBIG)
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    args = ["index", "add", str(path), str(src), "--batch-size", "5000"]
-    done = subprocess.run(
-        [sys.executable, "-m", "neardup.cli", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": SRC},
-        preexec_fn=small_files,
-    )
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert str(path) in done.stderr and "disk is full" in done.stderr
-    assert "rolled back" in done.stderr and "free space" in done.stderr
-    index = Index.open(str(path))
-    assert index.check() == [] and len(index) == 50
-    index.close()
-    after = sqlite3.connect(path).execute("SELECT id, crc FROM docs ORDER BY doc").fetchall()
-    assert after == before
-    assert main(["index", "add", str(path), str(src)]) == 0  # with room, the same add works
-    assert len(Index.open(str(path))) == 1050
+        args = ["index", "add", str(path), str(src), "--batch-size", "5000"]
+        done = subprocess.run(
+            [sys.executable, "-m", "neardup.cli", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": SRC},
+            preexec_fn=small_files if how == "rlimit" else None,
+        )
+        assert done.returncode == 1
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert str(path) in done.stderr and "disk is full" in done.stderr
+        assert "rolled back" in done.stderr and "free space" in done.stderr
+        index = Index.open(str(path))
+        assert index.check() == [] and len(index) == 50
+        index.close()
+        after = sqlite3.connect(path).execute("SELECT id, crc FROM docs ORDER BY doc").fetchall()
+        assert after == before
+        if how == "rlimit":
+            assert main(["index", "add", str(path), str(src)]) == 0  # with room, the add works
+            assert len(Index.open(str(path))) == 1050
 
 
 def test_a_damaged_run_of_removed_documents_only_is_dropped_by_repair(tmp_path: Path) -> None:
