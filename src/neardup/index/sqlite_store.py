@@ -220,7 +220,12 @@ class SqliteStore:
             self.db.execute("PRAGMA cache_size = -65536")
             self.db.execute("PRAGMA journal_size_limit = 67108864")
         except sqlite3.DatabaseError as exc:
-            if create:
+            if create:  # leave nothing half-made
+                with contextlib.suppress(AttributeError, sqlite3.Error):
+                    self.db.close()
+                for made in (path, path + "-wal", path + "-shm"):
+                    with contextlib.suppress(OSError):
+                        os.remove(made)
                 raise OutputError(
                     f"cannot create the index {path} (SQLite says: {exc}); check that its "
                     "folder exists and is writable"
