@@ -231,7 +231,7 @@ def test_an_index_of_schema_3_is_refused_in_one_line_and_upgrades_in_place(
     old = tmp_path / "old.db"
     shutil.copy(path, old)
     db = sqlite3.connect(old)  # schema 3: the same tables without their checksums
-    for table in ("docs", "post_runs", "key_runs"):
+    for table in ("docs", "post_runs", "key_runs", "post_segments", "key_segments"):
         db.execute(f"ALTER TABLE {table} DROP COLUMN crc")
     db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     db.commit()
@@ -377,3 +377,30 @@ def test_a_page_sqlite_cannot_read_is_one_line_never_an_sqlite3_error(
     assert main(["index", "check", str(damaged)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "rebuild the index" in err
+
+
+@pytest.mark.parametrize("change", ["bits = bits + 1", "postings = postings - 1", "tier = 7"])
+def test_a_damaged_segment_row_is_found_refused_on_read_and_rebuilt_by_repair(
+    built: tuple[Path, list[str]], tmp_path: Path, change: str
+) -> None:
+    path, texts = built
+    damaged = tmp_path / "segment.db"
+    shutil.copy(path, damaged)
+    db = sqlite3.connect(damaged)
+    db.execute(
+        f"UPDATE post_segments SET {change} WHERE seg = (SELECT max(seg) FROM post_segments)"
+    )
+    db.commit()
+    db.close()
+    index = Index.open(str(damaged))
+    problems = index.check()
+    assert any("row of post segment" in p for p in problems)
+    assert any("no stored document is lost" in p for p in problems)
+    assert index.damage().ids == []
+    with pytest.raises(IndexCorrupt, match="row of post segment"):
+        index.query([texts[0]])  # never an answer from a segment read with the wrong key bits
+    assert index.repair() == []
+    assert index.check() == []
+    found = index.query(texts)
+    assert all(found[i][0].id == f"d{i}" for i in range(300) if i not in (7, 8))
+    index.close()

@@ -1,4 +1,4 @@
-"""Stored records -> CRC-32 checksums: a document row's fields, a postings run with its slot.
+"""Stored records -> CRC-32 checksums: a document row, a postings run with its slot, a segment row.
 
 CRC-32 (``zlib.crc32``: C, standard library) runs at about 1 GB/s, so a document row (a few
 KB with its text) costs a few microseconds and a 768-byte run under one, little beside signing
@@ -20,6 +20,7 @@ from typing import Any
 
 #: doc, content hash, number of keys, then the byte length of sig, ev and the six texts.
 _HEAD = struct.Struct("<3q8q")
+_SEGMENT = struct.Struct("<4q")
 #: What a record whose fields have the wrong types checksums to (stored ones are >= 0).
 DAMAGED = -1
 
@@ -71,6 +72,14 @@ def run_crc(slot: Any, blob: Any) -> int:
     try:
         return zlib.crc32(blob, run_seed(slot))
     except TypeError:
+        return DAMAGED
+
+
+def segment_crc(seg: Any, tier: Any, bits: Any, postings: Any) -> int:
+    """The checksum of a segment's row (number, size tier, key bits, postings held)."""
+    try:
+        return zlib.crc32(_SEGMENT.pack(seg, tier, bits, postings))
+    except struct.error:
         return DAMAGED
 
 

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from ..candidates import key_matches, pairs_from_hits
 from ..errors import IndexCorrupt, IndexMismatchError, InputError, NeardupError, OutputError
 from ..methods.base import column_keys
-from .checksum import doc_crc, run_crc, stored_text
+from .checksum import doc_crc, run_crc, segment_crc, stored_text
 from .schema import SCHEMA_VERSION, UPGRADABLE
 from .segments import MAX_DOCS, Segments, schema
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
@@ -553,7 +553,8 @@ class SqliteStore:
         if not damage:
             return damage
         for family in (self.post, self.key):
-            family.drop_runs(damage.runs[family.name])
+            touched = family.drop_runs(damage.runs[family.name])
+            family.refit(sorted({*touched, *damage.segments[family.name]}))
         gone = [(d,) for d in damage.docs.tolist()]
         self.db.executemany("DELETE FROM docs WHERE doc = ?", gone)
         self.db.executemany("INSERT OR IGNORE INTO removed VALUES (?)", gone)
@@ -580,7 +581,7 @@ class SqliteStore:
                 f"SQLite finds {self.where} damaged ({problems[0]}); rebuild the index from its "
                 "corpus instead of upgrading it"
             )
-        for table in ("docs", "post_runs", "key_runs"):
+        for table in ("docs", "post_runs", "key_runs", "post_segments", "key_segments"):
             q(f"ALTER TABLE {table} ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
         last = -1
         while rows := q(
@@ -602,6 +603,12 @@ class SqliteStore:
                     ((run_crc(*r), r[0]) for r in rows),
                 )
                 last = rows[-1][0]
+        for family in ("post", "key"):
+            rows = q(f"SELECT seg, tier, bits, postings FROM {family}_segments").fetchall()
+            self.db.executemany(
+                f"UPDATE {family}_segments SET crc = ? WHERE seg = ?",
+                ((segment_crc(*r), r[0]) for r in rows),
+            )
         self.write_meta({"schema_version": str(SCHEMA_VERSION)})
 
     def _survey(self) -> tuple[list[str], Damage]:
@@ -629,8 +636,9 @@ class SqliteStore:
         removed = set(r[0] for r in q("SELECT doc FROM removed"))
         short = np.zeros(len(docs), dtype=bool)
         runs: dict[str, list[int]] = {}
+        misfit: dict[str, list[int]] = {}
         for family in (self.post, self.key):
-            held, found, damaged = family.check(next_doc)
+            held, found, damaged, misfit[family.name] = family.check(next_doc)
             problems += found
             runs[family.name] = sorted(damaged)
             off = held[docs] != want[family.name]
@@ -654,7 +662,7 @@ class SqliteStore:
                 "fails)"
             )
         hit = np.flatnonzero(bad | (short & any(runs.values())))
-        damage = Damage(docs[hit], [ids[i] for i in hit.tolist()], runs)
+        damage = Damage(docs[hit], [ids[i] for i in hit.tolist()], runs, misfit)
         if damage.ids:
             shown = ", ".join(repr(i) for i in damage.ids[:_SHOWN])
             more = f" and {len(damage.ids) - _SHOWN} more" if len(damage.ids) > _SHOWN else ""
@@ -666,8 +674,9 @@ class SqliteStore:
             )
         elif damage:
             problems.append(
-                "the damaged runs hold keys of removed documents only; repair with: neardup "
-                f"index repair {self.where} (drops them; no document needs adding again)"
+                "no stored document is lost (the damaged runs hold keys of removed documents "
+                f"only, segment rows are rebuilt from their runs); repair with: neardup index "
+                f"repair {self.where} (no document needs adding again)"
             )
         return problems, damage
 

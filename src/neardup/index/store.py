@@ -9,7 +9,7 @@ and verifier objects, so the algorithms never ask which store they run on.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -56,15 +56,18 @@ class Damage:
     """Damaged records a check found: documents to remove and add again, runs to drop.
 
     ``docs`` (ascending) are the documents whose own record fails its checksum or whose
-    postings sit in a damaged run; ``ids`` are their ids as stored (damaged ones included).
+    postings sit in a damaged run; ``ids`` are their ids as stored (damaged ones included);
+    ``runs`` the slots of damaged runs per family.
     """
 
     docs: IntArray
     ids: list[str]
     runs: dict[str, list[int]]
+    #: Segments whose row (key bits, postings count) disagrees with their runs, per family.
+    segments: dict[str, list[int]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(len(self.docs) or any(self.runs.values()))
+        return bool(len(self.docs) or any(self.runs.values()) or any(self.segments.values()))
 
 
 class Store(Protocol):
