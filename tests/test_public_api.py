@@ -6,7 +6,7 @@ import neardup
 
 EXPECTED = {
     "EMPTY", "FORMAT_VERSION", "CandidateResult", "DedupParams", "DedupStats", "Deduplicator",
-    "FeatureParams", "HammingIndex", "IndexMismatchError", "InputError", "NeardupError",
+    "FeatureParams", "HammingIndex", "IndexCorrupt", "IndexMismatchError", "InputError", "NeardupError",
     "OutputError",
     "ParamError", "Plan", "ShingleBatch", "ShingleParams", "SketchParams", "__version__",
     "acceptance", "candidate_pairs", "canonical_tokens", "choose_representatives",
@@ -33,6 +33,7 @@ def test_every_error_is_a_neardup_error() -> None:
         neardup.ParamError,
         neardup.InputError,
         neardup.IndexMismatchError,
+        neardup.IndexCorrupt,
         neardup.OutputError,
     ):
         assert issubclass(cls, neardup.NeardupError)

@@ -12,6 +12,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    IndexCorrupt,
     IndexMismatchError,
     InputError,
     NeardupError,
@@ -145,6 +146,7 @@ __all__ = [
     "HammingIndex",
     "IdfTable",
     "Index",
+    "IndexCorrupt",
     "IndexMismatchError",
     "InputError",
     "Match",

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
-from .errors import NeardupError, OutputError, ParamError, Restart
+from .errors import IndexCorrupt, NeardupError, OutputError, ParamError, Restart
 from .params import (
     DedupParams,
     FeatureParams,
@@ -892,7 +892,7 @@ def _add_index_input_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_index_parser(sub: Any) -> None:
-    """``neardup index create|add|query|remove|retire|moved|stats|check``."""
+    """``neardup index create|add|query|remove|retire|moved|stats|check|repair|upgrade``."""
     ix = sub.add_parser(
         "index",
         help="a standing index: add documents, ask which stored ones a new one duplicates",
@@ -975,7 +975,12 @@ def _add_index_parser(sub: Any) -> None:
     mv.add_argument("url", help="a URL (id) in the index")
     mv.add_argument("--limit", type=int, help="at most this many")
 
-    for name, text in (("stats", "counts, size and parameters"), ("check", "integrity check")):
+    for name, text in (
+        ("stats", "counts, size and parameters"),
+        ("check", "integrity check: every record's checksum, and the tables agree"),
+        ("repair", "remove the damaged documents check names (prints their ids: add them again)"),
+        ("upgrade", "give an index of schema 3 its record checksums, in place"),
+    ):
         x = isub.add_parser(name, help=text)
         x.add_argument("path", help="the index")
 
@@ -1099,10 +1104,40 @@ def cmd_index_show(args: argparse.Namespace) -> int:
         else:
             problems = index.check()
             if problems:
-                raise NeardupError(f"{args.path} failed the check: " + "; ".join(problems))
+                _print("".join(f"{i}\n" for i in index.damage().ids))  # all of them, for repair
+                raise IndexCorrupt(f"{args.path} failed the check: " + "; ".join(problems))
             _print(f"{args.path}: ok ({len(index):,} documents)\n")
     finally:
         index.close()
+    return 0
+
+
+def cmd_index_repair(args: argparse.Namespace) -> int:
+    """Remove what check finds damaged; the removed ids on stdout, one per line."""
+    from .index import Index
+
+    index = Index.open(args.path)
+    try:
+        ids = index.repair()
+        problems = index.check()
+        count = len(index)
+    finally:
+        index.close()
+    _print("".join(f"{i}\n" for i in ids))
+    if problems:
+        raise NeardupError(f"{args.path} still fails the check: " + "; ".join(problems))
+    sys.stderr.write(
+        f"neardup: {args.path}: removed {len(ids):,} damaged documents ({count:,} remain); "
+        + ("add them again from your corpus (ids listed above)\n" if ids else "nothing to do\n")
+    )
+    return 0
+
+
+def cmd_index_upgrade(args: argparse.Namespace) -> int:
+    from .index import Index
+
+    n = Index.upgrade(args.path)
+    sys.stderr.write(f"neardup: {args.path}: upgraded, with record checksums ({n:,} documents)\n")
     return 0
 
 
@@ -1113,6 +1148,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         "query": cmd_index_query,
         "remove": cmd_index_edit,
         "retire": cmd_index_edit,
+        "repair": cmd_index_repair,
+        "upgrade": cmd_index_upgrade,
     }
     return commands.get(args.index_command, cmd_index_show)(args)
 

@@ -19,6 +19,11 @@ class IndexMismatchError(NeardupError):
     """Stored data (an index, a sketch file) was built with other parameters or a schema version."""
 
 
+class IndexCorrupt(NeardupError):
+    """A stored record of an index is damaged (its checksum fails, or SQLite finds the file
+    malformed); the message names it and the commands that find and repair the damage."""
+
+
 class OutputError(NeardupError):
     """An output cannot be written (disk full, closed pipe, no permission); the message names it."""
 

@@ -35,9 +35,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import __version__
 from .errors import (
+    IndexCorrupt,
     IndexMismatchError,
     InputError,
     NeardupError,
+    OutputError,
     ParamError,
     UnknownIdError,
 )
@@ -193,6 +195,10 @@ def _status_of(exc: NeardupError) -> int:
         return 400
     if isinstance(exc, IndexMismatchError):
         return 409
+    if isinstance(exc, IndexCorrupt):
+        return 500  # the index is damaged: neardup index check names what, repair fixes it
+    if isinstance(exc, OutputError):
+        return 507  # no room to write the batch: it was rolled back
     return 409  # the index's state refuses the request (another writer, no stored texts)
 
 

@@ -38,10 +38,10 @@ from ..verify import Evidence, Verifier, concat_evidence, make_verifier
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
-from .sqlite_store import SqliteStore
-from .store import IntArray, NewDocs, Store, StoredDocs
+from .sqlite_store import SqliteStore, upgrade
+from .store import Damage, IntArray, NewDocs, Store, StoredDocs
 
-__all__ = ["SCHEMA_VERSION", "Index", "Match", "MemoryStore", "SqliteStore", "Store"]
+__all__ = ["SCHEMA_VERSION", "Damage", "Index", "Match", "MemoryStore", "SqliteStore", "Store"]
 
 
 @dataclass(frozen=True)
@@ -96,11 +96,7 @@ class Index:
     """
 
     def __init__(self, store: Store, params: DedupParams, store_text: bool) -> None:
-        if needs_fit(params):
-            raise ParamError(
-                "SimHash IDF weighting learns from the whole corpus before signing it, which a "
-                "growing index cannot do; use weighting 'binary' or 'count'"
-            )
+        _refuse_fit(params)
         self.store = store
         self.params = params
         self.store_text = store_text
@@ -127,13 +123,25 @@ class Index:
         borderline pairs on the texts; default: only then).
         """
         params = params or DedupParams()
-        keep = make_verifier(params).needs_texts if store_text is None else bool(store_text)
+        needs_texts = make_verifier(params).needs_texts
+        keep = needs_texts if store_text is None else bool(store_text)
+        _refuse_conflicts(params, needs_texts, keep)
         store: Store = (
             MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
         )
         try:
             index = cls(store, params, keep)
-        except NeardupError:
+            store.begin()
+            store.write_meta(
+                {
+                    "schema_version": str(SCHEMA_VERSION),
+                    "params": params_to_json(params),
+                    "fingerprint": params.fingerprint(),
+                    "store_text": "1" if keep else "0",
+                }
+            )
+            store.commit()
+        except NeardupError:  # no half-made index is left behind (a full disk, say)
             store.close()
             if path is not None:
                 import os
@@ -142,16 +150,6 @@ class Index:
                     if os.path.exists(p):
                         os.remove(p)
             raise
-        store.begin()
-        store.write_meta(
-            {
-                "schema_version": str(SCHEMA_VERSION),
-                "params": params_to_json(params),
-                "fingerprint": params.fingerprint(),
-                "store_text": "1" if keep else "0",
-            }
-        )
-        store.commit()
         return index
 
     @classmethod
@@ -165,6 +163,12 @@ class Index:
         except BaseException:
             store.close()
             raise
+
+    @staticmethod
+    def upgrade(path: str, *, timeout: float = 10.0) -> int:
+        """Upgrade the index at ``path`` from schema 3 in place (one transaction): add and fill
+        its record checksums. Returns the documents it holds."""
+        return upgrade(path, timeout)
 
     def close(self) -> None:
         self.store.close()
@@ -182,7 +186,11 @@ class Index:
     ) -> None:
         self._outer = False
         if exc_type is None:
-            self.store.commit()
+            try:
+                self.store.commit()
+            except BaseException:
+                self.store.rollback()
+                raise
         else:
             self.store.rollback()
 
@@ -193,10 +201,10 @@ class Index:
         self.store.begin()
         try:
             out = work()
+            self.store.commit()
         except BaseException:
             self.store.rollback()
             raise
-        self.store.commit()
         return out
 
     # -- writes ------------------------------------------------------------------------------
@@ -524,13 +532,51 @@ class Index:
         return out
 
     def check(self) -> list[str]:
-        """Integrity and consistency problems (empty when sound)."""
+        """Integrity and consistency problems (empty when sound); every record's checksum is
+        verified, and damaged documents are named with the commands that repair them."""
         problems = self.store.check()
         try:
             check_meta(self.store.where, self.store.read_meta(), self.params)
         except NeardupError as exc:
             problems.append(str(exc))
         return problems
+
+    def damage(self) -> Damage:
+        """The damaged records (those whose checksums fail) and the documents they touch."""
+        return self.store.damage()
+
+    def repair(self) -> list[str]:
+        """Remove the damaged documents and postings runs (one transaction), so the index passes
+        ``check`` again; returns the ids removed, to add again from the corpus."""
+        damage: Damage = self._write(self.store.repair)
+        return damage.ids
+
+
+def _refuse_fit(params: DedupParams) -> None:
+    if needs_fit(params):
+        raise ParamError(
+            "SimHash IDF weighting learns from the whole corpus before signing it, which a "
+            "growing index cannot do; use weighting 'binary' or 'count'"
+        )
+
+
+def _refuse_conflicts(params: DedupParams, needs_texts: bool, store_text: bool) -> None:
+    """ParamError for create options an index could not honour (before any file is made)."""
+    _refuse_fit(params)
+    if needs_texts and not store_text:
+        raise ParamError(
+            f"verify={params.resolved_verify!r} re-checks borderline pairs on the stored "
+            "texts, and store_text=False keeps none, so every query would be refused; keep "
+            "the texts (store_text=True, --store-text) or choose a verification that needs "
+            "none (verify='sketch', 'exact' or 'none'; --verify)"
+        )
+    if params.keep != "first" or params.removal != "keep-aware":
+        asked = f"keep={params.keep!r}" if params.keep != "first" else f"removal={params.removal!r}"
+        raise ParamError(
+            f"an index keeps the first copy it is given (query, then add), so {asked} could "
+            "never apply; leave it at its default, or deduplicate the whole corpus at once with "
+            "neardup dedup (Deduplicator)"
+        )
 
 
 def _check_ids(ids: object, n: int | None) -> list[str]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..candidates import pairs_from_hits
 from ..errors import NeardupError
-from .store import IntArray, KeyArray, NewDocs, StoredDocs
+from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
 
 #: Posting blocks kept before they are merged into one sorted block.
 _MAX_BLOCKS = 8
@@ -183,6 +183,13 @@ class MemoryStore:
         if len(self._ids) != len(self._rows):
             problems.append("the id table and the document table differ")
         return problems
+
+    def damage(self) -> Damage:
+        """Nothing: records in memory are never written to a medium that could damage them."""
+        return Damage(np.zeros(0, dtype=np.int64), [], {})
+
+    def repair(self) -> Damage:
+        return self.damage()
 
     def close(self) -> None:
         self.rollback()

@@ -3,7 +3,8 @@
 An index stores its ``DedupParams`` (as JSON) and their fingerprint (format and Unicode versions
 included). Opening rebuilds the parameters from the JSON and compares fingerprints: a different
 neardup format, Unicode table or schema gives ``IndexMismatchError`` naming both sides, never
-silently different answers. There are no migrations: an index of another schema is rebuilt.
+silently different answers. An index of schema 3 (before record checksums) is upgraded in
+place by ``neardup index upgrade``; one of another schema is rebuilt.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from ..params import (
 )
 
 #: Version of the index layout (tables, blobs). Bump when either changes.
-SCHEMA_VERSION = 3
+#: 4: a CRC-32 per document row and per postings run.
+SCHEMA_VERSION = 4
+#: The version ``upgrade`` turns into this one (the same tables without checksums).
+UPGRADABLE = 3
 
 _METHODS: dict[str, type] = {
     "minhash": MinhashParams,
@@ -64,6 +68,12 @@ def check_meta(where: str, meta: dict[str, str], expected: DedupParams | None) -
     version = meta.get("schema_version")
     if version is None or "params" not in meta or "fingerprint" not in meta:
         raise IndexMismatchError(f"{where} is not a neardup index (its metadata is missing)")
+    if version == str(UPGRADABLE):
+        raise IndexMismatchError(
+            f"{where} has index schema version {version} (no record checksums); this neardup "
+            f"reads version {SCHEMA_VERSION}; upgrade it in place with: neardup index upgrade "
+            f"{where}"
+        )
     if version != str(SCHEMA_VERSION):
         raise IndexMismatchError(
             f"{where} has index schema version {version}; this neardup reads version "

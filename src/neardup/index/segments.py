@@ -7,15 +7,16 @@ B-tree and B-tree indexes on id and content hash slowed from 4.5k to 1.2k docume
 and cut by the key's top bits into *runs* of about ``run`` postings, one row per run under
 ``slot = segment << 32 | top bits`` holding one blob of packed 12-byte records (8-byte key,
 4-byte document number; one blob, not two, because SQLite's cost is more per value than per
-byte), so rows are written once, in increasing slot order.
+byte) and its checksum (``neardup.index.checksum``, of slot and blob, verified on every read),
+so rows are written once, in increasing slot order.
 Segments of one size tier merge when ``fanout`` accumulate, slice by slice of the key space so
 a merge holds at most about ``SLICE`` postings in memory; postings of removed documents
 (listed in the ``removed`` table) are dropped on the way. A lookup reads, for each segment, the
 one run each key can be in: a primary-key seek.
 
-Tables ``{name}_segments`` (segment, tier, bits, postings) and ``{name}_runs`` (slot,
-postings), counters ``{name}_next_seg`` and ``{name}_dead`` (postings of removed documents still
-held) in ``meta``. Every write runs in the caller's transaction, so a killed writer leaves the
+Tables ``{name}_segments`` (segment, tier, bits, postings, crc) and ``{name}_runs`` (slot,
+postings, crc), counters ``{name}_next_seg`` and ``{name}_dead`` (postings of removed documents
+still held) in ``meta``. Every write runs in the caller's transaction, so a killed writer leaves the
 segments as they were.
 """
 
@@ -24,10 +25,14 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from zlib import crc32
 
 import numpy as np
 import numpy.typing as npt
+
+from ..errors import IndexCorrupt
+from .checksum import run_crc, segment_crc
 
 IntArray = npt.NDArray[np.int64]
 KeyArray = npt.NDArray[np.uint64]
@@ -54,9 +59,10 @@ CREATE TABLE {name}_segments(
     seg INTEGER PRIMARY KEY,
     tier INTEGER NOT NULL,
     bits INTEGER NOT NULL,
-    postings INTEGER NOT NULL
+    postings INTEGER NOT NULL,
+    crc INTEGER NOT NULL
 );
-CREATE TABLE {name}_runs(slot INTEGER PRIMARY KEY, postings BLOB NOT NULL);
+CREATE TABLE {name}_runs(slot INTEGER PRIMARY KEY, postings BLOB NOT NULL, crc INTEGER NOT NULL);
 INSERT INTO meta VALUES ('{name}_next_seg', '0'), ('{name}_dead', '0');
 """
 
@@ -82,12 +88,37 @@ def _unpack(parts: list[bytes]) -> tuple[KeyArray, IntArray]:
     return records["key"].copy(), records["doc"].astype(np.int64)
 
 
+def run_sound(slot: object, blob: object, crc: object) -> bool:
+    """Whether a stored run is as written: its checksum holds and it packs whole postings."""
+    return (
+        run_crc(slot, blob) == crc
+        and isinstance(blob, bytes)
+        and len(blob) % _POSTING.itemsize == 0
+    )
+
+
+def unpack_run(blob: bytes) -> IntArray:
+    """Document numbers of one run's postings (of a damaged run: what its bytes say)."""
+    whole = len(blob) - len(blob) % _POSTING.itemsize
+    return np.frombuffer(blob[:whole], dtype=_POSTING)["doc"].astype(np.int64)
+
+
+def _fits(keys: KeyArray, runs: IntArray, bits: object) -> bool:
+    """Whether cutting by the top ``bits`` bits puts every posting in the run it is in."""
+    if not (isinstance(bits, int) and 0 <= bits <= _MAX_BITS):
+        return False
+    return bool(np.array_equal(top_bits(keys, bits).astype(np.int64), runs))
+
+
 class Segments:
     """One family of segments (see the module docstring) over an open SQLite connection."""
 
-    def __init__(self, db: sqlite3.Connection, name: str, run: int, fanout: int) -> None:
+    def __init__(
+        self, db: sqlite3.Connection, name: str, run: int, fanout: int, where: str = "index"
+    ) -> None:
         self.db = db
         self.name = name
+        self.where = where
         self.run = run
         self.fanout = fanout
 
@@ -138,8 +169,8 @@ class Segments:
 
     def _insert_segment(self, seg: int, n: int, bits: int) -> None:
         self.db.execute(
-            f"INSERT INTO {self.name}_segments VALUES (?, ?, ?, ?)",
-            (seg, tier_of(n, self.fanout), bits, n),
+            f"INSERT INTO {self.name}_segments VALUES (?, ?, ?, ?, ?)",
+            (seg, tier := tier_of(n, self.fanout), bits, n, segment_crc(seg, tier, bits, n)),
         )
 
     def _write_runs(self, seg: int, bits: int, keys: KeyArray, docs: IntArray) -> None:
@@ -155,14 +186,16 @@ class Segments:
         records["doc"] = docs
         raw = records.tobytes()
         size = _POSTING.itemsize
+        blobs = [
+            raw[size * a : size * e] for a, e in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
+        slot_list = slots.tolist()
         self.db.executemany(
-            f"INSERT INTO {self.name}_runs VALUES (?, ?)",
+            f"INSERT INTO {self.name}_runs VALUES (?, ?, ?)",
             zip(
-                slots.tolist(),
-                [
-                    raw[size * a : size * e]
-                    for a, e in zip(starts.tolist(), ends.tolist(), strict=True)
-                ],
+                slot_list,
+                blobs,
+                [run_crc(k, b) for k, b in zip(slot_list, blobs, strict=True)],
                 strict=True,
             ),
         )
@@ -170,11 +203,8 @@ class Segments:
     def _compact(self) -> None:
         """Merge the segments of any size tier holding ``fanout`` or more (smallest first)."""
         while True:
-            rows = self.db.execute(
-                f"SELECT tier, seg, bits, postings FROM {self.name}_segments ORDER BY tier, seg"
-            ).fetchall()
             tiers: dict[int, list[tuple[int, int, int]]] = {}
-            for tier, seg, bits, count in rows:
+            for seg, tier, bits, count in sorted(self._verified_rows(), key=lambda r: r[1]):
                 tiers.setdefault(tier, []).append((seg, bits, count))
             full = [t for t in sorted(tiers) if len(tiers[t]) >= self.fanout]
             if not full:
@@ -223,9 +253,25 @@ class Segments:
     # -- reads -------------------------------------------------------------------------------
     def segments(self) -> list[tuple[int, int, int]]:
         """(seg, bits, postings) of every segment."""
+        return [(seg, bits, count) for seg, _tier, bits, count in self._verified_rows()]
+
+    def _rows(self) -> list[tuple[int, int, int, int, int]]:
+        """(seg, tier, bits, postings, crc) of every segment, as stored."""
         return self.db.execute(
-            f"SELECT seg, bits, postings FROM {self.name}_segments ORDER BY seg"
+            f"SELECT seg, tier, bits, postings, crc FROM {self.name}_segments ORDER BY seg"
         ).fetchall()
+
+    def _verified_rows(self) -> list[tuple[int, int, int, int]]:
+        """(seg, tier, bits, postings) of every segment; IndexCorrupt when a row is damaged."""
+        rows = self._rows()
+        for seg, tier, bits, count, crc in rows:
+            if segment_crc(seg, tier, bits, count) != crc or not 0 <= bits <= _MAX_BITS:
+                raise IndexCorrupt(
+                    f"{self.where}: the row of {self.name} segment {seg} is damaged (its "
+                    f"checksum fails); run neardup index check {self.where}, then neardup "
+                    f"index repair {self.where}"
+                )
+        return [r[:4] for r in rows]
 
     def read_range(
         self, segs: Sequence[tuple[int, int]], lo: int, hi: int
@@ -236,11 +282,12 @@ class Segments:
             first = lo >> (64 - bits) if bits else 0
             last = (hi - 1) >> (64 - bits) if bits else 0
             parts.extend(
-                row[0]
-                for row in self.db.execute(
-                    f"SELECT postings FROM {self.name}_runs WHERE slot BETWEEN ? AND ? "
-                    "ORDER BY slot",
-                    ((seg << 32) | first, (seg << 32) | last),
+                self._verified(
+                    self.db.execute(
+                        f"SELECT slot, postings, crc FROM {self.name}_runs "
+                        "WHERE slot BETWEEN ? AND ? ORDER BY slot",
+                        ((seg << 32) | first, (seg << 32) | last),
+                    )
                 )
             )
         keys, docs = _unpack(parts)
@@ -265,11 +312,11 @@ class Segments:
         hit_docs: list[IntArray] = []
         for start in range(0, len(every), LOOKUP_RUNS):
             rows = self.db.execute(
-                f"SELECT r.postings FROM json_each(?) j JOIN {self.name}_runs r "
+                f"SELECT r.slot, r.postings, r.crc FROM json_each(?) j JOIN {self.name}_runs r "
                 "ON r.slot = j.value",
                 (json.dumps(every[start : start + LOOKUP_RUNS].tolist()),),
             )
-            hit_key, hit_doc = _unpack([row[0] for row in rows])
+            hit_key, hit_doc = _unpack(self._verified(rows))
             pos = np.minimum(np.searchsorted(distinct, hit_key), len(distinct) - 1)
             wanted = distinct[pos] == hit_key
             hit_keys.append(hit_key[wanted])
@@ -278,6 +325,26 @@ class Segments:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
         return np.concatenate(hit_keys), np.concatenate(hit_docs)
 
+    def _verified(self, rows: Iterable[tuple[int, bytes, int]]) -> list[bytes]:
+        """The blobs of (slot, postings, crc) rows; IndexCorrupt at the first damaged one."""
+        rows = list(rows)
+        size = _POSTING.itemsize
+        try:  # inlined: a query verifies thousands of runs
+            bad = [
+                r
+                for r in rows
+                if crc32(r[1], (r[0] ^ (r[0] >> 32)) & 0xFFFFFFFF) != r[2] or len(r[1]) % size
+            ]  # run_crc, its seed (run_seed) inlined
+        except TypeError:  # a blob rewritten as another type
+            bad = [r for r in rows if not run_sound(*r)]
+        for slot, _blob, _crc in bad[:1]:
+            raise IndexCorrupt(
+                f"{self.where}: a postings run ({self.name} segment {slot >> 32}, run "
+                f"{slot & _SEG_MASK}) is damaged (its checksum fails); find the documents it "
+                f"holds with: neardup index check {self.where}"
+            )
+        return [row[1] for row in rows]
+
     def held(self) -> int:
         """Postings held, those of removed documents included."""
         row = self.db.execute(
@@ -285,25 +352,91 @@ class Segments:
         ).fetchone()
         return int(row[0])
 
-    def check(self, next_doc: int) -> tuple[IntArray, list[str]]:
-        """Postings held per document number, and problems found in the segments."""
+    def check(self, next_doc: int) -> tuple[IntArray, list[str], dict[int, IntArray], list[int]]:
+        """Postings held per document number in sound runs, problems found in the segments,
+        the damaged runs (slot -> the document numbers their bytes name), and the segments
+        whose row disagrees with their runs (key bits or postings count: ``refit`` mends)."""
         problems: list[str] = []
+        damaged: dict[int, IntArray] = {}
+        misfit: list[int] = []
         held = np.zeros(next_doc, dtype=np.int64)
-        for seg, bits, count in self.segments():
-            keys, owners = self.read_range([(seg, bits)], 0, 1 << 64)
+        for seg, tier, bits, count, crc in self._rows():
+            slots, keys, owners, bad = self._read_segment(seg)
+            damaged.update(bad)
             where = f"{self.name} segment {seg}"
-            if len(keys) != count:
+            if segment_crc(seg, tier, bits, count) != crc:
+                problems.append(f"the row of {where} is damaged (checksum fails)")
+                misfit.append(seg)
+            elif not bad and len(keys) != count:
                 problems.append(f"{where} lists {count} postings but holds {len(keys)}")
+                misfit.append(seg)
+            if not _fits(keys, slots, bits):
+                problems.append(f"{where} lists {bits} key bits, not those its runs were cut by")
+                misfit.append(seg)
             if np.any(keys[1:] < keys[:-1]):
                 problems.append(f"{where} is not sorted by key")
             if len(owners) and (owners.min() < 0 or owners.max() >= next_doc):
                 problems.append(f"{where} has postings of documents never numbered")
                 continue
             held += np.bincount(owners, minlength=next_doc)
+        if damaged:
+            problems.append(
+                f"{len(damaged)} postings run(s) of '{self.name}' are damaged (checksum fails)"
+            )
         stray = self.db.execute(
             f"SELECT count(*) FROM {self.name}_runs WHERE (slot >> 32) NOT IN "
             f"(SELECT seg FROM {self.name}_segments)"
         ).fetchone()[0]
         if stray:
             problems.append(f"{stray} {self.name} runs belong to no segment")
-        return held, problems
+        return held, problems, damaged, sorted(set(misfit))
+
+    def _read_segment(self, seg: int) -> tuple[IntArray, KeyArray, IntArray, dict[int, IntArray]]:
+        """(run number of each posting, keys, documents) of a segment's sound runs, and its
+        damaged runs (slot -> the document numbers their bytes name)."""
+        parts: list[bytes] = []
+        runs: list[int] = []
+        bad: dict[int, IntArray] = {}
+        for slot, blob, crc in self.db.execute(
+            f"SELECT slot, postings, crc FROM {self.name}_runs WHERE slot BETWEEN ? AND ? "
+            "ORDER BY slot",
+            (seg << 32, (seg << 32) | _SEG_MASK),
+        ):
+            if run_sound(slot, blob, crc):
+                parts.append(blob)
+                runs.append(slot & _SEG_MASK)
+            else:
+                bad[slot] = unpack_run(blob if isinstance(blob, bytes) else b"")
+        sizes = [len(p) // _POSTING.itemsize for p in parts]
+        keys, owners = _unpack(parts)
+        return np.repeat(np.array(runs, dtype=np.int64), sizes), keys, owners, bad
+
+    def refit(self, segs: Iterable[int]) -> None:
+        """Rebuild segment rows from their (sound) runs: the postings they hold, their tier and
+        the key bits the runs were cut by (any bits that put every posting in its run find
+        every key); a segment without runs goes."""
+        for seg in segs:
+            runs, keys, _, _ = self._read_segment(seg)
+            bits = next((b for b in range(_MAX_BITS + 1) if _fits(keys, runs, b)), None)
+            if bits is None or len(keys) == 0:  # nothing, or no cut explains the runs: drop
+                self.db.execute(
+                    f"DELETE FROM {self.name}_runs WHERE slot BETWEEN ? AND ?",
+                    (seg << 32, (seg << 32) | _SEG_MASK),
+                )
+                self.db.execute(f"DELETE FROM {self.name}_segments WHERE seg = ?", (seg,))
+                continue
+            n, tier = len(keys), tier_of(len(keys), self.fanout)
+            self.db.execute(
+                f"UPDATE {self.name}_segments SET tier = ?, bits = ?, postings = ?, crc = ? "
+                "WHERE seg = ?",
+                (tier, bits, n, segment_crc(seg, tier, bits, n), seg),
+            )
+
+    def drop_runs(self, slots: Iterable[int]) -> list[int]:
+        """Delete runs (damaged ones, in a repair); returns their segments, to ``refit``."""
+        slots = [int(s) for s in slots]
+        self.db.executemany(f"DELETE FROM {self.name}_runs WHERE slot = ?", [(s,) for s in slots])
+        return sorted({s >> 32 for s in slots})
+
+    def set_dead(self, n: int) -> None:
+        self._set("dead", n)

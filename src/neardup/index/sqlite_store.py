@@ -9,6 +9,12 @@ checked against the stored id or hash. No table is written at random places: a b
 its documents and one segment per family, and segments merge in the background of later
 batches (inside their transactions).
 
+Every document row and postings run carries a CRC-32 of its fields (``neardup.index.checksum``),
+written with it and verified when it is read and by ``check``: a damaged record is an
+``IndexCorrupt`` naming it, never a wrong answer, and ``repair`` removes what is damaged so the
+documents can be added again. SQLite errors never leave the store raw: each becomes a
+``NeardupError`` saying what to do (a full disk: the open transaction is rolled back).
+
 Removing a document deletes its row and lists its number in ``removed``; its postings stay
 until their segment merges (counted as dead) and are never matched, because document numbers
 are never reused and every match is checked against ``docs``. Readers run concurrently with one
@@ -19,21 +25,26 @@ writer leaves the file as it was before its open transaction.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from hashlib import blake2b
+from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from ..candidates import key_matches, pairs_from_hits
-from ..errors import IndexMismatchError, InputError, NeardupError
+from ..errors import IndexCorrupt, IndexMismatchError, InputError, NeardupError, OutputError
 from ..methods.base import column_keys
+from .checksum import doc_crc, run_crc, segment_crc, stored_text
+from .schema import SCHEMA_VERSION, UPGRADABLE
 from .segments import MAX_DOCS, Segments, schema
-from .store import IntArray, KeyArray, NewDocs, StoredDocs
+from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
 
 _SCHEMA = (
     """
@@ -49,7 +60,8 @@ CREATE TABLE docs(
     meta TEXT,
     first_seen TEXT,
     last_seen TEXT,
-    gone TEXT
+    gone TEXT,
+    crc INTEGER NOT NULL
 );
 CREATE TABLE removed(doc INTEGER PRIMARY KEY);
 INSERT INTO meta VALUES ('next_doc', '0'), ('documents', '0');
@@ -79,10 +91,15 @@ PAGE_SIZE = 16384
 _ID_TAG = np.int64(1 << 40)
 _HASH_TAG = np.int64((1 << 40) + 1)
 
-_COLUMNS = ", ".join(
-    f"d.{c}"
-    for c in ["doc", "id", "hash", "sig", "ev", "text", "meta", "first_seen", "last_seen", "gone"]
-)
+#: The columns of a document row its checksum covers, in order (then ``crc`` itself).
+_FIELDS = [
+    "doc", "id", "hash", "nkeys", "sig", "ev", "text", "meta", "first_seen", "last_seen", "gone"
+]  # fmt: skip
+_COLUMNS = ", ".join(f"d.{c}" for c in [*_FIELDS, "crc"])
+#: Damaged documents a check names in its message (``Damage`` lists them all).
+_SHOWN = 20
+#: Documents read per statement by ``check`` (bounds its memory, whatever the texts).
+_CHECK_ROWS = 4096
 
 
 #: WAL size past which a commit copies pages into the file itself (the checkpoint thread lags).
@@ -121,6 +138,35 @@ class _Checkpointer:
                     db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
         finally:
             db.close()
+
+
+#: SQLite errors of a write that found no room: a full disk (SQLITE_FULL), or a file size
+#: limit (RLIMIT_FSIZE: the write fails with EFBIG, which SQLite reports as an I/O error).
+_WRITE_FAILED = {
+    "SQLITE_FULL",
+    "SQLITE_IOERR_WRITE",
+    "SQLITE_IOERR_FSYNC",
+    "SQLITE_IOERR_TRUNCATE",
+    "SQLITE_IOERR_SHMSIZE",
+}
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _sqlite_errors(
+    method: Callable[Concatenate[SqliteStore, _P], _R],
+) -> Callable[Concatenate[SqliteStore, _P], _R]:
+    """Turn an SQLite error leaving a store method into a NeardupError saying what to do."""
+
+    @functools.wraps(method)
+    def wrapper(self: SqliteStore, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise self.translate(exc) from None
+
+    return wrapper
 
 
 def _signed(x: KeyArray) -> list[int]:
@@ -174,6 +220,16 @@ class SqliteStore:
             self.db.execute("PRAGMA cache_size = -65536")
             self.db.execute("PRAGMA journal_size_limit = 67108864")
         except sqlite3.DatabaseError as exc:
+            if create:  # leave nothing half-made
+                with contextlib.suppress(AttributeError, sqlite3.Error):
+                    self.db.close()
+                for made in (path, path + "-wal", path + "-shm"):
+                    with contextlib.suppress(OSError):
+                        os.remove(made)
+                raise OutputError(
+                    f"cannot create the index {path} (SQLite says: {exc}); check that its "
+                    "folder exists and is writable"
+                ) from None
             raise IndexMismatchError(
                 f"{path} is not a neardup index (SQLite says: {exc}); give the path of an "
                 "index made by neardup index create"
@@ -181,9 +237,54 @@ class SqliteStore:
         self._in_tx = False
         self._uri = uri
         self._checkpointer: _Checkpointer | None = None
-        self.post = Segments(self.db, "post", *POST_SHAPE)
-        self.key = Segments(self.db, "key", *KEY_SHAPE)
+        self.post = Segments(self.db, "post", *POST_SHAPE, where=self.where)
+        self.key = Segments(self.db, "key", *KEY_SHAPE, where=self.where)
         self._ids_hashed: tuple[Sequence[str], KeyArray] | None = None
+        #: Documents whose rows were verified in the open read snapshot (read once, checked once).
+        self._sound: set[int] | None = None
+
+    # -- errors ------------------------------------------------------------------------------
+    def translate(self, exc: sqlite3.Error) -> NeardupError:
+        """The NeardupError an SQLite error means here (what happened and what to do)."""
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        text = str(exc)
+        if name in _WRITE_FAILED and self._in_tx:
+            return OutputError(
+                f"{self.where}: could not write the index (SQLite: {text}; the disk is full or a "
+                "file size limit was reached); the open batch was rolled back, so the index is "
+                "as it was before it and passes neardup index check; free space, then run the "
+                "command again (ids already stored are replaced, not doubled)"
+            )
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return NeardupError(
+                f"{self.where} is being written by another process (waited "
+                f"{self.timeout:g}s); try again when it has finished"
+            )
+        if name.startswith("SQLITE_READONLY"):
+            return InputError(
+                f"{self.where} is read-only; make it (and its folder) writable to change it"
+            )
+        if "decode" in text:  # a text column no longer UTF-8, or a blob rewritten as text
+            return IndexCorrupt(
+                f"{self.where}: a stored record is damaged (SQLite: {text}); run neardup index "
+                f"check {self.where} to find every damaged record, then neardup index repair "
+                f"{self.where} and add those documents again"
+            )
+        if name in _WRITE_FAILED:
+            return OutputError(
+                f"{self.where}: SQLite needs space it cannot get ({text}); free space on the "
+                "disk holding the index or its temporary files, then try again"
+            )
+        if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
+            return IndexCorrupt(
+                f"{self.where}: the file itself is damaged (SQLite: {text}); rebuild the index "
+                "from its corpus (neardup index create, then neardup index add)"
+            )
+        return IndexCorrupt(
+            f"{self.where}: SQLite cannot read the index ({text}); run neardup index check "
+            f"{self.where}, and rebuild the index from its corpus if SQLite finds the file "
+            "itself damaged"
+        )
 
     # -- metadata and transactions -----------------------------------------------------------
     def read_meta(self) -> dict[str, str]:
@@ -195,6 +296,7 @@ class SqliteStore:
                 "an index made by neardup index create"
             ) from None
 
+    @_sqlite_errors
     def write_meta(self, values: dict[str, str]) -> None:
         self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(values.items()))
 
@@ -206,24 +308,18 @@ class SqliteStore:
             )
         try:
             self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise NeardupError(
-                    f"{self.where} is being written by another process (waited "
-                    f"{self.timeout:g}s); try again when it has finished"
-                ) from None
-            if "readonly" in str(exc):
-                raise InputError(
-                    f"{self.where} is read-only; make it (and its folder) writable to change it"
-                ) from None
-            raise
+        except sqlite3.Error as exc:
+            raise self.translate(exc) from None
         self._in_tx = True
 
+    @_sqlite_errors
     def commit(self) -> None:
         self.db.execute("COMMIT")
         self._in_tx = False
         self._ids_hashed = None
-        self._checkpoint()
+        # committed: a checkpoint that fails (a full disk) leaves the pages in the WAL, still read
+        with contextlib.suppress(sqlite3.Error):
+            self._checkpoint()
 
     def _checkpoint(self) -> None:
         """Copy committed pages from the WAL into the file in a thread of its own, so the next
@@ -238,8 +334,10 @@ class SqliteStore:
             self._checkpointer.poke()
 
     def rollback(self) -> None:
-        if self._in_tx:
-            self.db.execute("ROLLBACK")
+        """Undo the open transaction (SQLite may have undone it already, on a full disk)."""
+        if self._in_tx and self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
         self._in_tx = False
         self._ids_hashed = None
 
@@ -249,11 +347,26 @@ class SqliteStore:
         if self.db.in_transaction:
             yield
             return
-        self.db.execute("BEGIN")
+        try:
+            self.db.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise self.translate(exc) from None
+        self._sound = set()
         try:
             yield
         finally:
-            self.db.execute("ROLLBACK")
+            self._sound = None
+            with contextlib.suppress(sqlite3.Error):
+                self.db.execute("ROLLBACK")
+
+    @contextmanager
+    def _lenient_text(self) -> Iterator[None]:
+        """Reads inside give texts that are no longer UTF-8 (damaged) as surrogates, not errors."""
+        self.db.text_factory = stored_text
+        try:
+            yield
+        finally:
+            self.db.text_factory = str
 
     # -- writes ------------------------------------------------------------------------------
     def _counter(self, name: str) -> int:
@@ -262,6 +375,7 @@ class SqliteStore:
     def _set_counter(self, name: str, value: int) -> None:
         self.db.execute("UPDATE meta SET value = ? WHERE key = ?", (str(value), name))
 
+    @_sqlite_errors
     def insert(self, new: NewDocs) -> IntArray:
         n = len(new.ids)
         top = self._counter("next_doc")
@@ -274,22 +388,23 @@ class SqliteStore:
         self._set_counter("next_doc", top + n)
         self._set_counter("documents", self._counter("documents") + n)
         nkeys = np.bincount(new.posting_row, minlength=n).tolist()
+        rows = zip(
+            docs.tolist(),
+            new.ids,
+            _signed(new.hashes),
+            nkeys,
+            new.sigs,
+            new.evidence,
+            new.texts,
+            new.meta,
+            new.first_seen,
+            new.last_seen,
+            [None] * n,
+            strict=True,
+        )
         self.db.executemany(
-            "INSERT INTO docs (doc, id, hash, nkeys, sig, ev, text, meta, first_seen, last_seen)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            zip(
-                docs.tolist(),
-                new.ids,
-                _signed(new.hashes),
-                nkeys,
-                new.sigs,
-                new.evidence,
-                new.texts,
-                new.meta,
-                new.first_seen,
-                new.last_seen,
-                strict=True,
-            ),
+            f"INSERT INTO docs ({', '.join(_FIELDS)}, crc) VALUES ({', '.join('?' * 12)})",
+            ((*row, doc_crc(row)) for row in rows),
         )
         self.post.append(new.posting_key, docs[new.posting_row])
         self.key.append(
@@ -299,6 +414,7 @@ class SqliteStore:
             self.db.execute("DELETE FROM removed")
         return docs
 
+    @_sqlite_errors
     def delete(self, docs: IntArray, posting_doc: IntArray, posting_key: KeyArray) -> None:
         gone = [(d,) for d in docs.tolist()]
         self.db.executemany("DELETE FROM docs WHERE doc = ?", gone)
@@ -307,9 +423,13 @@ class SqliteStore:
         self.post.add_dead(len(posting_key))
         self.key.add_dead(2 * len(gone))
 
+    @_sqlite_errors
     def set_gone(self, docs: IntArray, date: str | None) -> None:
+        rows = self._rows(docs)
+        changed = [(*rows[d][:-1], date) for d in docs.tolist() if d in rows]
         self.db.executemany(
-            "UPDATE docs SET gone = ? WHERE doc = ?", ((date, d) for d in docs.tolist())
+            "UPDATE docs SET gone = ?, crc = ? WHERE doc = ?",
+            ((date, doc_crc(row), row[0]) for row in changed),
         )
 
     # -- reads -------------------------------------------------------------------------------
@@ -319,16 +439,18 @@ class SqliteStore:
             self._ids_hashed = (ids, id_keys(ids))
         return self._ids_hashed[1]
 
+    @_sqlite_errors
     def find_ids(self, ids: list[str]) -> IntArray:
         _, hit_doc = self.key.lookup(self._id_keys(ids))
-        found = {value: doc for doc, value in self._column(np.unique(hit_doc), "id")}
+        found = {row[1]: doc for doc, row in self._rows(np.unique(hit_doc)).items()}
         return np.array([found.get(i, -1) for i in ids], dtype=np.int64)
 
+    @_sqlite_errors
     def exact(self, hashes: KeyArray) -> tuple[IntArray, IntArray]:
         hashes = np.asarray(hashes, dtype=np.uint64)
         keys = hash_keys(hashes)
         hit_key, hit_doc = self.key.lookup(keys)
-        stored = sorted(self._column(np.unique(hit_doc), "hash"))
+        stored = sorted((doc, row[2]) for doc, row in self._rows(np.unique(hit_doc)).items())
         sdoc = np.array([r[0] for r in stored], dtype=np.int64)
         shash = np.array([r[1] for r in stored], dtype=np.int64).view(np.uint64)
         rows, at_hit = key_matches(keys, hit_key)
@@ -341,6 +463,7 @@ class SqliteStore:
         )
         return rows[ok], docs[ok]
 
+    @_sqlite_errors
     def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:
         hit_key, hit_doc = self.post.lookup(key)
         q, d = pairs_from_hits(row, key, hit_key, hit_doc, min_shared)
@@ -351,28 +474,49 @@ class SqliteStore:
         return q, d
 
     def _column(self, docs: IntArray, column: str) -> list[tuple[int, object]]:
-        """(doc, value of ``column``) of those of ``docs`` that are stored."""
+        """(doc, value of ``column``) of those of ``docs`` that are stored (not verified)."""
         return self.db.execute(
             f"SELECT d.doc, d.{column} FROM json_each(?) j JOIN docs d ON d.doc = j.value",
             (json.dumps(docs.tolist()),),
         ).fetchall()
 
-    def load(self, docs: IntArray) -> StoredDocs:
-        rows = {
-            r[0]: r
-            for r in self.db.execute(
-                f"SELECT {_COLUMNS} FROM json_each(?) j JOIN docs d ON d.doc = j.value",
-                (json.dumps(docs.tolist()),),
-            ).fetchall()
-        }
-        ordered = [rows[d] for d in docs.tolist()]
-        cols = [list(c) for c in zip(*ordered, strict=True)] if ordered else [[]] * 10
-        hashes = np.array(cols[2], dtype=np.int64).view(np.uint64)
-        return StoredDocs(np.asarray(docs, dtype=np.int64), cols[1], hashes, *cols[3:])
+    def _rows(self, docs: IntArray) -> dict[int, tuple[object, ...]]:
+        """Document number -> its row (the checksummed fields), for those of ``docs`` stored;
+        IndexCorrupt when a row's checksum fails."""
+        sql = f"SELECT {_COLUMNS} FROM json_each(?) j JOIN docs d ON d.doc = j.value"
+        arg = (json.dumps(np.asarray(docs).tolist()),)
+        try:
+            rows = self.db.execute(sql, arg).fetchall()
+        except sqlite3.OperationalError as exc:  # a stored text no longer UTF-8: find which
+            if "decode" not in str(exc):
+                raise
+            with self._lenient_text():
+                rows = self.db.execute(sql, arg).fetchall()
+        sound = self._sound if self._sound is not None else set()
+        bad = [r for r in rows if r[0] not in sound and doc_crc(r[:-1]) != r[-1]]
+        if bad:
+            raise IndexCorrupt(
+                f"{self.where}: the stored record of document {bad[0][1]!r} is damaged (its "
+                f"checksum fails); run neardup index check {self.where} to find every damaged "
+                f"record, then neardup index repair {self.where} and add those documents again"
+            )
+        if self._sound is not None:
+            self._sound.update(r[0] for r in rows)
+        return {int(r[0]): r[:-1] for r in rows}
 
+    @_sqlite_errors
+    def load(self, docs: IntArray) -> StoredDocs:
+        rows = self._rows(docs)
+        ordered = [rows[d] for d in docs.tolist()]
+        cols = [list(c) for c in zip(*ordered, strict=True)] if ordered else [[]] * 11
+        hashes = np.array(cols[2], dtype=np.int64).view(np.uint64)
+        return StoredDocs(np.asarray(docs, dtype=np.int64), cols[1], hashes, *cols[4:])
+
+    @_sqlite_errors
     def count(self) -> int:
         return self._counter("documents")
 
+    @_sqlite_errors
     def stats(self) -> dict[str, int | float | str]:
         q = self.db.execute
         size = sum(
@@ -389,20 +533,99 @@ class SqliteStore:
             "bytes_on_disk": size,
         }
 
+    @_sqlite_errors
     def check(self) -> list[str]:
+        with self._lenient_text():
+            return self._survey()[0]
+
+    @_sqlite_errors
+    def damage(self) -> Damage:
+        with self._lenient_text():
+            return self._survey()[1]
+
+    @_sqlite_errors
+    def repair(self) -> Damage:
+        with self._lenient_text():
+            return self._repair()
+
+    def _repair(self) -> Damage:
+        damage = self._survey()[1]
+        if not damage:
+            return damage
+        for family in (self.post, self.key):
+            touched = family.drop_runs(damage.runs[family.name])
+            family.refit(sorted({*touched, *damage.segments[family.name]}))
+        gone = [(d,) for d in damage.docs.tolist()]
+        self.db.executemany("DELETE FROM docs WHERE doc = ?", gone)
+        self.db.executemany("INSERT OR IGNORE INTO removed VALUES (?)", gone)
+        self._set_counter("documents", self.db.execute("SELECT count(*) FROM docs").fetchone()[0])
+        next_doc = self._counter("next_doc")
+        live = np.zeros(next_doc, dtype=bool)
+        live[[r[0] for r in self.db.execute("SELECT doc FROM docs")]] = True
+        for family in (self.post, self.key):
+            held = family.check(next_doc)[0]
+            family.set_dead(int(held[~live].sum()))
+        return damage
+
+    @_sqlite_errors
+    def upgrade(self) -> None:
+        """Add the checksum columns of schema 4 and fill them (in the open transaction)."""
+        with self._lenient_text():  # checksums of the texts as stored
+            self._upgrade()
+
+    def _upgrade(self) -> None:
         q = self.db.execute
         problems = [r[0] for r in q("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
         if problems:
-            return problems
+            raise IndexCorrupt(
+                f"SQLite finds {self.where} damaged ({problems[0]}); rebuild the index from its "
+                "corpus instead of upgrading it"
+            )
+        for table in ("docs", "post_runs", "key_runs", "post_segments", "key_segments"):
+            q(f"ALTER TABLE {table} ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
+        last = -1
+        while rows := q(
+            f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
+            (last, _CHECK_ROWS),
+        ).fetchall():
+            self.db.executemany(
+                "UPDATE docs SET crc = ? WHERE doc = ?", ((doc_crc(r[:-1]), r[0]) for r in rows)
+            )
+            last = rows[-1][0]
+        for table in ("post_runs", "key_runs"):
+            last = -(1 << 63)
+            while rows := q(
+                f"SELECT slot, postings FROM {table} WHERE slot > ? ORDER BY slot LIMIT ?",
+                (last, _CHECK_ROWS),
+            ).fetchall():
+                self.db.executemany(
+                    f"UPDATE {table} SET crc = ? WHERE slot = ?",
+                    ((run_crc(*r), r[0]) for r in rows),
+                )
+                last = rows[-1][0]
+        for family in ("post", "key"):
+            rows = q(f"SELECT seg, tier, bits, postings FROM {family}_segments").fetchall()
+            self.db.executemany(
+                f"UPDATE {family}_segments SET crc = ? WHERE seg = ?",
+                ((segment_crc(*r), r[0]) for r in rows),
+            )
+        self.write_meta({"schema_version": str(SCHEMA_VERSION)})
+
+    def _survey(self) -> tuple[list[str], Damage]:
+        """Problems found, and the damaged records (see ``Damage``)."""
+        q = self.db.execute
+        nothing = Damage(np.zeros(0, dtype=np.int64), [], {"post": [], "key": []})
+        problems = [r[0] for r in q("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
+        if problems:
+            return [
+                "the file itself is damaged (SQLite: " + "; ".join(problems[:3]) + "); rebuild "
+                "the index from its corpus (neardup index create, then neardup index add)"
+            ], nothing
         next_doc = self._counter("next_doc")
-        rows = q("SELECT doc, nkeys FROM docs").fetchall()
-        docs = np.array([r[0] for r in rows], dtype=np.int64)
-        want = {
-            "post": np.array([r[1] for r in rows], dtype=np.int64),
-            "key": np.full(len(docs), 2, dtype=np.int64),
-        }
+        docs, nkeys, ids, bad = self._scan_docs()
+        want = {"post": nkeys, "key": np.full(len(docs), 2, dtype=np.int64)}
         if len(docs) and int(docs.max()) >= next_doc:
-            return [f"document numbers reach {int(docs.max())}, past next_doc {next_doc}"]
+            return [f"document numbers reach {int(docs.max())}, past next_doc {next_doc}"], nothing
         if len(docs) != self.count():
             problems.append(f"the index counts {self.count()} documents but holds {len(docs)}")
         twice = q("SELECT count(*) - count(DISTINCT id) FROM docs").fetchone()[0]
@@ -411,21 +634,79 @@ class SqliteStore:
         live = np.zeros(next_doc, dtype=bool)
         live[docs] = True
         removed = set(r[0] for r in q("SELECT doc FROM removed"))
+        short = np.zeros(len(docs), dtype=bool)
+        runs: dict[str, list[int]] = {}
+        misfit: dict[str, list[int]] = {}
         for family in (self.post, self.key):
-            held, found = family.check(next_doc)
+            held, found, damaged, misfit[family.name] = family.check(next_doc)
             problems += found
-            short = int(np.count_nonzero(held[docs] != want[family.name]))
-            if short:
-                problems.append(f"{short} documents have other {family.name} keys than they list")
+            runs[family.name] = sorted(damaged)
+            off = held[docs] != want[family.name]
+            short |= off
+            if np.any(off & ~bad) and not damaged:
+                problems.append(
+                    f"{int(np.count_nonzero(off & ~bad))} documents have other {family.name} "
+                    "keys than they list"
+                )
             dead = int(held[~live].sum())
-            if dead != family.dead:
+            if dead != family.dead and not damaged:
                 problems.append(
                     f"{dead} {family.name} keys belong to removed documents, but the index "
                     f"counts {family.dead}"
                 )
             if not set(np.flatnonzero((held > 0) & ~live).tolist()) <= removed:
                 problems.append(f"{family.name} keys point to documents never removed")
-        return problems
+        if np.any(bad):
+            problems.append(
+                f"{int(np.count_nonzero(bad))} stored document record(s) are damaged (checksum "
+                "fails)"
+            )
+        hit = np.flatnonzero(bad | (short & any(runs.values())))
+        damage = Damage(docs[hit], [ids[i] for i in hit.tolist()], runs, misfit)
+        if damage.ids:
+            shown = ", ".join(repr(i) for i in damage.ids[:_SHOWN])
+            more = f" and {len(damage.ids) - _SHOWN} more" if len(damage.ids) > _SHOWN else ""
+            problems.append(
+                f"{len(damage.ids)} damaged documents to add again: {shown}{more}; repair with: "
+                f"neardup index repair {self.where} (removes them and lists their ids), then add "
+                f"them again from your corpus: neardup index add {self.where} FILE (ids stored "
+                "are replaced)"
+            )
+        elif damage:
+            problems.append(
+                "no stored document is lost (the damaged runs hold keys of removed documents "
+                f"only, segment rows are rebuilt from their runs); repair with: neardup index "
+                f"repair {self.where} (no document needs adding again)"
+            )
+        return problems, damage
+
+    def _scan_docs(self) -> tuple[IntArray, IntArray, list[str], npt.NDArray[np.bool_]]:
+        """(doc, nkeys, id, checksum fails) of every stored row, read a few thousand at a time
+        (inside ``_lenient_text``)."""
+        docs: list[int] = []
+        nkeys: list[int] = []
+        ids: list[str] = []
+        bad: list[bool] = []
+        last = -1
+        while True:
+            rows = self.db.execute(
+                f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
+                (last, _CHECK_ROWS),
+            ).fetchall()
+            if not rows:
+                break
+            for r in rows:
+                docs.append(r[0])
+                nkeys.append(r[3] if isinstance(r[3], int) else -1)
+                ids.append(r[1] if isinstance(r[1], str) else repr(r[1]))
+                bad.append(doc_crc(r[:-1]) != r[-1])
+            last = rows[-1][0]
+        return (
+            np.array(docs, dtype=np.int64),
+            np.array(nkeys, dtype=np.int64),
+            ids,
+            np.array(bad, dtype=bool),
+        )
 
     def close(self) -> None:
         if self._checkpointer is not None:
@@ -433,6 +714,27 @@ class SqliteStore:
             self._checkpointer = None
         self.rollback()
         self.db.close()
+
+
+def upgrade(path: str, timeout: float = 10.0) -> int:
+    """Give an index of schema ``UPGRADABLE`` its record checksums (one transaction); returns
+    the documents it holds. Records are checksummed as they are: run ``check`` before."""
+    store = SqliteStore(path, timeout=timeout)
+    try:
+        version = store.read_meta().get("schema_version")
+        if version == str(SCHEMA_VERSION):
+            return store.count()
+        if version != str(UPGRADABLE):
+            raise IndexMismatchError(
+                f"{path} has index schema version {version}; only version {UPGRADABLE} can be "
+                "upgraded; rebuild it (neardup index create, then add the documents again)"
+            )
+        store.begin()
+        store.upgrade()
+        store.commit()
+        return store.count()
+    finally:
+        store.close()
 
 
 def _quote(path: str) -> str:

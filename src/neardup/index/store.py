@@ -9,7 +9,7 @@ and verifier objects, so the algorithms never ask which store they run on.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -49,6 +49,25 @@ class StoredDocs:
     first_seen: list[str | None]
     last_seen: list[str | None]
     gone: list[str | None]
+
+
+@dataclass(frozen=True)
+class Damage:
+    """Damaged records a check found: documents to remove and add again, runs to drop.
+
+    ``docs`` (ascending) are the documents whose own record fails its checksum or whose
+    postings sit in a damaged run; ``ids`` are their ids as stored (damaged ones included);
+    ``runs`` the slots of damaged runs per family.
+    """
+
+    docs: IntArray
+    ids: list[str]
+    runs: dict[str, list[int]]
+    #: Segments whose row (key bits, postings count) disagrees with their runs, per family.
+    segments: dict[str, list[int]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(len(self.docs) or any(self.runs.values()) or any(self.segments.values()))
 
 
 class Store(Protocol):
@@ -102,6 +121,14 @@ class Store(Protocol):
 
     def check(self) -> list[str]:
         """Problems found (empty when the store is sound and its tables agree)."""
+        ...
+
+    def damage(self) -> Damage:
+        """Records whose checksums fail, and the documents they touch."""
+        ...
+
+    def repair(self) -> Damage:
+        """Remove damaged documents and runs (in the open transaction); returns what it removed."""
         ...
 
     def close(self) -> None: ...
