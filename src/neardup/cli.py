@@ -79,7 +79,12 @@ def _add_input_options(p: argparse.ArgumentParser, formats: list[str]) -> Any:
         help="stop at the first bad record, or skip and count [stop]",
     )
     _add_max_record_size(io)
-    io.add_argument("--batch-size", type=int, default=5000, help="documents per batch [5000]")
+    io.add_argument(
+        "--batch-size",
+        metavar="SIZE",
+        default="4M",
+        help="input per batch: bytes (4M, 16M; a JSONL file's parser reads this much at a time and signs it as one batch) or a number of documents (5000); the output is the same for any size [4M]",
+    )
     return io
 
 
@@ -1013,15 +1018,27 @@ def _read_options(args: argparse.Namespace, key_field: str | None = None) -> Any
     """How the command's inputs are read (the options of ``_add_input_options``)."""
     from .run import ReadOptions, parse_size
 
+    docs, nbytes = _batch_size(args.batch_size)
     return ReadOptions(
         key_field=key_field,
         format=args.format,
         text_field=args.text_field,
         id_field=args.id_field,
         on_error=args.on_error,
-        batch_size=args.batch_size,
+        batch_size=docs,
+        batch_bytes=nbytes,
         max_record_size=parse_size(args.max_record_size),
     )
+
+
+def _batch_size(text: str) -> tuple[int | None, int]:
+    """--batch-size: a plain number counts documents; with a unit (4M, 512K) it is bytes."""
+    from .run import BATCH_BYTES, parse_size
+
+    value = str(text).strip()
+    if value.isdigit():
+        return int(value), BATCH_BYTES
+    return None, parse_size(value)
 
 
 def _print_json(value: object) -> None:

@@ -205,11 +205,11 @@ def dedup_paragraphs(
             from .simhash import fit_idf_texts
 
             def unit_texts() -> Iterator[str]:
-                for batch in source.batches(read.batch_size):
+                for batch in read.batches(source):
                     found = split(batch.texts, units.unit, mode)
                     yield from found.texts(eligible(found))
 
-            dedup.idf = fit_idf_texts(unit_texts(), params.simhash_params(), read.batch_size)
+            dedup.idf = fit_idf_texts(unit_texts(), params.simhash_params(), read.docs_hint)
         dedup.method  # built once, before threads share it  # noqa: B018
 
         def sign(batch: DocBatch) -> tuple[IntArray, IntArray, SignedBatch]:
@@ -222,7 +222,7 @@ def dedup_paragraphs(
         keys: list[object] = []
         bar = Progress(progress, source.input_bytes)
         try:
-            batches: Iterator[DocBatch] = source.batches(read.batch_size)
+            batches: Iterator[DocBatch] = read.batches(source)
             if jobs > 1:
                 batches = prefetch(batches)
             for batch, (counts, rows, signed) in ordered_map(sign, batches, jobs):
@@ -243,7 +243,7 @@ def dedup_paragraphs(
         dedup.finish(
             key,
             lambda docs: _unit_texts(
-                source, first, unit_of[docs], units.unit, read.batch_size, jobs
+                source, first, unit_of[docs], units.unit, read.docs_hint, jobs
             ),
         )
         _jit.settle()

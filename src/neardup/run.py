@@ -46,6 +46,11 @@ if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs ar
     from .engine import Deduplicator
 
 
+#: Bytes of input per batch by default (--batch-size): a few MB, so a corpus of large
+#: documents still gives every core batches, and one-line texts batches of ~50,000.
+BATCH_BYTES = 4 << 20
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     """How inputs are read: format, fields, what to do with bad records, batch size."""
@@ -55,13 +60,31 @@ class ReadOptions:
     id_field: str = "id"
     on_error: Literal["stop", "skip"] = "stop"
     key_field: str | None = None
-    batch_size: int = 5000
+    #: Documents per batch; None (the default): batches of ``batch_bytes`` of input each.
+    batch_size: int | None = None
+    #: Bytes of input per batch when ``batch_size`` is None: a JSONL file's parser reads this
+    #: much at a time and its block is the batch, so every core has work whatever the length
+    #: of the documents, and memory holds ``jobs`` batches of texts.
+    batch_bytes: int = BATCH_BYTES
     #: The largest record read, in bytes; a larger one is a bad record found before it is held.
     max_record_size: int = MAX_RECORD_SIZE
 
     def __post_init__(self) -> None:
-        check_int("batch_size (--batch-size)", self.batch_size, 1, 2**31)
+        if self.batch_size is not None:
+            check_int("batch_size (--batch-size)", self.batch_size, 1, 2**31)
+        check_int("batch_bytes (--batch-size)", self.batch_bytes, 1 << 10, 1 << 40)
         check_int("max_record_size (--max-record-size)", self.max_record_size, 1, 1 << 62)
+
+    def batches(self, source: Source) -> Iterator[DocBatch]:
+        """The source's pass 1 in the batches these options ask for."""
+        if self.batch_size is not None:
+            return source.batches(self.batch_size)
+        return source.batches(None, self.batch_bytes)
+
+    @property
+    def docs_hint(self) -> int:
+        """Documents per chunk where a count is needed (texts read again, IDF fitting)."""
+        return self.batch_size or 5000
 
 
 @dataclass(frozen=True)
@@ -257,8 +280,8 @@ def dedup_source(
         if needs_fit(params):
             from .simhash import fit_idf_texts
 
-            texts = (t for batch in source.batches(read.batch_size) for t in batch.texts)
-            dedup.idf = fit_idf_texts(texts, params.simhash_params(), read.batch_size)
+            texts = (t for batch in read.batches(source) for t in batch.texts)
+            dedup.idf = fit_idf_texts(texts, params.simhash_params(), read.docs_hint)
         # Percentages only where input size and bytes read are the same measure (not gzip).
         paths = [inputs] if isinstance(inputs, str) else list(inputs)
         gzipped = any(str(x).endswith(".gz") for x in paths)
@@ -266,7 +289,7 @@ def dedup_source(
         keys: list[object] = []
         try:
             # --jobs 1 computes on one core: no read-ahead thread beside the signing.
-            batches: Iterator[DocBatch] = source.batches(read.batch_size)
+            batches: Iterator[DocBatch] = read.batches(source)
             if jobs > 1:
                 batches = prefetch(batches)
             for batch in dedup.feed(batches, lambda b: b.texts, lambda b: b.nbytes, jobs):
@@ -277,7 +300,7 @@ def dedup_source(
             bar.close()
         ids: Sequence[str] = source.ids if source.ids is not None else []
         ranks = key_ranks(keys, params.keep_prefer) if read.key_field else None
-        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.batch_size, jobs))
+        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.docs_hint, jobs))
         _jit.settle()  # an interpreted run that was too slow restarts before writing, not after
         # Said after settle(): a restart would otherwise say it twice.
         if read.key_field and source.n_docs and source.missing_keys == source.n_docs and warn:
@@ -439,7 +462,7 @@ def _read_benchmark(
         on_error=read.on_error, max_record_size=read.max_record_size,
     ) as bench:  # fmt: skip
         texts: list[str] = []
-        for batch in bench.batches(read.batch_size):
+        for batch in read.batches(bench):
             texts.extend(batch.texts)
         ids = list(bench.ids) if bench.ids is not None else []
         skipped = bench.errors.total
@@ -507,7 +530,7 @@ def decontaminate_source(
                 sink = (
                     stack.enter_context(open_output(plan["--matches"])) if outputs.matches else None
                 )
-                batches: Iterator[DocBatch] = source.batches(read.batch_size)
+                batches: Iterator[DocBatch] = read.batches(source)
                 if jobs > 1:
                     batches = prefetch(batches)
                 try:
@@ -628,7 +651,7 @@ def index_add_source(
             def batches() -> Iterator[
                 tuple[list[str], Sequence[str], None, list[str | None] | None]
             ]:
-                for batch in prefetch(source.batches(read.batch_size)):
+                for batch in prefetch(read.batches(source)):
                     sizes.append(batch.nbytes)
                     yield list(batch.ids), batch.texts, None, _dates(batch.keys)
 
@@ -685,7 +708,7 @@ def index_query_source(
         with _open_index_source(inputs, read) as source:
             plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
             with plan.commit(), open_output(plan["-o"]) as out:
-                for batch in prefetch(source.batches(read.batch_size)):
+                for batch in prefetch(read.batches(source)):
                     found = index.query(batch.texts, threshold=threshold, limit=limit)
                     lines = []
                     for qid, matches in zip(batch.ids, found, strict=True):
@@ -741,7 +764,7 @@ def dedup_index_source(
                 folders={"-o"} if kept_fmt == "folder" else (),
             )
             kept_fmt = _kept_format(kept_output, source.fmt, strict=True)
-            for batch in prefetch(source.batches(read.batch_size)):
+            for batch in prefetch(read.batches(source)):
                 hit = np.array([bool(m) for m in index.query(batch.texts)], dtype=bool)
                 if overlay is not None and len(overlay):
                     hit |= np.array([bool(m) for m in overlay.query(batch.texts)], dtype=bool)

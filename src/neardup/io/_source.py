@@ -77,6 +77,57 @@ _DUPLICATE_FIX = (
 )
 
 
+#: The largest block the JSONL parser reads at a time when batches are sized in bytes.
+CHUNK_MAX = 64 << 20
+
+
+class _Pending:
+    """Parsed blocks not yet handed on, and the batches they make: a block of at least half
+    ``batch_bytes`` (or ``batch_size`` documents) goes on as it is, sliced (views) by the
+    count; smaller ones wait to be joined with the next, across files."""
+
+    def __init__(self, batch_size: int, batch_bytes: int, pos: int = 0) -> None:
+        self.batch_size = batch_size
+        self.batch_bytes = batch_bytes
+        #: Bytes the JSONL parser reads at a time: the batch size in bytes, when one is given.
+        self.chunk = min(batch_bytes, CHUNK_MAX) if batch_bytes < 1 << 62 else None
+        self.pos = pos  # global position of the first pending document
+        self.ids: list[Utf8Texts] = []
+        self.texts: list[Utf8Texts] = []
+        self.sizes: list[npt.NDArray[np.int64]] = []
+        self.held = self.held_bytes = 0
+
+    def add(
+        self, ids: Utf8Texts, texts: Utf8Texts, sizes: npt.NDArray[np.int64]
+    ) -> Iterator[DocBatch]:
+        self.ids.append(ids)
+        self.texts.append(texts)
+        self.sizes.append(sizes)
+        self.held += len(ids)
+        self.held_bytes += int(sizes.sum())
+        if self.held >= self.batch_size or self.held_bytes >= self.batch_bytes // 2:
+            yield from self.flush()
+
+    def flush(self) -> Iterator[DocBatch]:
+        """Every pending document, in batches of at most ``batch_size``."""
+        if not self.held:
+            return
+        if len(self.ids) == 1:
+            ids, texts, size = self.ids[0], self.texts[0], self.sizes[0]
+        else:
+            ids, texts = Utf8Texts.concat(self.ids), Utf8Texts.concat(self.texts)
+            size = np.concatenate(self.sizes)
+        self.ids, self.texts, self.sizes = [], [], []
+        self.held = self.held_bytes = 0
+        for cut in range(0, len(ids), self.batch_size):
+            end = min(cut + self.batch_size, len(ids))
+            yield DocBatch(
+                ids[cut:end], texts[cut:end], np.arange(self.pos + cut, self.pos + end),
+                int(size[cut:end].sum()),
+            )  # fmt: skip
+        self.pos += len(ids)
+
+
 class _ArrowTo:
     """Arrow batches from a pass-2 copier handed to a conversion sink."""
 
@@ -259,15 +310,27 @@ class Source:
         return total
 
     # ----------------------------------------------------------------- pass 1
-    def batches(self, batch_size: int = 10_000) -> Generator[DocBatch, None, None]:
-        """Pass 1: the documents in input order, ``batch_size`` per batch (the last may be
-        shorter). The concatenated ids, texts, positions and keys do not depend on
-        ``batch_size``. Closing the generator early leaves pass 1 unfinished."""
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ParamError(f"batch_size must be a positive integer, got {batch_size!r}")
-        return self._pass1(batch_size)
+    def batches(
+        self, batch_size: int | None = 10_000, batch_bytes: int | None = None
+    ) -> Generator[DocBatch, None, None]:
+        """Pass 1: the documents in input order, in batches of at most ``batch_size`` documents
+        and about ``batch_bytes`` bytes of input (None: no limit of that kind; one must be
+        given). By bytes, a JSONL file's batch is the block its parser read, never copied;
+        blocks much smaller than ``batch_bytes`` (a file's tail, small files) are joined. The
+        concatenated ids, texts, positions and keys do not depend on the batch sizes. Closing
+        the generator early leaves pass 1 unfinished."""
+        if batch_size is None and batch_bytes is None:
+            raise ParamError("give batch_size (documents) or batch_bytes (bytes), or both")
+        for name, value in (("batch_size", batch_size), ("batch_bytes", batch_bytes)):
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 1
+            ):
+                raise ParamError(f"{name} must be a positive integer, got {value!r}")
+        return self._pass1(batch_size or 1 << 62, batch_bytes or 1 << 62)
 
-    def _pass1(self, batch_size: int) -> Generator[DocBatch, None, None]:
+    def _pass1(
+        self, batch_size: int, batch_bytes: int = 1 << 62
+    ) -> Generator[DocBatch, None, None]:
         self.n_docs = None
         self.ids = None
         self.errors.counts.clear()
@@ -289,14 +352,18 @@ class Source:
         keys: list[object] | None = None if check is None else []
         nbytes = 0
         pos = 0
+        pending = _Pending(batch_size, batch_bytes)
         for index, entry in enumerate(self._entries):
             entry.reset()
             entry.start = pos
+            if not self._in_blocks(entry):
+                yield from pending.flush()  # blocks of earlier files first
             if self._in_blocks(entry):
                 if ids:  # records of earlier files first, in their own batch
                     yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
                     ids, texts, nbytes = [], [], 0
-                yield from self._pass1_blocks(entry, index, many, seen, problems, batch_size)
+                pending.pos = pending.pos if pending.held else pos
+                yield from self._pass1_blocks(entry, index, many, seen, problems, pending)
                 pos += entry.n_docs
                 continue
             for recno, rid, text, size, raw_key in self._scan(entry, problems, first):
@@ -321,10 +388,11 @@ class Source:
                 nbytes += size
                 entry.n_docs += 1
                 pos += 1
-                if len(ids) == batch_size:
+                if len(ids) == batch_size or nbytes >= batch_bytes:
                     yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
                     ids, texts, nbytes = [], [], 0
                     keys = None if check is None else []
+        yield from pending.flush()
         if ids:
             yield DocBatch(ids, texts, np.arange(pos - len(ids), pos), nbytes, keys)
         self._schema = None if first is None else first.schema
@@ -347,46 +415,23 @@ class Source:
         many: bool,
         seen: _Claims,
         problems: Problems,
-        batch_size: int,
+        pending: _Pending,
     ) -> Generator[DocBatch, None, None]:
         """Pass 1 over one JSONL file in blocks: the same records, ids, checks and messages as
-        the line-by-line path, without per-record Python when a block has no problem."""
+        the line-by-line path, without per-record Python when a block has no problem. The
+        parser reads ``batch_bytes`` at a time (when a byte size is asked for), so a block is
+        a batch as it is; smaller pieces (of this file or the next) are joined first."""
         entry.stamp = _stamp(cast(Path, entry.path))
         entry.spans = []
-        pos = entry.start
-        ids: list[Utf8Texts] = []
-        texts: list[Utf8Texts] = []
-        sizes: list[npt.NDArray[np.int64]] = []
-        held = 0
-        for block in scan_jsonl_blocks(entry, self.text_field, self.id_field, problems):
+        for block in scan_jsonl_blocks(
+            entry, self.text_field, self.id_field, problems, chunk=pending.chunk
+        ):
             block = self._accept(entry, index, many, seen, problems, block)
             if not len(block):
                 continue
             entry.spans.append((block.starts, block.ends, block.firsts))
             entry.n_docs += len(block)
-            ids.append(block.ids)
-            texts.append(block.texts)
-            sizes.append(block.ends - block.starts)
-            held += len(block)
-            if held < batch_size:
-                continue
-            joined_ids, joined = Utf8Texts.concat(ids), Utf8Texts.concat(texts)
-            size = np.concatenate(sizes)
-            cut = 0
-            while held - cut >= batch_size:
-                end = cut + batch_size
-                yield DocBatch(
-                    joined_ids[cut:end], joined[cut:end], np.arange(pos, pos + batch_size),
-                    int(size[cut:end].sum()),
-                )  # fmt: skip
-                pos += batch_size
-                cut = end
-            ids, texts, sizes = [joined_ids[cut:]], [joined[cut:]], [size[cut:]]
-            held -= cut
-        if held:
-            joined_ids, joined = Utf8Texts.concat(ids), Utf8Texts.concat(texts)
-            size = np.concatenate(sizes)
-            yield DocBatch(joined_ids, joined, np.arange(pos, pos + held), int(size.sum()))
+            yield from pending.add(block.ids, block.texts, block.ends - block.starts)
 
     def _accept(
         self,
