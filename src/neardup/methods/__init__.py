@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..params import DedupParams, MinhashParams, SampledParams, SimhashMethodParams
+from ..planner import plan_for
 from ..simhash import IdfTable
 from .base import (
     Candidates,
@@ -37,7 +38,8 @@ def make_method(params: DedupParams, idf: IdfTable | None = None) -> Method:
     """The method object ``params.method`` describes."""
     m = params.method
     if isinstance(m, MinhashParams):
-        return MinHashMethod(m, params.feature_params(), params.seed)
+        plan = plan_for(params)
+        return MinHashMethod(m, plan.params, params.seed, plan)
     if isinstance(m, SimhashMethodParams):
         return SimHashMethod(m, params.simhash_params(), idf)
     if isinstance(m, SampledParams):

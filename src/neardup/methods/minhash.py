@@ -13,6 +13,7 @@ import numpy.typing as npt
 from ..features import EMPTY, feature_combinations
 from ..features import features as band_features
 from ..params import FeatureParams, MinhashParams, SketchParams
+from ..planner import Plan
 from ..textbatch import TextBatch
 from .base import Candidates, FloatArray, Signatures, keyed_candidates
 
@@ -22,9 +23,17 @@ class MinHashMethod:
 
     name = "minhash"
 
-    def __init__(self, params: MinhashParams, feature_params: FeatureParams, seed: int) -> None:
+    def __init__(
+        self,
+        params: MinhashParams,
+        feature_params: FeatureParams,
+        seed: int,
+        plan: Plan | None = None,
+    ) -> None:
+        """plan: ``planner.plan_for`` of the deduplication, named by ``describe``."""
         self.params = params
         self.features = feature_params
+        self.plan = plan
         self.sketch_params = SketchParams(kind=params.sketch, t=feature_params.t, seed=seed)
         self.min_shared = 1 if params.super_features else feature_params.r
 
@@ -69,4 +78,5 @@ class MinHashMethod:
     def describe(self) -> str:
         f = self.features
         how = "megashingles" if self.params.super_features else "shared features"
-        return f"MinHash features k={f.k}, s={f.s}, r={f.r} (t={f.t}, {self.params.sketch}; {how})"
+        line = f"MinHash features k={f.k}, s={f.s}, r={f.r} (t={f.t}, {self.params.sketch}; {how})"
+        return line if self.plan is None else f"{line}; {self.plan.summary()}"
