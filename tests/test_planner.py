@@ -157,3 +157,21 @@ def test_plan_is_frozen() -> None:
     assert isinstance(p, Plan)
     with pytest.raises(AttributeError):
         p.k = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("verify", ["hybrid", "exact", "none"])
+def test_the_method_line_summary_is_the_plan_reports_summary(verify: str) -> None:
+    from neardup.params import MinhashParams
+    from neardup.planner import cost_model, plan_for, summary_for
+
+    given = MinhashParams(features=FeatureParams(6, 14, 2))
+    for params in [
+        *(DedupParams(threshold=t, verify=verify) for t in (0.5, 0.65, 0.8, 0.9, 1.0)),  # type: ignore[arg-type]
+        DedupParams(threshold=0.9, verify=verify, method=given),  # type: ignore[arg-type]
+    ]:
+        report = plan_for(params)
+        assert summary_for(params) == report.summary()
+        assert report.params == features_for(params)
+        assert (report.cost_fp, report.cost_fn) == cost_model(params.resolved_verify)
+    want = (1.0, 1.0) if verify == "none" else (1.0, 1000.0)
+    assert cost_model(verify) == want  # type: ignore[arg-type]

@@ -139,8 +139,7 @@ class Plan:
 
     def summary(self) -> str:
         """One line for a run's summary: P at the threshold and how the features were chosen."""
-        tail = f", {self.how}" if self.how else ""
-        return f"P({self.threshold:g}) = {self.p_at_threshold:.3g}{tail}"
+        return _summary_line(self.threshold, self.p_at_threshold, self.how)
 
     def __str__(self) -> str:
         return self.describe()
@@ -315,17 +314,32 @@ def sketch_for(params: DedupParams) -> SketchParams:
     return SketchParams(kind="oph", t=128, seed=params.seed)
 
 
+def _how(params: DedupParams) -> str:
+    """How a deduplication's features are chosen: "given", or planned under which costs."""
+    if _minhash(params).features is not None:
+        return "given"
+    verified = "unverified" if params.resolved_verify == "none" else "verified"
+    return f"planned with fn-cost {cost_model(params.resolved_verify)[1]:g} ({verified})"
+
+
+def _summary_line(threshold: float, p_at_threshold: float, how: str) -> str:
+    tail = f", {how}" if how else ""
+    return f"P({threshold:g}) = {p_at_threshold:.3g}{tail}"
+
+
 def plan_for(params: DedupParams) -> Plan:
     """``features_for(params)`` with its report at the deduplication's threshold: what
-    ``neardup plan`` prints and the MinHash method's summary line names."""
-    m = _minhash(params)
+    ``neardup plan`` prints; its ``summary()`` ends the MinHash method's summary line."""
     cost_fp, cost_fn = cost_model(params.resolved_verify)
-    if m.features is not None:
-        how = "given"
-    else:
-        verified = "unverified" if params.resolved_verify == "none" else "verified"
-        how = f"planned with fn-cost {cost_fn:g} ({verified})"
-    return _evaluated(features_for(params), planned_threshold(params), cost_fp, cost_fn, how)
+    features, threshold = features_for(params), planned_threshold(params)
+    return _evaluated(features, threshold, cost_fp, cost_fn, _how(params))
+
+
+def summary_for(params: DedupParams) -> str:
+    """``plan_for(params).summary()`` without the report (0.1 s): P at the threshold and how
+    the features were chosen, for the method line every run's summary prints."""
+    f, threshold = features_for(params), planned_threshold(params)
+    return _summary_line(threshold, float(acceptance(threshold, f.k, f.s, f.r)), _how(params))
 
 
 def plan_as_dedup(

@@ -13,7 +13,6 @@ import numpy.typing as npt
 from ..features import EMPTY, feature_combinations
 from ..features import features as band_features
 from ..params import FeatureParams, MinhashParams, SketchParams
-from ..planner import Plan
 from ..textbatch import TextBatch
 from .base import Candidates, FloatArray, Signatures, keyed_candidates
 
@@ -28,12 +27,12 @@ class MinHashMethod:
         params: MinhashParams,
         feature_params: FeatureParams,
         seed: int,
-        plan: Plan | None = None,
+        summary: str = "",
     ) -> None:
-        """plan: ``planner.plan_for`` of the deduplication, named by ``describe``."""
+        """summary: how the features were chosen (``planner.summary_for``), ends ``describe``."""
         self.params = params
         self.features = feature_params
-        self.plan = plan
+        self.summary = summary
         self.sketch_params = SketchParams(kind=params.sketch, t=feature_params.t, seed=seed)
         self.min_shared = 1 if params.super_features else feature_params.r
 
@@ -79,4 +78,4 @@ class MinHashMethod:
         f = self.features
         how = "megashingles" if self.params.super_features else "shared features"
         line = f"MinHash features k={f.k}, s={f.s}, r={f.r} (t={f.t}, {self.params.sketch}; {how})"
-        return line if self.plan is None else f"{line}; {self.plan.summary()}"
+        return f"{line}; {self.summary}" if self.summary else line
