@@ -820,7 +820,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from .io import plan_outputs
 
         plan_outputs([], {"--plot": args.plot})
-    params = DedupParams(threshold=args.threshold, method=_method_params(args), verify=args.verify)
+    params = DedupParams(threshold=args.threshold, method=method, verify=args.verify)
     from .methods import make_method
     from .planner import plan_as_dedup
 
