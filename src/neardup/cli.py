@@ -515,6 +515,7 @@ def cmd_plan_sample(args: argparse.Namespace) -> int:
             max_t=256 if args.num_perm is None else args.num_perm,
             seed=args.seed,
             floor=args.floor,
+            verify=args.verify,
         )
     _print(est.describe(forecasts) + "\n")
     if args.plot:

@@ -32,7 +32,7 @@ import numpy.typing as npt
 from .errors import NeardupError, ParamError
 from .features import FeatureParams, acceptance, features
 from .minhash import sketch
-from .params import ShingleParams, SketchParams
+from .params import ShingleParams, SketchParams, Verify
 from .planner import features_for, plan
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
@@ -271,10 +271,11 @@ def plan_with_sample(
     max_t: int = 256,
     seed: int = 1,
     floor: float | None = None,
+    verify: Verify | None = None,
 ) -> tuple[SampleEstimate, list[Forecast]]:
     """The sample's estimate and forecasts for: ``params`` if given, else the planner's choice
-    for the threshold (P = 1/2 there), and the plan ``neardup dedup`` uses (misses 1000 times
-    costlier, since it verifies every candidate)."""
+    for the threshold (P = 1/2 there), and the plan ``neardup dedup`` uses with ``verify``
+    (``planner.features_for``: misses 1000 times costlier when it verifies candidates)."""
     est = estimate_from_sample(
         batches, n, threshold=threshold, shingle=shingle, floor=floor, seed=seed
     )
@@ -287,8 +288,8 @@ def plan_with_sample(
         )
     from .params import DedupParams, MinhashParams
 
-    # the features ``neardup dedup`` plans for this threshold (verified, so misses weigh more)
-    dedup = features_for(DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t)))
+    run = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t), verify=verify)
+    dedup = features_for(run)
     out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))
     return est, out
 
