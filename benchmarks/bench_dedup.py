@@ -78,6 +78,7 @@ from neardup.params import (  # noqa: E402
     ShingleParams,
     SimhashMethodParams,
 )
+from neardup.planner import features_for  # noqa: E402
 from neardup.removal import keep_aware, priority_ranks  # noqa: E402
 from neardup.resemblance import pair_scores  # noqa: E402
 from neardup.shingles import shingle_batch  # noqa: E402
@@ -278,7 +279,7 @@ def explain(
         cand_params = DedupParams(
             threshold=t,
             shingle=p.shingle,
-            method=MinhashParams(features=p.feature_params(), sketch=m.sketch),
+            method=MinhashParams(features=features_for(p), sketch=m.sketch),
             verify="none",
             removal="components",
             seed=p.seed,
@@ -346,7 +347,7 @@ def accuracy(
                 continue
             p, r = score(found, truth.at(t))
             fn, fn_near, fp, fp_near = truth.errors_near(found, t)
-            f = d.params.feature_params()
+            f = features_for(d.params)
             long_rows.append(
                 {
                     "method": f"minhash {verify}",

@@ -11,6 +11,7 @@ from neardup._kernels.hashing import EMPTY
 from neardup.engine import Deduplicator, exact_groups
 from neardup.errors import NeardupError, ParamError
 from neardup.params import DedupParams, FeatureParams, MinhashParams, SimhashMethodParams
+from neardup.planner import features_for, sketch_for
 from neardup.shingles import content_hashes, shingle_batch
 from neardup.testing.synth import near_duplicate_corpus, random_documents
 from neardup.testing.truth import exact_similar_pairs, precision_recall
@@ -109,7 +110,7 @@ def test_unrelated_documents_are_not_clustered() -> None:
 
 def test_explicit_features_are_used_and_bottomk_is_rejected() -> None:
     params = DedupParams(method=MinhashParams(features=FeatureParams(6, 14, 2)))
-    assert params.sketch_params().t == 84
+    assert sketch_for(params).t == 84
     with pytest.raises(ParamError, match="bottom-k"):
         MinhashParams(sketch="bottomk")  # type: ignore[arg-type]
 
@@ -118,7 +119,7 @@ def test_planned_candidates_keep_recall_at_the_threshold() -> None:
     from neardup.features import acceptance
 
     for threshold in (0.5, 0.7, 0.8, 0.9, 0.95):
-        fp = DedupParams(threshold=threshold).feature_params()
+        fp = features_for(DedupParams(threshold=threshold))
         assert float(acceptance(threshold, fp.k, fp.s, fp.r)) >= 0.99
         assert fp.t <= 256
 
@@ -197,7 +198,7 @@ def test_super_features_find_the_same_pairs_as_counting(corpus: list[str]) -> No
     for x, y in zip(counted.pairs_, looked_up.pairs_, strict=True):
         assert np.array_equal(x, y)
     with pytest.raises(ParamError, match="super features"):  # planned k=38, r=3
-        DedupParams(threshold=0.8, method=MinhashParams(super_features=True))
+        Deduplicator(DedupParams(threshold=0.8, method=MinhashParams(super_features=True)))
 
 
 @pytest.mark.parametrize("verify", ["sketch", "hybrid", "exact"])

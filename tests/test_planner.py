@@ -17,10 +17,11 @@ from neardup.planner import (
     Plan,
     _exhaustive_search,
     evaluate,
+    features_for,
     plan,
     planned,
-    plot_curve,
 )
+from neardup.plots import plot_curve
 
 
 def test_broder_example_plan_reports_the_papers_figures() -> None:
@@ -67,8 +68,8 @@ def test_known_plans_are_what_the_search_finds(cost_fn: float) -> None:
 def test_default_runs_take_their_features_from_the_known_plans_without_searching() -> None:
     planned.cache_clear()
     _exhaustive_search.cache_clear()
-    assert DedupParams().feature_params() == FeatureParams(*KNOWN_PLANS[1000.0][0.8])
-    assert DedupParams(verify="none").feature_params() == FeatureParams(*KNOWN_PLANS[1.0][0.8])
+    assert features_for(DedupParams()) == FeatureParams(*KNOWN_PLANS[1000.0][0.8])
+    assert features_for(DedupParams(verify="none")) == FeatureParams(*KNOWN_PLANS[1.0][0.8])
     p = plan(0.9)
     assert (p.k, p.s, p.r) == KNOWN_PLANS[1.0][0.9]
     assert _exhaustive_search.cache_info().misses == 0
@@ -121,6 +122,11 @@ def test_describe_is_a_readable_table() -> None:
 
 
 def test_plot_curve_writes_a_png(tmp_path: Path) -> None:
+    from neardup import planner, plots, sample_plan
+
+    # moved to plots.py; the old names still resolve
+    assert planner.plot_curve is plot_curve and planner.save_figure is plots.save_figure
+    assert sample_plan.plot_sample is plots.plot_sample
     out = plot_curve(plan(0.8, max_bytes=48), tmp_path / "curve.png")
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
@@ -151,3 +157,21 @@ def test_plan_is_frozen() -> None:
     assert isinstance(p, Plan)
     with pytest.raises(AttributeError):
         p.k = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("verify", ["hybrid", "exact", "none"])
+def test_the_method_line_summary_is_the_plan_reports_summary(verify: str) -> None:
+    from neardup.params import MinhashParams
+    from neardup.planner import cost_model, plan_for, summary_for
+
+    given = MinhashParams(features=FeatureParams(6, 14, 2))
+    for params in [
+        *(DedupParams(threshold=t, verify=verify) for t in (0.5, 0.65, 0.8, 0.9, 1.0)),  # type: ignore[arg-type]
+        DedupParams(threshold=0.9, verify=verify, method=given),  # type: ignore[arg-type]
+    ]:
+        report = plan_for(params)
+        assert summary_for(params) == report.summary()
+        assert report.params == features_for(params)
+        assert (report.cost_fp, report.cost_fn) == cost_model(params.resolved_verify)
+    want = (1.0, 1.0) if verify == "none" else (1.0, 1000.0)
+    assert cost_model(verify) == want  # type: ignore[arg-type]

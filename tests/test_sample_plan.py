@@ -113,3 +113,14 @@ def test_cli_plan_sample_prints_histogram_and_forecasts(
     )
     assert forecasts[0].label == "given features" and forecasts[0].params == FeatureParams(6, 14, 2)
     assert main(["plan", "--sample", str(src)]) == 1
+
+
+def test_the_dedup_forecast_uses_the_features_dedup_plans_for_its_verification() -> None:
+    from neardup.params import DedupParams
+    from neardup.planner import features_for
+
+    for verify in (None, "none"):
+        _, forecasts = plan_with_sample(_batches(_texts(60)), 0.8, n=20, verify=verify)  # type: ignore[arg-type]
+        assert forecasts[-1].label == "neardup dedup's plan"
+        assert forecasts[-1].params == features_for(DedupParams(threshold=0.8, verify=verify))  # type: ignore[arg-type]
+    assert forecasts[-1].params == FeatureParams(25, 10, 3)  # unverified: equal costs

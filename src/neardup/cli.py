@@ -260,33 +260,55 @@ def _build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser(
         "plan",
-        help="choose Broder feature parameters (k, s, r) for a threshold",
-        description="Choose (k, s, r) from the acceptance curve P(rho) for a target threshold.",
+        help="print the features (k, s, r) neardup dedup uses for a threshold, and their curve",
+        description="Print the Broder features (k, s, r) that neardup dedup with the same "
+        "options uses, and their acceptance curve P(rho): the same function chooses them. The "
+        "cost model follows --verify: candidates that are verified (dedup's default, hybrid) "
+        "make a missed pair cost 1000 false candidates (a false candidate costs one check, a "
+        "miss is lost), so P(threshold) >= 0.99; with --verify none the features decide alone "
+        "and the costs are equal (P(threshold) near 1/2). --fn-cost, --fp-cost and --budget "
+        "plan with other costs; dedup then needs the printed --features. See docs/PLAN.md.",
     )
-    pl.add_argument("--threshold", type=float, help="target resemblance rho0 (MinHash features)")
     pl.add_argument(
-        "--max-distance",
-        type=int,
-        help="SimHash instead: plan permuted tables for pairs within this many bits",
+        "--threshold", type=float, help="resemblance threshold rho0, as given to dedup (MinHash)"
     )
+    pl.add_argument("--method", choices=["minhash", "simhash"], help="as dedup's [minhash]")
     pl.add_argument(
-        "--docs", type=int, default=1_000_000, help="SimHash: collection size [1000000]"
+        "--verify",
+        choices=["sketch", "hybrid", "exact", "none"],
+        help="as dedup's: decides the cost model (none: equal costs; otherwise fn-cost 1000) [hybrid]",
     )
-    pl.add_argument("--budget", type=int, help="bytes per document for features (8 per feature)")
     pl.add_argument("--num-perm", type=int, help="largest sketch length k*s [256]")
-    pl.add_argument(
-        "--fp-cost", type=float, default=1.0, help="relative cost of a false positive [1]"
-    )
-    pl.add_argument(
-        "--fn-cost", type=float, default=1.0, help="relative cost of a false negative [1]"
-    )
     pl.add_argument(
         "--features",
         type=_features,
         metavar="K,S,R",
-        help="describe these parameters instead of planning",
+        help="describe these parameters instead of planning (as dedup --features)",
     )
+    pl.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
+    pl.add_argument(
+        "--super-features",
+        action="store_true",
+        help="as dedup's: refused when the planned features need too many megashingles",
+    )
+    pl.add_argument(
+        "--max-distance",
+        type=int,
+        help="SimHash instead: plan permuted tables for pairs within this many bits [3]",
+    )
+    pl.add_argument(
+        "--docs", type=int, default=1_000_000, help="SimHash: collection size [1000000]"
+    )
+    c = pl.add_argument_group("other costs (what dedup then needs is printed as --features K,S,R)")
+    c.add_argument(
+        "--fn-cost",
+        type=float,
+        help="what a missed pair costs, in false candidates [1000; 1 with --verify none]",
+    )
+    c.add_argument("--fp-cost", type=float, help="what a false candidate costs [1]")
+    c.add_argument("--budget", type=int, help="bytes per document for features (8 per feature)")
     pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
+    pl.set_defaults(simhash_features=None, q=None, simhash_weighting=None, max_bucket=None)
     _add_plan_sample_options(pl)
     _add_decontaminate_parser(sub)
     _add_compare_parser(sub)
@@ -476,8 +498,9 @@ def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
 def cmd_plan_sample(args: argparse.Namespace) -> int:
     from .features import FeatureParams
     from .io import open_source
+    from .plots import plot_sample
     from .run import parse_size
-    from .sample_plan import plan_with_sample, plot_sample
+    from .sample_plan import plan_with_sample
 
     if args.threshold is None:
         raise ParamError("neardup plan --sample needs --threshold")
@@ -501,6 +524,7 @@ def cmd_plan_sample(args: argparse.Namespace) -> int:
             max_t=256 if args.num_perm is None else args.num_perm,
             seed=args.seed,
             floor=args.floor,
+            verify=args.verify,
         )
     _print(est.describe(forecasts) + "\n")
     if args.plot:
@@ -803,15 +827,15 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from .features import FeatureParams
-    from .planner import evaluate, plan, plot_curve
-
     if args.sample:
         return cmd_plan_sample(args)
-    if args.max_distance is not None:
+    if args.method is None:
+        args.method = "simhash" if args.max_distance is not None else "minhash"
+    method = _method_params(args)  # the other method's options refused, as by dedup
+    if isinstance(method, SimhashMethodParams):
         from .hamming import plan_tables
 
-        _print(plan_tables(args.max_distance, args.docs).describe() + "\n")
+        _print(plan_tables(method.max_distance, args.docs).describe() + "\n")
         return 0
     if args.threshold is None:
         raise ParamError("neardup plan needs --threshold (MinHash) or --max-distance (SimHash)")
@@ -819,18 +843,27 @@ def cmd_plan(args: argparse.Namespace) -> int:
         from .io import plan_outputs
 
         plan_outputs([], {"--plot": args.plot})
-    costs = {"cost_fp": args.fp_cost, "cost_fn": args.fn_cost}
-    if args.features is not None:
-        chosen = evaluate(FeatureParams(*args.features), args.threshold, **costs)
+    params = DedupParams(threshold=args.threshold, method=method, verify=args.verify)
+    from .methods import make_method
+    from .planner import plan_as_dedup
+
+    chosen, used = plan_as_dedup(
+        params, cost_fp=args.fp_cost, cost_fn=args.fn_cost, max_bytes=args.budget
+    )
+    line = make_method(params).describe()
+    if chosen.params == used.params:
+        tail = f"neardup dedup with these options uses them; its summary's method line:\n  {line}"
     else:
-        chosen = plan(
-            args.threshold,
-            max_bytes=args.budget,
-            max_t=256 if args.num_perm is None else args.num_perm,
-            **costs,
+        f = chosen.params
+        tail = (
+            f"neardup dedup with these options uses other features; its summary's method line:\n"
+            f"  {line}\n"
+            f"to use the features above: neardup dedup --features {f.k},{f.s},{f.r}"
         )
-    _print(chosen.describe() + "\n")
+    _print(f"{chosen.describe()}\n\n{tail}\n")
     if args.plot:
+        from .plots import plot_curve
+
         plot_curve(chosen, args.plot)
         _print(f"curve written to {args.plot}\n")
     return 0

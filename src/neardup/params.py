@@ -400,8 +400,6 @@ class DedupParams:
         object.__setattr__(self, "verify", verify)
         threshold = DEFAULT_THRESHOLD if self.threshold is None else float(self.threshold)
         object.__setattr__(self, "threshold", threshold)
-        if isinstance(self.method, MinhashParams) and self.method.super_features:
-            self.feature_params()  # refuse megashingle plans that explode, before any work
 
     @property
     def resolved_threshold(self) -> float:
@@ -412,38 +410,6 @@ class DedupParams:
     def resolved_verify(self) -> Verify:
         """The verification in force (never None after construction)."""
         return self.verify  # type: ignore[return-value]
-
-    def feature_params(self) -> FeatureParams:
-        """The MinHash method's explicit features, or the planner's choice for the threshold.
-
-        With verification, a missed pair is lost for good while a false candidate only costs a
-        check, so the planner weighs misses 1000 times more: P(threshold) >= 0.99 for every
-        threshold. Without verification the features decide alone: equal costs, P(threshold)
-        near 1/2, Broder's original setting.
-        """
-        if not isinstance(self.method, MinhashParams):
-            raise ParamError("feature parameters belong to the MinHash method")
-        m = self.method
-        if m.features is not None:
-            return m.features
-        from .planner import planned
-
-        cost_fn = 1.0 if self.resolved_verify == "none" else 1000.0
-        # Pairs at resemblance 1 share every feature whatever the plan: plan just below it.
-        fp = planned(min(self.resolved_threshold, MAX_PLANNED_THRESHOLD), m.max_t, cost_fn)
-        if m.super_features and math.comb(fp.k, fp.r) > MAX_SUPER_FEATURES:
-            raise ParamError(
-                f"super features need C(k={fp.k}, r={fp.r}) = {math.comb(fp.k, fp.r):,} keys a "
-                f"document (at most {MAX_SUPER_FEATURES}); give small explicit features, e.g. "
-                "--features 6,14,2"
-            )
-        return fp
-
-    def sketch_params(self) -> SketchParams:
-        """The sketch the verification (and the MinHash method) computes."""
-        if isinstance(self.method, MinhashParams):
-            return SketchParams(kind=self.method.sketch, t=self.feature_params().t, seed=self.seed)
-        return SketchParams(kind="oph", t=128, seed=self.seed)
 
     def simhash_params(self) -> SimhashParams:
         """The SimHash fingerprint parameters (SimHash method only)."""

@@ -24,22 +24,38 @@ values, so a sketch of that length leaves no value unused. Ties go to the smalle
 Larger r gives steeper curves at the same t; batch candidate generation costs the same for any r
 (pairs sharing one feature are emitted and counted), but a key-lookup index needs C(k, r)
 combined keys per document (``features.feature_combinations``), hence the default max_r = 3.
+
+One decision for every caller: ``features_for(params)`` is the features a MinHash deduplication
+uses (``make_method`` builds the method with them: ``neardup dedup``, the index, the service,
+Dask), and ``plan_for(params)`` is that decision with its report (``neardup plan``). The cost
+model follows the verification (``cost_model``): verified candidates make a false candidate
+cost one check while a missed pair is lost for good, so misses weigh ``VERIFIED_FN_COST``;
+unverified, the features decide alone and the costs are equal (P(ρ0) near 1/2).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .errors import NeardupError, ParamError
+from .errors import ParamError
 from .features import acceptance, binomial_term, rejection
-from .params import MAX_T, FeatureParams
+from .params import (
+    MAX_PLANNED_THRESHOLD,
+    MAX_SUPER_FEATURES,
+    MAX_T,
+    DedupParams,
+    FeatureParams,
+    MinhashParams,
+    SketchParams,
+    Verify,
+)
 
 #: Resemblances at which a plan reports its acceptance probability.
 REPORT_RHOS = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
@@ -69,6 +85,9 @@ class Plan:
       + cost_fn * (1 - threshold)), the quantity the planner minimises (module docstring).
     rho_half: the resemblance at which P = 1/2 (the curve's effective threshold).
     curve: (ρ, P(ρ)) at REPORT_RHOS and at the threshold, ascending in ρ.
+    how: how the features were chosen and under which costs ("planned with fn-cost 1000
+      (verified)", "given"); empty for a bare ``plan``/``evaluate``. Named in the report and in
+      the MinHash method's summary line.
     """
 
     k: int
@@ -87,6 +106,7 @@ class Plan:
     rho_half: float
     p_at_threshold: float
     curve: tuple[tuple[float, float], ...]
+    how: str = ""
 
     @property
     def params(self) -> FeatureParams:
@@ -103,6 +123,7 @@ class Plan:
             "per document",
             f"  P(rho) = 1/2 at rho = {self.rho_half:.3f}; "
             f"P({self.threshold:g}) = {self.p_at_threshold:.3f}",
+            *([f"  chosen: {self.how}"] if self.how else []),
             f"  mean false-positive rate, rho uniform below {self.threshold:g}: {self.fp_rate:.3g}",
             f"  mean false-negative rate, rho uniform above {self.threshold:g}: {self.fn_rate:.3g}",
             f"  normalised error (cost_fp = {self.cost_fp:g}, cost_fn = {self.cost_fn:g}): "
@@ -116,11 +137,16 @@ class Plan:
             lines.append(f"  {rho:6.3f}   {p:12.4g}   {float(m):10.4g}{mark}")
         return "\n".join(lines)
 
+    def summary(self) -> str:
+        """One line for a run's summary: P at the threshold and how the features were chosen."""
+        return _summary_line(self.threshold, self.p_at_threshold, self.how)
+
     def __str__(self) -> str:
         return self.describe()
 
 
-def _check_threshold(threshold: float) -> float:
+def check_threshold(threshold: float) -> float:
+    """A threshold strictly between 0 and 1, as a float (a curve needs room on both sides)."""
     if not isinstance(threshold, int | float) or isinstance(threshold, bool):
         raise ParamError(f"threshold must be a number between 0 and 1, got {threshold!r}")
     x = float(threshold)
@@ -151,7 +177,7 @@ def evaluate(
     params: FeatureParams, threshold: float, *, cost_fp: float = 1.0, cost_fn: float = 1.0
 ) -> Plan:
     """The Plan (error integrals, report points) of given feature parameters at a threshold."""
-    rho0 = _check_threshold(threshold)
+    rho0 = check_threshold(threshold)
     cfp, cfn = _check_cost("cost_fp", cost_fp), _check_cost("cost_fn", cost_fn)
     k, s, r = params.k, params.s, params.r
     lo_x, lo_w = _quadrature(0.0, rho0)
@@ -192,7 +218,7 @@ def _lower_tail(log_p: np.ndarray, log_q: np.ndarray, k: int, r: int) -> np.ndar
 def planned(threshold: float, max_t: int, cost_fn: float) -> FeatureParams:
     """The planner's features for a threshold (cached: deduplication asks once per run); the
     search alone, without the report ``plan`` adds (a tenth of a second at start-up)."""
-    rho0 = _check_threshold(threshold)
+    rho0 = check_threshold(threshold)
     cfn = _check_cost("cost_fn", cost_fn)
     if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
@@ -219,7 +245,7 @@ def plan(
     max_r: largest number of shared features to consider (counting many is slower).
     Returns the plan with the smallest normalised error E (module docstring), ties to smaller t.
     """
-    rho0 = _check_threshold(threshold)
+    rho0 = check_threshold(threshold)
     cfp, cfn = _check_cost("cost_fp", cost_fp), _check_cost("cost_fn", cost_fn)
     if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
@@ -235,6 +261,124 @@ def plan(
 
     k, s, r = _search(rho0, cfp, cfn, k_max, max_t, max_r)
     return evaluate(FeatureParams(k, s, r), rho0, cost_fp=cfp, cost_fn=cfn)
+
+
+#: How many false candidates a missed pair costs when candidates are verified (every
+#: verification but "none"): a false candidate costs one check, a miss is lost for good.
+VERIFIED_FN_COST = 1000.0
+
+
+def cost_model(verify: Verify) -> tuple[float, float]:
+    """(cost_fp, cost_fn) the features of a deduplication are planned with: misses weigh
+    ``VERIFIED_FN_COST`` when candidates are verified, so P(threshold) >= 0.99 for every
+    threshold; unverified ("none"), the features decide alone: equal costs, P(threshold) near
+    1/2, Broder's original setting."""
+    return (1.0, 1.0) if verify == "none" else (1.0, VERIFIED_FN_COST)
+
+
+def _minhash(params: DedupParams) -> MinhashParams:
+    if not isinstance(params, DedupParams) or not isinstance(params.method, MinhashParams):
+        raise ParamError("feature parameters belong to the MinHash method")
+    return params.method
+
+
+def planned_threshold(params: DedupParams) -> float:
+    """The threshold the features are planned (and judged) at: pairs at resemblance 1 share
+    every feature whatever the plan, so thresholds above MAX_PLANNED_THRESHOLD plan as it."""
+    return min(params.resolved_threshold, MAX_PLANNED_THRESHOLD)
+
+
+def features_for(params: DedupParams) -> FeatureParams:
+    """The features a MinHash deduplication with these parameters uses: its explicit features,
+    or the planner's choice for its threshold under its verification's cost model. The one
+    decision: the method is built with it and ``neardup plan`` prints it (``plan_for``)."""
+    m = _minhash(params)
+    if m.features is not None:
+        return m.features
+    _, cost_fn = cost_model(params.resolved_verify)
+    fp = planned(planned_threshold(params), m.max_t, cost_fn)
+    if m.super_features and math.comb(fp.k, fp.r) > MAX_SUPER_FEATURES:
+        raise ParamError(
+            f"super features need C(k={fp.k}, r={fp.r}) = {math.comb(fp.k, fp.r):,} keys a "
+            f"document (at most {MAX_SUPER_FEATURES}); give small explicit features, e.g. "
+            "--features 6,14,2"
+        )
+    return fp
+
+
+def sketch_for(params: DedupParams) -> SketchParams:
+    """The sketch a deduplication computes (its MinHash method and its sketch verification):
+    the features' t = k*s values under MinHash, else the verifier's own 128."""
+    if isinstance(params.method, MinhashParams):
+        return SketchParams(kind=params.method.sketch, t=features_for(params).t, seed=params.seed)
+    return SketchParams(kind="oph", t=128, seed=params.seed)
+
+
+def _how(params: DedupParams) -> str:
+    """How a deduplication's features are chosen: "given", or planned under which costs."""
+    if _minhash(params).features is not None:
+        return "given"
+    verified = "unverified" if params.resolved_verify == "none" else "verified"
+    return f"planned with fn-cost {cost_model(params.resolved_verify)[1]:g} ({verified})"
+
+
+def _summary_line(threshold: float, p_at_threshold: float, how: str) -> str:
+    tail = f", {how}" if how else ""
+    return f"P({threshold:g}) = {p_at_threshold:.3g}{tail}"
+
+
+def plan_for(params: DedupParams) -> Plan:
+    """``features_for(params)`` with its report at the deduplication's threshold: what
+    ``neardup plan`` prints; its ``summary()`` ends the MinHash method's summary line."""
+    cost_fp, cost_fn = cost_model(params.resolved_verify)
+    features, threshold = features_for(params), planned_threshold(params)
+    return _evaluated(features, threshold, cost_fp, cost_fn, _how(params))
+
+
+def summary_for(params: DedupParams) -> str:
+    """``plan_for(params).summary()`` without the report (0.1 s): P at the threshold and how
+    the features were chosen, for the method line every run's summary prints."""
+    f, threshold = features_for(params), planned_threshold(params)
+    return _summary_line(threshold, float(acceptance(threshold, f.k, f.s, f.r)), _how(params))
+
+
+def plan_as_dedup(
+    params: DedupParams,
+    *,
+    cost_fp: float | None = None,
+    cost_fn: float | None = None,
+    max_bytes: int | None = None,
+) -> tuple[Plan, Plan]:
+    """(the plan asked for, ``plan_for(params)``): the same plan unless other costs or a byte
+    budget are given, when the first is the search under them (or, with explicit features,
+    those features judged by them), within the same sketch length and threshold."""
+    used = plan_for(params)
+    if cost_fp is None and cost_fn is None and max_bytes is None:
+        return used, used
+    m = _minhash(params)
+    model_fp, model_fn = cost_model(params.resolved_verify)
+    cfp = model_fp if cost_fp is None else cost_fp
+    cfn = model_fn if cost_fn is None else cost_fn
+    how = f"planned with fn-cost {cfn:g}, fp-cost {cfp:g}"
+    if max_bytes is not None:
+        how += f", budget {max_bytes} bytes"
+    if m.features is not None:
+        if max_bytes is not None:
+            raise ParamError("--budget limits planned features; drop --budget or --features")
+        chosen = evaluate(m.features, used.threshold, cost_fp=cfp, cost_fn=cfn)
+        how = "given"
+    else:
+        chosen = plan(used.threshold, max_bytes=max_bytes, cost_fp=cfp, cost_fn=cfn, max_t=m.max_t)
+    return dataclasses.replace(chosen, how=how), used
+
+
+@functools.lru_cache(maxsize=64)
+def _evaluated(
+    features: FeatureParams, threshold: float, cost_fp: float, cost_fn: float, how: str
+) -> Plan:
+    """``evaluate`` (70 ms) once per plan: a method is built per batch in some jobs."""
+    plan = evaluate(features, threshold, cost_fp=cost_fp, cost_fn=cost_fn)
+    return dataclasses.replace(plan, how=how)
 
 
 #: The search's answers (k, s, r) for the usual thresholds at the default limits (cost_fp = 1,
@@ -298,67 +442,10 @@ def _exhaustive_search(
     return k, t // k, r
 
 
-def plot_curve(
-    plan_or_params: Plan | FeatureParams, path: str | Path, *, threshold: float | None = None
-) -> Path:
-    """Draw P(ρ) on a linear scale (left) and P and 1 - P on a log scale (right) into `path`.
+def __getattr__(name: str) -> Any:
+    """``plot_curve`` and ``save_figure`` moved to ``neardup.plots``; still importable here."""
+    if name in ("plot_curve", "save_figure"):
+        from . import plots
 
-    The file type follows the suffix (.png, .svg, .pdf). Needs matplotlib (``neardup[plot]``);
-    uses the Agg canvas directly, so no global pyplot state or backend is touched.
-    """
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise NeardupError(
-            "plotting needs matplotlib; install it with: pip install 'neardup[plot]'"
-        ) from exc
-    if isinstance(plan_or_params, Plan):
-        params = plan_or_params.params
-        rho0: float | None = plan_or_params.threshold if threshold is None else threshold
-    elif isinstance(plan_or_params, FeatureParams):
-        params, rho0 = plan_or_params, threshold
-    else:
-        raise ParamError(f"plot_curve needs a Plan or FeatureParams, got {type(plan_or_params)}")
-    if rho0 is not None:
-        rho0 = _check_threshold(rho0)
-    k, s, r = params.k, params.s, params.r
-    rho = np.linspace(0.0, 1.0, 1001)
-    p = acceptance(rho, k, s, r)
-    miss = rejection(rho, k, s, r)
-    fig = Figure(figsize=(10, 4.2))
-    FigureCanvasAgg(fig)
-    left, right = fig.subplots(1, 2)
-    title = f"k={k}, s={s}, r={r} (t={params.t}, {params.bytes_per_doc} bytes/doc)"
-    left.plot(rho, p, color="C0", label="P(candidate)")
-    left.axhline(0.5, color="0.7", lw=0.8, ls=":")
-    left.set(xlabel="resemblance ρ", ylabel="probability", title="acceptance curve", xlim=(0, 1))
-    right.semilogy(rho[1:], p[1:], color="C0", label="P(candidate)")
-    right.semilogy(rho[:-1], miss[:-1], color="C3", label="1 - P (missed)")
-    right.set(xlabel="resemblance ρ", title="log scale", xlim=(0, 1), ylim=(1e-12, 1.5))
-    if rho0 is not None:
-        for ax in (left, right):
-            ax.axvline(rho0, color="k", lw=0.8, ls="--", label=f"threshold {rho0:g}")
-    left.legend(loc="upper left")
-    right.legend(loc="lower right")
-    for ax in (left, right):
-        ax.grid(True, alpha=0.3)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return save_figure(fig, path)
-
-
-def save_figure(fig: Any, path: str | Path) -> Path:
-    """Write a matplotlib figure whose type follows the suffix (.png, .svg, .pdf), atomically:
-    complete or absent, never a half-drawn file."""
-    out = Path(path)
-    kind = out.suffix.lstrip(".").lower() or "png"
-    if kind not in fig.canvas.get_supported_filetypes():
-        raise ParamError(
-            f"cannot draw {out}: unknown picture type '.{kind}'; name a .png, .svg or .pdf file"
-        )
-    from .io import atomic_write
-
-    with atomic_write(out, "wb") as handle:
-        fig.savefig(handle, dpi=110, format=kind)
-    return out
+        return getattr(plots, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

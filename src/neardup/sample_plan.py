@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +32,8 @@ import numpy.typing as npt
 from .errors import NeardupError, ParamError
 from .features import FeatureParams, acceptance, features
 from .minhash import sketch
-from .params import ShingleParams, SketchParams
-from .planner import plan
+from .params import ShingleParams, SketchParams, Verify
+from .planner import features_for, plan
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
 
@@ -271,10 +271,11 @@ def plan_with_sample(
     max_t: int = 256,
     seed: int = 1,
     floor: float | None = None,
+    verify: Verify | None = None,
 ) -> tuple[SampleEstimate, list[Forecast]]:
     """The sample's estimate and forecasts for: ``params`` if given, else the planner's choice
-    for the threshold (P = 1/2 there), and the plan ``neardup dedup`` uses (misses 1000 times
-    costlier, since it verifies every candidate)."""
+    for the threshold (P = 1/2 there), and the plan ``neardup dedup`` uses with ``verify``
+    (``planner.features_for``: misses 1000 times costlier when it verifies candidates)."""
     est = estimate_from_sample(
         batches, n, threshold=threshold, shingle=shingle, floor=floor, seed=seed
     )
@@ -287,42 +288,16 @@ def plan_with_sample(
         )
     from .params import DedupParams, MinhashParams
 
-    # the features ``neardup dedup`` plans for this threshold (verified, so misses weigh more)
-    dedup = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t)).feature_params()
+    run = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t), verify=verify)
+    dedup = features_for(run)
     out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))
     return est, out
 
 
-def plot_sample(est: SampleEstimate, forecasts: list[Forecast], path: str | Path) -> Path:
-    """Estimated corpus pairs per resemblance bin (bars, log scale) under the plans' P(ρ)."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise NeardupError("plotting needs matplotlib: pip install 'neardup[plot]'") from exc
-    fig = Figure(figsize=(8, 4.2))
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
-    *hist, (_, _, identical) = est.histogram()
-    lows = [lo for lo, _, _ in hist]
-    widths = [hi - lo for lo, hi, _ in hist]
-    values = [c * est.scale for _, _, c in hist]
-    ax.bar(lows, values, width=widths, align="edge", color="#9db4d0", label="pairs (estimated)")
-    ax.bar([1.0], [identical * est.scale], width=0.012, color="#4d6f99", label="identical sets")
-    if any(values) or identical:
-        ax.set_yscale("log")
-    ax.legend(loc="upper center", fontsize=8)
-    ax.set(xlabel="resemblance ρ", ylabel="pairs in the corpus (estimated)", xlim=(0, 1.02))
-    curve = ax.twinx()
-    rho = np.linspace(0, 1, 501)
-    for i, f in enumerate(forecasts):
-        p = f.params
-        curve.plot(rho, acceptance(rho, p.k, p.s, p.r), color=f"C{i + 1}", label=f"P(ρ), {f.label}")
-    curve.axvline(forecasts[0].threshold, color="k", ls="--", lw=0.8)
-    curve.set(ylabel="P(candidate)", ylim=(0, 1.02))
-    curve.legend(loc="upper left", fontsize=8)
-    fig.suptitle(f"resemblance among sampled pairs (≥ {est.floor:g}) and the filter")
-    fig.tight_layout()
-    from .planner import save_figure
+def __getattr__(name: str) -> Any:
+    """``plot_sample`` moved to ``neardup.plots``; still importable here."""
+    if name == "plot_sample":
+        from .plots import plot_sample
 
-    return save_figure(fig, path)
+        return plot_sample
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

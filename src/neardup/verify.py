@@ -34,6 +34,7 @@ from ._kernels import leaders as _lk
 from .errors import NeardupError, ParamError
 from .minhash import estimate_pairs
 from .params import DedupParams, ShingleParams, SketchKind, SketchParams, Verify
+from .planner import sketch_for
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
 from .textbatch import TextBatch
@@ -459,7 +460,7 @@ def make_verifier(params: DedupParams) -> Verifier:
     if kind == "none":
         return NoVerification()
     if kind == "sketch":
-        return SketchVerification(t, params.sketch_params())
+        return SketchVerification(t, sketch_for(params))
     if kind == "hybrid":
-        return HybridVerification(t, params.sketch_params(), params.shingle)
+        return HybridVerification(t, sketch_for(params), params.shingle)
     return ExactVerification(t)

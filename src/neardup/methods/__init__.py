@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..params import DedupParams, MinhashParams, SampledParams, SimhashMethodParams
+from ..planner import features_for, summary_for
 from ..simhash import IdfTable
 from .base import (
     Candidates,
@@ -37,7 +38,7 @@ def make_method(params: DedupParams, idf: IdfTable | None = None) -> Method:
     """The method object ``params.method`` describes."""
     m = params.method
     if isinstance(m, MinhashParams):
-        return MinHashMethod(m, params.feature_params(), params.seed)
+        return MinHashMethod(m, features_for(params), params.seed, summary_for(params))
     if isinstance(m, SimhashMethodParams):
         return SimHashMethod(m, params.simhash_params(), idf)
     if isinstance(m, SampledParams):

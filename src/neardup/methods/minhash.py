@@ -22,9 +22,17 @@ class MinHashMethod:
 
     name = "minhash"
 
-    def __init__(self, params: MinhashParams, feature_params: FeatureParams, seed: int) -> None:
+    def __init__(
+        self,
+        params: MinhashParams,
+        feature_params: FeatureParams,
+        seed: int,
+        summary: str = "",
+    ) -> None:
+        """summary: how the features were chosen (``planner.summary_for``), ends ``describe``."""
         self.params = params
         self.features = feature_params
+        self.summary = summary
         self.sketch_params = SketchParams(kind=params.sketch, t=feature_params.t, seed=seed)
         self.min_shared = 1 if params.super_features else feature_params.r
 
@@ -69,4 +77,5 @@ class MinHashMethod:
     def describe(self) -> str:
         f = self.features
         how = "megashingles" if self.params.super_features else "shared features"
-        return f"MinHash features k={f.k}, s={f.s}, r={f.r} (t={f.t}, {self.params.sketch}; {how})"
+        line = f"MinHash features k={f.k}, s={f.s}, r={f.r} (t={f.t}, {self.params.sketch}; {how})"
+        return f"{line}; {self.summary}" if self.summary else line
