@@ -228,25 +228,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="progress bar on stderr [on when stderr is a terminal]",
     )
     out.add_argument("--quiet", "-q", action="store_true", help="no summary")
-    d.add_argument(
-        "--dask",
-        metavar="CLUSTER",
-        help="run on Dask: local:N (N worker processes here) or a scheduler address such as tcp://host:8786; the workers read the inputs (paths, globs, folders or URLs such as s3://...) and write part files into the -o, --clusters and --pairs folders (see docs/DASK.md)",
-    )
-    d.add_argument(
-        "--work-dir",
-        metavar="DIR",
-        help="with --dask: keep each finished stage here (a path or URL); the same command started again resumes [a temporary folder, removed on success]",
-    )
-    d.add_argument(
-        "--restart",
-        action="store_true",
-        help="with --dask: discard what --work-dir holds from an earlier run and start over",
-    )
-    d.add_argument(
-        "--storage-options",
-        metavar="JSON",
-        help="with --dask: fsspec options for remote paths, e.g. '{\"anon\": false}' (credentials are best left to the environment or fsspec's configuration)",
+    _add_dask_options(
+        d,
+        "the workers read the inputs (paths, globs, folders or URLs such as s3://...) and "
+        "write part files into the -o, --clusters and --pairs folders (see docs/DASK.md)",
     )
 
     pl = sub.add_parser(
@@ -285,6 +270,31 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_index_parser(sub)
     _add_serve_parser(sub)
     return parser
+
+
+def _add_dask_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """--dask, --work-dir, --restart, --storage-options: the options of a cluster run."""
+    parser.add_argument(
+        "--dask",
+        metavar="CLUSTER",
+        help="run on Dask: local:N (N worker processes here) or a scheduler address such as "
+        f"tcp://host:8786; {what}",
+    )
+    parser.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        help="with --dask: keep each finished stage here (a path or URL); the same command started again resumes [a temporary folder, removed on success]",
+    )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="with --dask: discard what --work-dir holds from an earlier run and start over",
+    )
+    parser.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        help="with --dask: fsspec options for remote paths, e.g. '{\"anon\": false}' (credentials are best left to the environment or fsspec's configuration)",
+    )
 
 
 def _add_decontaminate_parser(sub: argparse._SubParsersAction) -> None:
@@ -340,6 +350,17 @@ def _add_decontaminate_parser(sub: argparse._SubParsersAction) -> None:
         help="progress bar on stderr [on when stderr is a terminal]",
     )
     out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    _add_dask_options(
+        x,
+        "the workers read the training data (JSONL paths, globs, folders or URLs such as "
+        "s3://...) and write part files into the -o and --matches folders; the benchmark is "
+        "read here (see docs/DECONTAMINATE.md)",
+    )
+    x.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="with --dask local:N: each worker's memory limit (e.g. 4G; Dask spills past it)",
+    )
 
 
 def cmd_decontaminate(args: argparse.Namespace) -> int:
@@ -359,16 +380,31 @@ def cmd_decontaminate(args: argparse.Namespace) -> int:
         text_field=args.against_text_field or args.text_field,
         id_field=args.against_id_field or args.id_field,
     )
-    summary = decontaminate_source(
-        args.inputs[0] if args.inputs == ["-"] else args.inputs,
-        args.against[0] if args.against == ["-"] else args.against,
-        params,
-        DecontaminateOutputs(args.output, args.matches, args.summary_json),
-        read,
-        against_read,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
-        jobs=args.jobs,
-    )
+    outputs = DecontaminateOutputs(args.output, args.matches, args.summary_json)
+    against = args.against[0] if args.against == ["-"] else args.against
+    if args.dask:
+        from .run import decontaminate_cluster, parse_size
+
+        summary = decontaminate_cluster(
+            args.inputs, against, params, outputs, read, against_read, args.dask, args.work_dir,
+            args.restart, _storage_options(args.storage_options), None if args.quiet else _info,
+            None if args.memory_limit is None else parse_size(args.memory_limit),
+        )  # fmt: skip
+    elif args.work_dir or args.restart or args.storage_options or args.memory_limit:
+        raise ParamError(
+            "--work-dir, --restart, --storage-options and --memory-limit go with --dask"
+        )
+    else:
+        summary = decontaminate_source(
+            args.inputs[0] if args.inputs == ["-"] else args.inputs,
+            against,
+            params,
+            outputs,
+            read,
+            against_read,
+            progress=sys.stderr.isatty() if args.progress is None else args.progress,
+            jobs=args.jobs,
+        )
     if not args.quiet:
         s = summary
         sys.stderr.write(
