@@ -23,6 +23,7 @@ parts are concatenated in order (gzip parts decompressed).
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 import uuid
@@ -171,10 +172,21 @@ def check_folders(
             raise ParamError(
                 f"{flag} {value} is a file; with --dask outputs are folders of part files"
             )
-        if fs.isdir(path) and fs.ls(path) and not fs.exists(f"{path.rstrip('/')}/{MANIFEST}"):
+        if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
             raise ParamError(
                 f"{flag} {value} is a folder that holds other files; give an empty or new folder"
             )
+
+
+#: The files of an output folder: its parts (or one being written when a run was killed).
+_OURS = re.compile(r"part-\d{5}\.jsonl(\.gz)?(\.tmp-[0-9a-f]{32})?")
+
+
+def _ours(path: str) -> bool:
+    """True for a file a cluster run writes into an output folder: the manifest, a part, or
+    a part of an unfinished run (killed while writing: no manifest yet)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name == MANIFEST or _OURS.fullmatch(name) is not None
 
 
 def _norm(path: str) -> str:
