@@ -426,12 +426,28 @@ def cmd_decontaminate(args: argparse.Namespace) -> int:
 def _add_report_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser(
         "report",
-        help="one self-contained HTML page showing a run's clusters side by side",
+        help="one self-contained HTML page showing a run's clusters (or matches) side by side",
         description="Write an HTML report of a dedup run: summary, histograms, and every "
-        "cluster (largest first) with removed documents beside what they duplicate.",
+        "cluster (largest first) with removed documents beside what they duplicate. With "
+        "--matches and --against, of a decontaminate run instead: how many training documents "
+        "contain each benchmark item, and a sample of matches, spans highlighted, beside the "
+        "item.",
     )
-    r.add_argument("inputs", nargs="+", help="the input the dedup run read (same options)")
-    r.add_argument("--clusters", required=True, help="the run's --clusters file (JSONL)")
+    r.add_argument("inputs", nargs="+", help="the input the run read (same options)")
+    r.add_argument("--clusters", help="the dedup run's --clusters file (JSONL)")
+    r.add_argument(
+        "--matches",
+        help="the decontaminate run's --matches file (or its --dask folder); needs --against",
+    )
+    r.add_argument("--against", nargs="+", metavar="BENCH", help="with --matches: the benchmark")
+    r.add_argument("--against-text-field", help="with --matches: the benchmark's text field")
+    r.add_argument("--against-id-field", help="with --matches: the benchmark's id field")
+    r.add_argument(
+        "--sample",
+        type=int,
+        default=200,
+        help="with --matches: matches shown with their texts, spread over the items [200]",
+    )
     r.add_argument("-o", "--output", required=True, help="the HTML file to write")
     r.add_argument("--pairs", help="the run's --pairs file (scores when the clusters have none)")
     r.add_argument("--summary-json", help="the run's --summary-json file (parameters, timing)")
@@ -455,6 +471,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .run import parse_size
 
+    if (args.clusters is None) == (args.matches is None):
+        raise ParamError(
+            "give --clusters (a dedup run) or --matches with --against (decontaminate)"
+        )
+    if args.matches is not None:
+        return cmd_report_matches(args)
+    if args.against or args.against_text_field or args.against_id_field:
+        raise ParamError("--against and its fields go with --matches")
     stats = write_report(
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
         args.clusters,
@@ -474,6 +498,37 @@ def cmd_report(args: argparse.Namespace) -> int:
     sys.stderr.write(
         f"report: {stats.clusters:,} clusters, {stats.removed:,} removed documents, "
         f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
+    )
+    return 0
+
+
+def cmd_report_matches(args: argparse.Namespace) -> int:
+    """report --matches: the page of a decontamination run."""
+    from .contamination_report import write_contamination_report
+    from .run import parse_size
+
+    if not args.against:
+        raise ParamError("--matches needs --against BENCH: the benchmark the run read")
+    stats = write_contamination_report(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.matches,
+        args.against,
+        args.output,
+        fmt=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        against_text_field=args.against_text_field,
+        against_id_field=args.against_id_field,
+        on_error=args.on_error,
+        max_record_size=parse_size(args.max_record_size),
+        sample=args.sample,
+        max_chars=args.max_chars,
+        title=args.title if args.title != "neardup report" else "neardup decontamination report",
+    )
+    sys.stderr.write(
+        f"report: {stats.matches:,} matches of {stats.items_found:,} benchmark items in "
+        f"{stats.contaminated:,} documents, {stats.shown:,} shown, {stats.bytes / 1e6:.1f} MB "
+        f"-> {args.output}\n"
     )
     return 0
 
