@@ -8,6 +8,10 @@ import json
 import os
 import random
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -187,3 +191,31 @@ def test_what_a_cluster_cannot_read_or_write_is_refused_in_one_line(
     assert "go with --dask" in capsys.readouterr().err
     with pytest.raises(ParamError, match="name an output"):
         decontaminate(inputs, str(bench), PARAMS, DecontaminateFolders(), client=object())
+
+
+def test_killing_the_command_then_running_it_again_resumes_with_the_same_outputs(
+    corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    bench, docs = corpus
+    inputs = _files(tmp_path, docs * 8)  # repeated ids: the ids stage has work to do
+    want = _local(tmp_path, inputs, bench, ["--on-error", "skip"])
+    work = tmp_path / "work"
+    args = [sys.executable, "-m", "neardup.cli", "decontaminate", *inputs, "--against", str(bench),
+            "--against-text-field", "q", "-o", str(tmp_path / "clean"), "--matches",
+            str(tmp_path / "matches"), "--on-error", "skip", "--dask", "local:2", "--work-dir",
+            str(work)]  # fmt: skip
+    job = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not (work / "scan" / "_SUCCESS").exists():
+        assert job.poll() is None and time.monotonic() < deadline, (
+            job.stderr.read() if job.stderr else ""
+        )
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    assert not (tmp_path / "clean" / "manifest.json").exists()  # nothing looks whole
+    args[args.index("local:2")] = "local:1"
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "resuming" in again.stderr
+    assert _outputs(tmp_path) == want
