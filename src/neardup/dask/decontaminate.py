@@ -37,6 +37,7 @@ import numpy as np
 from .._heap import trim
 from ..errors import InputError, ParamError
 from ..params import DecontaminateParams
+from ..text import Utf8Texts
 from .bundles import Pieces, regroup
 from .inputs import Block, InputFile, filesystem, is_url, list_inputs, plan_blocks
 from .job import (
@@ -254,6 +255,10 @@ def write_block(
     return answer
 
 
+def _names(ids: Utf8Texts) -> list[str]:
+    return list(ids)
+
+
 def _without_shingles(finder: Decontaminator) -> int:
     return int((finder.sizes_ == 0).sum())
 
@@ -355,8 +360,9 @@ def _run(
 
     clock = _Clock(say)
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
-    finder = client.submit(Decontaminator, bench_texts, params, pure=False)
-    names = client.submit(list, bench_ids, pure=False)  # sent once, not with every task
+    # Sent once, packed (Dask never looks inside for task keys), not with every task.
+    finder = client.submit(Decontaminator, Utf8Texts.from_strings(bench_texts), params, pure=False)
+    names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
     empty_items = client.submit(_without_shingles, finder, pure=False)
     if work.done("scan"):
         metas = [work.read_json(f"scan/part-{b:05d}.json") for b in range(len(blocks))]
