@@ -19,6 +19,8 @@ Run from the repository root (about two minutes):
    ``neardup decontaminate docs.jsonl.gz --against items.jsonl -o clean.jsonl`` and
    ``neardup dedup docs.jsonl.gz -o kept.jsonl``; MB/s is uncompressed JSONL MB over wall
    seconds, best of ``--repeat`` after a warm-up run (kernels compiled and cached).
+   ``--dask local:2`` also times ``decontaminate --dask`` (the corpus decompressed, so it is
+   cut into blocks) and checks its parts equal the local outputs; ``--skip-quality`` skips 1.
 """
 
 from __future__ import annotations
