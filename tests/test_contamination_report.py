@@ -113,6 +113,10 @@ def test_files_that_do_not_fit_the_run_are_named_in_one_line(
         (["--matches", str(matches)], "needs --against"),
         (["--matches", str(matches), "--clusters", str(matches)], "give --clusters"),
         (["--clusters", str(matches), "--against", str(bench)], "go with --matches"),
+        (
+            ["--matches", str(matches), "--against", str(bench), "--pairs", str(matches)],
+            "go with --clusters",
+        ),
     ):
         assert main([*base, *extra]) == 1
         err = capsys.readouterr().err

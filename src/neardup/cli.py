@@ -509,6 +509,8 @@ def cmd_report_matches(args: argparse.Namespace) -> int:
 
     if not args.against:
         raise ParamError("--matches needs --against BENCH: the benchmark the run read")
+    if args.pairs or args.summary_json:
+        raise ParamError("--pairs and --summary-json go with --clusters (a dedup run)")
     stats = write_contamination_report(
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
         args.matches,
