@@ -19,6 +19,8 @@ Run from the repository root (about two minutes):
    ``neardup decontaminate docs.jsonl.gz --against items.jsonl -o clean.jsonl`` and
    ``neardup dedup docs.jsonl.gz -o kept.jsonl``; MB/s is uncompressed JSONL MB over wall
    seconds, best of ``--repeat`` after a warm-up run (kernels compiled and cached).
+   ``--dask local:2`` also times ``decontaminate --dask`` (the corpus decompressed, so it is
+   cut into blocks) and checks its parts equal the local outputs; ``--skip-quality`` skips 1.
 """
 
 from __future__ import annotations
@@ -112,8 +114,11 @@ def run(cmd: list[str]) -> tuple[float, float]:
     return wall, cpu
 
 
-def throughput(corpus: Path, items: int, repeat: int, jobs: int | None) -> dict[str, Any]:
-    """decontaminate vs dedup, whole commands on the same raw file."""
+def throughput(
+    corpus: Path, items: int, repeat: int, jobs: int | None, dask: str | None = None
+) -> dict[str, Any]:
+    """decontaminate vs dedup, whole commands on the same raw file; with ``dask``, also
+    decontaminate on that cluster (outputs checked equal to the local run's)."""
     mb = uncompressed_mb(corpus)
     neardup = [sys.executable, "-m", "neardup.cli"]
     extra = [] if jobs is None else ["--jobs", str(jobs)]
@@ -138,12 +143,39 @@ def throughput(corpus: Path, items: int, repeat: int, jobs: int | None) -> dict[
             wall, cpu = min(times)
             out[name] = {"seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
                          "mb_per_s": round(mb / wall, 2)}  # fmt: skip
+        if dask:
+            out["dask"] = cluster_run(neardup, corpus, bench, Path(tmp), dask, repeat)
+            out["dask"]["mb_per_s"] = round(mb / out["dask"]["seconds"], 2)
         found = json.loads(summary.read_text())
         out["contaminated"] = found["contaminated"]
         out["matches"] = found["matches"]
         out["items_found"] = found["benchmark_items_matched"]
         out["ratio"] = round(out["decontaminate"]["mb_per_s"] / out["dedup"]["mb_per_s"], 3)
     return out
+
+
+def cluster_run(
+    neardup: list[str], corpus: Path, bench: Path, tmp: Path, dask: str, repeat: int
+) -> dict[str, Any]:
+    """``decontaminate --dask`` on the corpus decompressed (plain JSONL is cut into 32 MB
+    blocks; a gzip file is one): wall seconds with the cluster's start, best of ``repeat``;
+    the part files read back must equal the local run's outputs of the gzip file."""
+    from neardup.dask import read_output
+
+    plain = tmp / "corpus.jsonl"
+    with gzip.open(corpus, "rb") as src, plain.open("wb") as dst:
+        dst.write(src.read())
+    cmd = [*neardup, "decontaminate", str(plain), "--against", str(bench), "-o", f"{tmp}/clean",
+           "--matches", f"{tmp}/matches", "--dask", dask, "-q"]  # fmt: skip
+    wall, cpu = min(run(cmd) for _ in range(repeat))
+    same = (
+        read_output(f"{tmp}/clean") == (tmp / "clean.jsonl").read_bytes()
+        and read_output(f"{tmp}/matches") == (tmp / "matches.jsonl").read_bytes()
+    )
+    if not same:
+        raise SystemExit("the cluster run's outputs differ from the local run's")
+    return {"cluster": dask, "seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
+            "outputs_equal_local": same}  # fmt: skip
 
 
 def main() -> None:
@@ -154,21 +186,30 @@ def main() -> None:
     p.add_argument("--items", type=int, default=1000, help="benchmark paragraphs [1000]")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--jobs", type=int, help="--jobs of both commands [their default: all cores]")
+    p.add_argument("--dask", metavar="CLUSTER", help="also decontaminate on Dask, e.g. local:2")
+    p.add_argument("--skip-quality", action="store_true", help="throughput only")
     p.add_argument("--json", type=Path, help="write every number here")
     args = p.parse_args()
     containments = [float(x) for x in args.containments.split(",")]
-    rows = clough_stevenson(containments, [int(x) for x in args.sizes.split(",")])
-    columns = [("w", "w", ""), ("C", "C", "")]
-    columns += [(k, f"{k} (n={rows[0][k + '_n']})", ".2f") for k in CLASSES]
-    columns += [("other_source", "other source", "")]
-    common.print_table(rows, columns, "Clough-Stevenson: answers containing their own source")
-    common.print_table(
-        rows,
-        [("w", "w", ""), ("C", "C", "")] + [(f"{k}_reverse", k, ".2f") for k in CLASSES],
-        "Clough-Stevenson, the other direction: sources containing their answers",
+    rows = (
+        []
+        if args.skip_quality
+        else clough_stevenson(containments, [int(x) for x in args.sizes.split(",")])
     )
-    speed = throughput(args.corpus, args.items, args.repeat, args.jobs)
+    columns = [("w", "w", ""), ("C", "C", "")]
+    if rows:
+        columns += [(k, f"{k} (n={rows[0][k + '_n']})", ".2f") for k in CLASSES]
+        columns += [("other_source", "other source", "")]
+        common.print_table(rows, columns, "Clough-Stevenson: answers containing their own source")
+        common.print_table(
+            rows,
+            [("w", "w", ""), ("C", "C", "")] + [(f"{k}_reverse", k, ".2f") for k in CLASSES],
+            "Clough-Stevenson, the other direction: sources containing their answers",
+        )
+    speed = throughput(args.corpus, args.items, args.repeat, args.jobs, args.dask)
     speed_rows = [{"command": k, **speed[k]} for k in ("decontaminate", "dedup")]
+    if args.dask:
+        speed_rows.append({"command": f"decontaminate --dask {args.dask}", **speed["dask"]})
     common.print_table(
         speed_rows,
         [("command", "command", ""), ("seconds", "wall s", ".2f"), ("cpu_seconds", "CPU s", ".2f"),

@@ -237,25 +237,10 @@ def _build_parser() -> argparse.ArgumentParser:
         help="progress bar on stderr [on when stderr is a terminal]",
     )
     out.add_argument("--quiet", "-q", action="store_true", help="no summary")
-    d.add_argument(
-        "--dask",
-        metavar="CLUSTER",
-        help="run on Dask: local:N (N worker processes here) or a scheduler address such as tcp://host:8786; the workers read the inputs (paths, globs, folders or URLs such as s3://...) and write part files into the -o, --clusters and --pairs folders (see docs/DASK.md)",
-    )
-    d.add_argument(
-        "--work-dir",
-        metavar="DIR",
-        help="with --dask: keep each finished stage here (a path or URL); the same command started again resumes [a temporary folder, removed on success]",
-    )
-    d.add_argument(
-        "--restart",
-        action="store_true",
-        help="with --dask: discard what --work-dir holds from an earlier run and start over",
-    )
-    d.add_argument(
-        "--storage-options",
-        metavar="JSON",
-        help="with --dask: fsspec options for remote paths, e.g. '{\"anon\": false}' (credentials are best left to the environment or fsspec's configuration)",
+    _add_dask_options(
+        d,
+        "the workers read the inputs (paths, globs, folders or URLs such as s3://...) and "
+        "write part files into the -o, --clusters and --pairs folders (see docs/DASK.md)",
     )
 
     pl = sub.add_parser(
@@ -318,6 +303,31 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_dask_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """--dask, --work-dir, --restart, --storage-options: the options of a cluster run."""
+    parser.add_argument(
+        "--dask",
+        metavar="CLUSTER",
+        help="run on Dask: local:N (N worker processes here) or a scheduler address such as "
+        f"tcp://host:8786; {what}",
+    )
+    parser.add_argument(
+        "--work-dir",
+        metavar="DIR",
+        help="with --dask: keep each finished stage here (a path or URL); the same command started again resumes [a temporary folder, removed on success]",
+    )
+    parser.add_argument(
+        "--restart",
+        action="store_true",
+        help="with --dask: discard what --work-dir holds from an earlier run and start over",
+    )
+    parser.add_argument(
+        "--storage-options",
+        metavar="JSON",
+        help="with --dask: fsspec options for remote paths, e.g. '{\"anon\": false}' (credentials are best left to the environment or fsspec's configuration)",
+    )
+
+
 def _add_decontaminate_parser(sub: argparse._SubParsersAction) -> None:
     x = sub.add_parser(
         "decontaminate",
@@ -371,6 +381,17 @@ def _add_decontaminate_parser(sub: argparse._SubParsersAction) -> None:
         help="progress bar on stderr [on when stderr is a terminal]",
     )
     out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    _add_dask_options(
+        x,
+        "the workers read the training data (JSONL paths, globs, folders or URLs such as "
+        "s3://...) and write part files into the -o and --matches folders; the benchmark is "
+        "read here (see docs/DECONTAMINATE.md)",
+    )
+    x.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="with --dask local:N: each worker's memory limit (e.g. 4G; Dask spills past it)",
+    )
 
 
 def cmd_decontaminate(args: argparse.Namespace) -> int:
@@ -390,16 +411,31 @@ def cmd_decontaminate(args: argparse.Namespace) -> int:
         text_field=args.against_text_field or args.text_field,
         id_field=args.against_id_field or args.id_field,
     )
-    summary = decontaminate_source(
-        args.inputs[0] if args.inputs == ["-"] else args.inputs,
-        args.against[0] if args.against == ["-"] else args.against,
-        params,
-        DecontaminateOutputs(args.output, args.matches, args.summary_json),
-        read,
-        against_read,
-        progress=sys.stderr.isatty() if args.progress is None else args.progress,
-        jobs=args.jobs,
-    )
+    outputs = DecontaminateOutputs(args.output, args.matches, args.summary_json)
+    against = args.against[0] if args.against == ["-"] else args.against
+    if args.dask:
+        from .run import decontaminate_cluster, parse_size
+
+        summary = decontaminate_cluster(
+            args.inputs, against, params, outputs, read, against_read, args.dask, args.work_dir,
+            args.restart, _storage_options(args.storage_options), None if args.quiet else _info,
+            None if args.memory_limit is None else parse_size(args.memory_limit),
+        )  # fmt: skip
+    elif args.work_dir or args.restart or args.storage_options or args.memory_limit:
+        raise ParamError(
+            "--work-dir, --restart, --storage-options and --memory-limit go with --dask"
+        )
+    else:
+        summary = decontaminate_source(
+            args.inputs[0] if args.inputs == ["-"] else args.inputs,
+            against,
+            params,
+            outputs,
+            read,
+            against_read,
+            progress=sys.stderr.isatty() if args.progress is None else args.progress,
+            jobs=args.jobs,
+        )
     if not args.quiet:
         s = summary
         sys.stderr.write(
@@ -421,12 +457,28 @@ def cmd_decontaminate(args: argparse.Namespace) -> int:
 def _add_report_parser(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser(
         "report",
-        help="one self-contained HTML page showing a run's clusters side by side",
+        help="one self-contained HTML page showing a run's clusters (or matches) side by side",
         description="Write an HTML report of a dedup run: summary, histograms, and every "
-        "cluster (largest first) with removed documents beside what they duplicate.",
+        "cluster (largest first) with removed documents beside what they duplicate. With "
+        "--matches and --against, of a decontaminate run instead: how many training documents "
+        "contain each benchmark item, and a sample of matches, spans highlighted, beside the "
+        "item.",
     )
-    r.add_argument("inputs", nargs="+", help="the input the dedup run read (same options)")
-    r.add_argument("--clusters", required=True, help="the run's --clusters file (JSONL)")
+    r.add_argument("inputs", nargs="+", help="the input the run read (same options)")
+    r.add_argument("--clusters", help="the dedup run's --clusters file (JSONL)")
+    r.add_argument(
+        "--matches",
+        help="the decontaminate run's --matches file (or its --dask folder); needs --against",
+    )
+    r.add_argument("--against", nargs="+", metavar="BENCH", help="with --matches: the benchmark")
+    r.add_argument("--against-text-field", help="with --matches: the benchmark's text field")
+    r.add_argument("--against-id-field", help="with --matches: the benchmark's id field")
+    r.add_argument(
+        "--sample",
+        type=int,
+        default=200,
+        help="with --matches: matches shown with their texts, spread over the items [200]",
+    )
     r.add_argument("-o", "--output", required=True, help="the HTML file to write")
     r.add_argument("--pairs", help="the run's --pairs file (scores when the clusters have none)")
     r.add_argument("--summary-json", help="the run's --summary-json file (parameters, timing)")
@@ -450,6 +502,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
     from .run import parse_size
 
+    if (args.clusters is None) == (args.matches is None):
+        raise ParamError(
+            "give --clusters (a dedup run) or --matches with --against (decontaminate)"
+        )
+    if args.matches is not None:
+        return cmd_report_matches(args)
+    if args.against or args.against_text_field or args.against_id_field:
+        raise ParamError("--against and its fields go with --matches")
     stats = write_report(
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
         args.clusters,
@@ -469,6 +529,39 @@ def cmd_report(args: argparse.Namespace) -> int:
     sys.stderr.write(
         f"report: {stats.clusters:,} clusters, {stats.removed:,} removed documents, "
         f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
+    )
+    return 0
+
+
+def cmd_report_matches(args: argparse.Namespace) -> int:
+    """report --matches: the page of a decontamination run."""
+    from .contamination_report import write_contamination_report
+    from .run import parse_size
+
+    if not args.against:
+        raise ParamError("--matches needs --against BENCH: the benchmark the run read")
+    if args.pairs or args.summary_json:
+        raise ParamError("--pairs and --summary-json go with --clusters (a dedup run)")
+    stats = write_contamination_report(
+        args.inputs[0] if args.inputs == ["-"] else args.inputs,
+        args.matches,
+        args.against,
+        args.output,
+        fmt=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        against_text_field=args.against_text_field,
+        against_id_field=args.against_id_field,
+        on_error=args.on_error,
+        max_record_size=parse_size(args.max_record_size),
+        sample=args.sample,
+        max_chars=args.max_chars,
+        title=args.title if args.title != "neardup report" else "neardup decontamination report",
+    )
+    sys.stderr.write(
+        f"report: {stats.matches:,} matches of {stats.items_found:,} benchmark items in "
+        f"{stats.contaminated:,} documents, {stats.shown:,} shown, {stats.bytes / 1e6:.1f} MB "
+        f"-> {args.output}\n"
     )
     return 0
 

@@ -12,6 +12,7 @@ the training text, merged where they overlap or touch.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -147,3 +148,24 @@ class Decontaminator:
                 )
             )
         return out
+
+
+def match_lines(found: Matches, ids: Sequence[str], bench_ids: Sequence[str]) -> bytes:
+    """The --matches lines of a batch: {"id", "benchmark_id", "containment", "spans"} per pair,
+    ``ids`` naming the batch's texts and ``bench_ids`` the benchmark items."""
+    lines = [
+        json.dumps(
+            {
+                "id": ids[d],
+                "benchmark_id": bench_ids[b],
+                "containment": c,
+                "spans": found.spans(i),
+            },
+            ensure_ascii=False,
+        )
+        + "\n"
+        for i, (d, b, c) in enumerate(
+            zip(found.doc.tolist(), found.item.tolist(), found.containment.tolist(), strict=True)
+        )
+    ]
+    return "".join(lines).encode("utf-8", "backslashreplace")

@@ -320,9 +320,12 @@ def _read_texts(
     on_error: OnError,
     max_record_size: int,
     units: dict[str, list[tuple[int, str]]] | None = None,
+    what: str = "the clusters file",
+    run: str = "dedup",
 ) -> tuple[dict[str, str], int]:
     """The texts of the documents ``need`` names, and the number of input documents; with
-    ``units`` (document id -> [(paragraph, name)]), those paragraphs' texts by name."""
+    ``units`` (document id -> [(paragraph, name)]), those paragraphs' texts by name. ``what``
+    names the file that needs them and ``run`` the command that read the input, for errors."""
     texts: dict[str, str] = {}
     n_input = 0
     with open_source(
@@ -348,9 +351,9 @@ def _read_texts(
     missing = need - texts.keys()
     if missing:
         raise InputError(
-            f"{len(missing)} documents of the clusters file are not in the input (e.g. id "
+            f"{len(missing)} documents of {what} are not in the input (e.g. id "
             f"{sorted(missing)[0]!r}); give the same input and --format/--id-field/--text-field "
-            "as the dedup run"
+            f"as the {run} run"
         )
     return texts, n_input
 

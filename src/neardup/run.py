@@ -42,7 +42,6 @@ from .params import DecontaminateParams, DedupParams, check_int, params_json
 from .progress import Progress
 
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
-    from .decontaminate import Matches
     from .engine import Deduplicator
 
 
@@ -492,7 +491,7 @@ def decontaminate_source(
     batch size). Every output is checked against every input before anything is read, and all
     appear together at the end, or none does. Returns the summary.
     """
-    from .decontaminate import Decontaminator
+    from .decontaminate import Decontaminator, match_lines
     from .io._atomic import open_output
 
     read = read or ReadOptions()
@@ -541,7 +540,7 @@ def decontaminate_source(
                         docs += len(batch)
                         nbytes += batch.nbytes
                         if sink is not None and len(found):
-                            sink.write(_match_lines(found, batch.ids, bench_ids))
+                            sink.write(match_lines(found, batch.ids, bench_ids))
                         bar.update(docs, nbytes)
                 finally:
                     bar.close()
@@ -573,24 +572,47 @@ def decontaminate_source(
     return summary
 
 
-def _match_lines(found: Matches, ids: Sequence[str], bench_ids: Sequence[str]) -> bytes:
-    """The --matches lines of one batch: {"id", "benchmark_id", "containment", "spans"}."""
-    lines = [
-        json.dumps(
-            {
-                "id": ids[d],
-                "benchmark_id": bench_ids[b],
-                "containment": c,
-                "spans": found.spans(i),
-            },
-            ensure_ascii=False,
-        )
-        + "\n"
-        for i, (d, b, c) in enumerate(
-            zip(found.doc.tolist(), found.item.tolist(), found.containment.tolist(), strict=True)
-        )
-    ]
-    return "".join(lines).encode("utf-8", "backslashreplace")
+def decontaminate_cluster(
+    inputs: str | Sequence[str],
+    against: str | Sequence[str],
+    params: DecontaminateParams,
+    outputs: DecontaminateOutputs,
+    read: ReadOptions | None = None,
+    against_read: ReadOptions | None = None,
+    cluster: str | Any = "local",
+    work_dir: str | None = None,
+    restart: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    info: Callable[[str], None] | None = None,
+    worker_memory: int | None = None,
+) -> dict[str, Any]:
+    """``decontaminate_source`` on a Dask cluster: the workers read the training data (JSONL
+    paths, folders, globs or fsspec URLs) block by block and write clean and matches part files
+    into the output folders, with a manifest each; the benchmark is read here. The same records
+    and lines as one machine once the parts are concatenated. ``cluster``, ``work_dir``,
+    ``restart``, ``worker_memory``: as for ``dedup_cluster``."""
+    from .dask import DecontaminateFolders, JobOptions
+    from .dask import decontaminate as run_cluster
+
+    read = read or ReadOptions()
+    if read.format not in (None, "jsonl"):
+        raise ParamError(f"a cluster run reads JSONL files, not {read.format}")
+    paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
+    options = JobOptions(
+        text_field=read.text_field,
+        id_field=read.id_field,
+        on_error=read.on_error,
+        max_record_size=read.max_record_size,
+        work_dir=work_dir,
+        restart=restart,
+        storage_options=storage_options or {},
+    )
+    folders = DecontaminateFolders(outputs.clean, outputs.matches, outputs.summary_json)
+    summary = run_cluster(
+        paths, against, params, folders, options, cluster, info, against_read, worker_memory
+    )
+    summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
+    return summary
 
 
 # -- the standing index -------------------------------------------------------------------------

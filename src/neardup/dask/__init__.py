@@ -8,18 +8,33 @@ run the engine's own stages and write part files; the client holds O(blocks).
         summary = dedup(["s3://bucket/crawl/*.jsonl.gz"], DedupParams(threshold=0.8),
                         ClusterOutputs(kept="s3://bucket/kept/"), JobOptions(), client)
 
+``decontaminate`` is ``neardup decontaminate`` the same way (``dask.decontaminate``).
 See ``job`` for the stages and docs/DASK.md for running on a cluster.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..params import DedupParams
+from ..params import DecontaminateParams, DedupParams
 from .cluster import cluster_errors, connect
+from .decontaminate import DecontaminateFolders
 from .job import ClusterOutputs, JobOptions, read_output, run_job
 
-__all__ = ["ClusterOutputs", "JobOptions", "cluster_errors", "connect", "dedup", "read_output"]
+if TYPE_CHECKING:
+    from ..run import ReadOptions
+
+__all__ = [
+    "ClusterOutputs",
+    "DecontaminateFolders",
+    "JobOptions",
+    "cluster_errors",
+    "connect",
+    "decontaminate",
+    "dedup",
+    "read_output",
+]
 
 
 def dedup(
@@ -40,3 +55,41 @@ def dedup(
     paths = [inputs] if isinstance(inputs, str) else list(inputs)
     with cluster_errors():
         return run_job(paths, params, outputs, options or JobOptions(), client, info)
+
+
+def decontaminate(
+    inputs: str | list[str],
+    against: str | Sequence[str],
+    params: DecontaminateParams,
+    outputs: DecontaminateFolders,
+    options: JobOptions | None = None,
+    client: Any = None,
+    info: Any = None,
+    against_read: ReadOptions | None = None,
+    worker_memory: int | None = None,
+) -> dict[str, Any]:
+    """Drop the training documents of ``inputs`` (JSONL files, folders, globs or fsspec URLs,
+    read by the workers) that contain an item of the benchmark ``against`` (files of any
+    format ``neardup decontaminate`` reads, read here with ``against_read``'s fields, by
+    default ``options``'); clean and matches part files and a manifest go to each output
+    folder. ``client``: a Client, ``"local:N"`` or a scheduler address (connected once the
+    inputs and outputs are checked), None for the current one. Returns the summary."""
+    from ..run import ReadOptions, _paths, _read_benchmark
+    from .decontaminate import check_job, run_decontaminate
+
+    options = options or JobOptions()
+    paths = [inputs] if isinstance(inputs, str) else list(inputs)
+    files = check_job(paths, outputs, options, tuple(_paths(against)))
+    bench = against_read or ReadOptions(
+        text_field=options.text_field,
+        id_field=options.id_field,
+        on_error=options.on_error,  # type: ignore[arg-type]
+        max_record_size=options.max_record_size,
+    )
+    benchmark = _read_benchmark(against, bench)
+    if client is None:
+        from .cluster import import_distributed
+
+        client = import_distributed().get_client()
+    with connect(client, info, worker_memory) as connected, cluster_errors():
+        return run_decontaminate(files, benchmark, params, outputs, options, connected, info)

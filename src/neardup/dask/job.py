@@ -23,11 +23,12 @@ parts are concatenated in order (gzip parts decompressed).
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from ..io._source import _DUPLICATE_FIX
 from ..methods import needs_fit
 from ..params import DedupParams
 from .bundles import regroup
-from .inputs import BLOCK_BYTES, InputFile, filesystem, is_url, list_inputs, plan_blocks
+from .inputs import BLOCK_BYTES, Block, InputFile, filesystem, is_url, list_inputs, plan_blocks
 from .scan import ReadSpec, scan_block
 from .stages import (
     Layout,
@@ -56,6 +57,21 @@ from .stages import (
 from .workdir import WorkDir, write_whole
 
 MANIFEST = "manifest.json"
+
+
+class Placed(Protocol):
+    """What the client's bookkeeping needs of a run: its files, blocks, lines, work folder."""
+
+    @property
+    def files(self) -> list[InputFile]: ...
+    @property
+    def blocks(self) -> list[Block]: ...
+    @property
+    def line_offsets(self) -> list[int]: ...
+    @property
+    def work(self) -> WorkDir: ...
+
+
 #: Input bytes per destination of the graph and finish shuffles (gzip counted 4x), and the
 #: fewest destinations. From the inputs alone, so a resumed run finds the same partitions
 #: whatever the number of workers.
@@ -108,19 +124,32 @@ def _check_outputs(
 ) -> None:
     """Output folders are not inputs, not each other, not the work folder, and hold nothing
     but an earlier neardup output (replaced) when they exist."""
+    if not outputs.kept and not outputs.clusters and not outputs.pairs:
+        raise ParamError("nothing to write: give -o FOLDER (and/or --clusters, --pairs FOLDER)")
+    check_folders(
+        {"-o": outputs.kept, "--clusters": outputs.clusters, "--pairs": outputs.pairs},
+        outputs.summary_json, files, work, storage,
+    )  # fmt: skip
+
+
+def check_folders(
+    folders: dict[str, str | None],
+    summary_json: str | None,
+    files: list[InputFile],
+    work: str | None,
+    storage: dict[str, Any],
+) -> None:
+    """Output folders (by flag) are not inputs, not each other, not the work folder or the
+    summary file, and hold nothing but an earlier neardup output (replaced) when they exist."""
     named = {
         flag: value
         for flag, value in (
-            ("-o", outputs.kept),
-            ("--clusters", outputs.clusters),
-            ("--pairs", outputs.pairs),
+            *folders.items(),
             ("--work-dir", work),
-            ("--summary-json", outputs.summary_json),
+            ("--summary-json", summary_json),
         )
         if value
     }
-    if not outputs.kept and not outputs.clusters and not outputs.pairs:
-        raise ParamError("nothing to write: give -o FOLDER (and/or --clusters, --pairs FOLDER)")
     seen: dict[str, str] = {}
     inputs = {_norm(f.url) for f in files}
     for flag, value in named.items():
@@ -143,10 +172,21 @@ def _check_outputs(
             raise ParamError(
                 f"{flag} {value} is a file; with --dask outputs are folders of part files"
             )
-        if fs.isdir(path) and fs.ls(path) and not fs.exists(f"{path.rstrip('/')}/{MANIFEST}"):
+        if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
             raise ParamError(
                 f"{flag} {value} is a folder that holds other files; give an empty or new folder"
             )
+
+
+#: The files of an output folder: its parts (or one being written when a run was killed).
+_OURS = re.compile(r"part-\d{5}\.jsonl(\.gz)?(\.tmp-[0-9a-f]{32})?")
+
+
+def _ours(path: str) -> bool:
+    """True for a file a cluster run writes into an output folder: the manifest, a part, or
+    a part of an unfinished run (killed while writing: no manifest yet)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name == MANIFEST or _OURS.fullmatch(name) is not None
 
 
 def _norm(path: str) -> str:
@@ -157,7 +197,7 @@ def _norm(path: str) -> str:
 
 def _problems(
     metas: list[dict[str, Any]],
-    layout: Layout,
+    layout: Placed,
     dups: list[tuple[int, int, str, int]],
     on_error: str,
 ) -> ErrorReport:
@@ -186,11 +226,15 @@ def _problems(
     return report
 
 
-def _dup_problems(layout: Layout, n_graph: int) -> list[tuple[int, int, str, int]]:
+def _dup_problems(
+    layout: Placed, n_graph: int, stage: str = "graph"
+) -> list[tuple[int, int, str, int]]:
     """(block, line, message, doc) of every record dropped for an id an earlier one has."""
     out = []
     for d in range(n_graph):
-        t = layout.work.read_table(f"graph/dups-{d:05d}.parquet")
+        if not layout.work.exists(f"{stage}/dups-{d:05d}.parquet"):  # no id was sent there
+            continue
+        t = layout.work.read_table(f"{stage}/dups-{d:05d}.parquet")
         for doc, earlier, line, eline, rid in zip(
             t.column("doc").to_pylist(), t.column("earlier").to_pylist(),
             t.column("line").to_pylist(), t.column("earlier_line").to_pylist(),
@@ -222,7 +266,7 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
     return [json.loads(v) for v in values]
 
 
-def _line_offsets(layout: Layout, metas: list[dict[str, Any]]) -> list[int]:
+def _line_offsets(layout: Placed, metas: list[dict[str, Any]]) -> list[int]:
     """Lines of the file before each block (blocks of one plain file are consecutive)."""
     offsets = []
     previous_file, lines = -1, 0
@@ -234,7 +278,7 @@ def _line_offsets(layout: Layout, metas: list[dict[str, Any]]) -> list[int]:
     return offsets
 
 
-def _stage(layout: Layout, name: str, run: Any) -> dict[int, dict[str, Any]]:
+def _stage(layout: Placed, name: str, run: Any) -> dict[int, dict[str, Any]]:
     """A shuffle stage's answers: computed (then marked done) or read back from the folder."""
     work = layout.work
     if work.done(name):
@@ -332,7 +376,7 @@ def _run(
     )  # fmt: skip
     dups = _dup_problems(layout, n_graph)
     report = _problems(metas, layout, dups, options.on_error)
-    dropped_arrays = dropped_of(layout, n_graph)
+    dropped_arrays = dropped_of(layout.work, n_graph)
     dropped = {b: v.tolist() for b, v in dropped_arrays.items()}
     records = np.asarray([int(m["records"]) for m in metas], dtype=np.int64)
     for b, v in dropped_arrays.items():
@@ -355,9 +399,9 @@ def _run(
     clock.start("write: kept records, clusters and pairs")
     gz = all(f.gzip for f in files)
     outs = Outputs(outputs.kept, outputs.clusters, outputs.pairs, gz)
-    _check_written(work, outs, len(blocks), storage)
+    check_written(work, _folders(outs), len(blocks), storage)
     if not work.done("write"):
-        _unmark(outs, storage)
+        unmark(_folders(outs), storage)
     items = [("finish", d) for d in sorted(finished)] + [("block", b) for b in range(len(blocks))]
     written = _stage(
         layout, "write",
@@ -367,7 +411,7 @@ def _run(
     clock.start("")
     summary = _summary(params, finished, written, report, started, len(blocks))
     summary["stage_seconds"] = clock.seconds
-    _manifests(outs, written, summary, len(blocks), storage)
+    write_manifests(_folders(outs), written, summary, len(blocks), storage)
     if outputs.summary_json:
         fs, path = filesystem(outputs.summary_json, storage)
         body = (json.dumps(summary, indent=1) + "\n").encode()
@@ -435,16 +479,28 @@ def _summary(
     }
 
 
-def _check_written(work: WorkDir, outs: Outputs, n_blocks: int, storage: dict[str, Any]) -> None:
+#: An output folder of a run: (folder or None, gzip parts, the block answer's record count).
+Folder = tuple[str | None, bool, str]
+
+
+def _folders(outs: Outputs) -> list[Folder]:
+    return [(outs.kept, outs.gzip, "kept"), (outs.clusters, False, "clusters"),
+            (outs.pairs, False, "pairs")]  # fmt: skip
+
+
+def check_written(
+    work: WorkDir, folders: list[Folder], n_blocks: int, storage: dict[str, Any]
+) -> None:
     """Written parts count as done only while they are where this run writes them: other
     output folders, or parts deleted since, write the stage again."""
-    record = {"kept": outs.kept, "clusters": outs.clusters, "pairs": outs.pairs, "gz": outs.gzip}
+    record: dict[str, Any] = {count: folder for folder, _, count in folders}
+    record["gz"] = any(gz for _, gz, _ in folders)
     if work.exists("write") and (
         not work.exists("write/outputs.json") or work.read_json("write/outputs.json") != record
     ):
         work.forget("write")
     if work.done("write"):
-        for folder, gz in ((outs.kept, outs.gzip), (outs.clusters, False), (outs.pairs, False)):
+        for folder, gz, _ in folders:
             if folder is None:
                 continue
             fs, root = filesystem(folder, storage)
@@ -456,9 +512,9 @@ def _check_written(work: WorkDir, outs: Outputs, n_blocks: int, storage: dict[st
         work.write_json("write/outputs.json", record)
 
 
-def _unmark(outs: Outputs, storage: dict[str, Any]) -> None:
+def unmark(folders: list[Folder], storage: dict[str, Any]) -> None:
     """Remove an earlier manifest from the output folders: not whole while parts are written."""
-    for folder in (outs.kept, outs.clusters, outs.pairs):
+    for folder, _, _ in folders:
         if folder is not None:
             fs, root = filesystem(folder, storage)
             manifest = f"{root.rstrip('/')}/{MANIFEST}"
@@ -466,19 +522,15 @@ def _unmark(outs: Outputs, storage: dict[str, Any]) -> None:
                 fs.rm(manifest)
 
 
-def _manifests(
-    outs: Outputs,
+def write_manifests(
+    folders: list[Folder],
     written: dict[int, dict[str, Any]],
     summary: dict[str, Any],
     n_blocks: int,
     storage: dict[str, Any],
 ) -> None:
     """Each output folder's manifest, last: the folder is whole from then on."""
-    for folder, gz, count in (
-        (outs.kept, outs.gzip, "kept"),
-        (outs.clusters, False, "clusters"),
-        (outs.pairs, False, "pairs"),
-    ):
+    for folder, gz, count in folders:
         if folder is None:
             continue
         parts = [

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import io
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from ..engine import Deduplicator, SignedBatch
-from ..io._jsonl_blocks import copy_kept_spans, scan_jsonl_blocks, texts_at_spans
+from ..io._jsonl_blocks import LineBlock, copy_kept_spans, scan_jsonl_blocks, texts_at_spans
 from ..io._report import MAX_EXAMPLES, MAX_RECORD_SIZE, Entry, ErrorReport, Problems
 from ..params import DedupParams
 from ..text import Utf8Texts
@@ -153,6 +153,20 @@ def scan_block(
     rel = f"scan/part-{block.index:05d}"
     if work.exists(rel + ".json"):
         return cast(dict[str, Any], work.read_json(rel + ".json"))
+    parts, collected, reader = read_block(block, file, spec, storage_options)
+    base = 0 if reader is None else reader.first
+    docs = _signed(block.index, parts, base, params)
+    work.write_table(rel + ".parquet", docs.to_arrow())
+    meta = block_meta(block, docs, parts, collected, reader)
+    work.write_json(rel + ".json", meta)
+    return meta
+
+
+def read_block(
+    block: Block, file: InputFile, spec: ReadSpec, storage_options: dict[str, Any] | None
+) -> tuple[list[LineBlock], Collected, OwnedLines | None]:
+    """The parsed records of one block, its problems, and the reader of a plain file's part
+    (its first byte and line count; None when the block is the whole file)."""
     fs, path = filesystem(file.url, storage_options)
     readers: list[OwnedLines] = []  # a block of a plain file: its own lines only
 
@@ -169,17 +183,24 @@ def scan_block(
         )
     collected = Collected()
     parts = list(scan_jsonl_blocks(entry, spec.text_field, spec.id_field, collected))
-    reader = readers[-1] if readers else None
-    base = 0 if reader is None else reader.first
-    docs = _signed(block.index, parts, base, params)
-    work.write_table(rel + ".parquet", docs.to_arrow())
+    return parts, collected, readers[-1] if readers else None
+
+
+def block_meta(
+    block: Block,
+    docs: Docs,
+    parts: list[LineBlock],
+    collected: Collected,
+    reader: OwnedLines | None,
+) -> dict[str, Any]:
+    """What the client needs of a scanned block: counts, first problems, lines."""
     records = sorted([*collected.records, *(p for part in parts for p in part.problems)])
     counts: dict[str, int] = {}
     for _, kind, _, _ in records:
         counts[kind] = counts.get(kind, 0) + 1
     for kind, _, _ in collected.files:
         counts[kind] = counts.get(kind, 0) + 1
-    meta = {
+    return {
         "block": block.index,
         "lines": reader.lines if reader is not None else None,
         "records": len(docs),
@@ -189,33 +210,20 @@ def scan_block(
         "file_problems": [list(p) for p in collected.files[:MAX_EXAMPLES]],
         "absent": int(docs.absent.sum()),
     }
-    work.write_json(rel + ".json", meta)
-    return meta
 
 
-def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Docs:
-    """The block's records, signed in batches of ``SIGN_BYTES`` of text."""
+def placed_docs(block: int, parts: list[LineBlock], base: int) -> tuple[Docs, Utf8Texts]:
+    """The block's records as Docs placed in their file (keys, lines, ids, byte spans), not yet
+    signed (no content hash, length, signature or evidence), and their texts."""
     ids = Utf8Texts.concat([p.ids for p in parts]) if parts else Utf8Texts.from_strings([])
     texts = Utf8Texts.concat([p.texts for p in parts]) if parts else Utf8Texts.from_strings([])
 
     def cat(name: str, dtype: Any) -> np.ndarray:
         return np.concatenate([np.zeros(0, dtype=dtype), *(getattr(p, name) for p in parts)])
 
-    dedup = Deduplicator(params)
     n = len(texts)
-    signed: list[SignedBatch] = []
-    cuts = np.searchsorted(texts.offsets, np.arange(0, texts.nbytes + SIGN_BYTES, SIGN_BYTES))
-    bounds = sorted({0, n, *np.clip(cuts, 0, n).tolist()})
-    for lo, hi in itertools.pairwise(bounds):
-        signed.append(dedup.sign(texts[lo:hi]))
-    if not signed:
-        signed.append(dedup.sign(texts))
-    from ..methods import Signatures
-    from ..verify import concat_evidence
-
-    sigs = Signatures.concat([s.signatures for s in signed])
-    ev = concat_evidence([s.evidence for s in signed])
-    return Docs(
+    nothing = Rows(np.zeros(0, np.uint8), np.zeros(n + 1, np.int64), "|u1", None)
+    docs = Docs(
         doc_keys(block, n),
         cat("recnos", np.int64),
         ids,
@@ -223,10 +231,38 @@ def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Doc
         cat("starts", np.int64) + base,
         cat("ends", np.int64) + base,
         cat("firsts", np.uint8),
-        np.concatenate([s.canonical for s in signed]).astype(np.uint64),
-        np.concatenate([s.lengths for s in signed]).astype(np.int64),
-        signature_rows(sigs),
-        evidence_rows(ev),
+        np.zeros(n, np.uint64),
+        np.zeros(n, np.int64),
+        nothing,
+        nothing,
+    )
+    return docs, texts
+
+
+def text_batches(texts: Utf8Texts) -> list[tuple[int, int]]:
+    """[lo, hi) ranges of ``texts`` holding about ``SIGN_BYTES`` of text each (at least one)."""
+    n = len(texts)
+    cuts = np.searchsorted(texts.offsets, np.arange(0, texts.nbytes + SIGN_BYTES, SIGN_BYTES))
+    bounds = sorted({0, n, *np.clip(cuts, 0, n).tolist()})
+    return list(itertools.pairwise(bounds)) or [(0, n)]
+
+
+def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Docs:
+    """The block's records, signed in batches of ``SIGN_BYTES`` of text."""
+    docs, texts = placed_docs(block, parts, base)
+    dedup = Deduplicator(params)
+    signed: list[SignedBatch] = [dedup.sign(texts[lo:hi]) for lo, hi in text_batches(texts)]
+    from ..methods import Signatures
+    from ..verify import concat_evidence
+
+    sigs = Signatures.concat([s.signatures for s in signed])
+    ev = concat_evidence([s.evidence for s in signed])
+    return replace(
+        docs,
+        canonical=np.concatenate([s.canonical for s in signed]).astype(np.uint64),
+        length=np.concatenate([s.lengths for s in signed]).astype(np.int64),
+        sig=signature_rows(sigs),
+        ev=evidence_rows(ev),
     )
 
 

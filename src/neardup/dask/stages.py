@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gzip
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -63,18 +63,20 @@ def _table(columns: dict[str, Any]) -> Any:
 def load_docs(layout: Layout, block: int) -> Docs:
     """A block's documents from the scan, absent ids filled in (``NAME:LINE`` or ``LINE``)."""
     docs = Docs.from_arrow(layout.work.read_table(f"scan/part-{block:05d}.parquet"))
-    if docs.absent.any():
-        name = layout.files[layout.blocks[block].file].name
-        offset = layout.line_offsets[block]
-        ids: list[str] = list(docs.ids)
-        for i in np.flatnonzero(docs.absent).tolist():
-            line = int(docs.recno[i]) + offset
-            ids[i] = f"{name}:{line}" if layout.spec.many else str(line)
-        docs = Docs(
-            docs.key, docs.recno, Utf8Texts.from_strings(ids), np.zeros(len(docs), np.bool_),
-            docs.start, docs.end, docs.first, docs.canonical, docs.length, docs.sig, docs.ev,
-        )  # fmt: skip
-    return docs
+    name = layout.files[layout.blocks[block].file].name
+    return fill_ids(docs, name, layout.line_offsets[block], layout.spec.many)
+
+
+def fill_ids(docs: Docs, name: str, line_offset: int, many: bool) -> Docs:
+    """``docs`` with each absent id set to its line (``NAME:LINE`` when there are several
+    files), as the single-machine reader names them; ``line_offset``: lines before the block."""
+    if not docs.absent.any():
+        return docs
+    ids: list[str] = list(docs.ids)
+    for i in np.flatnonzero(docs.absent).tolist():
+        line = int(docs.recno[i]) + line_offset
+        ids[i] = f"{name}:{line}" if many else str(line)
+    return replace(docs, ids=Utf8Texts.from_strings(ids), absent=np.zeros(len(docs), np.bool_))
 
 
 def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
@@ -97,26 +99,39 @@ def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
         ]
     )
     member = np.concatenate([docs.key[row], docs.key[full]])
-    hashes = _id_hashes(docs.ids)
     pieces: Pieces = {}
     link_dest = spread(folded, n_dests)
-    id_dest = spread(hashes, n_dests)
     link_at = _split(link_dest, n_dests)
-    id_at = _split(id_dest, n_dests)
+    ids = id_records(docs, layout.line_offsets[block], n_dests)
     for d in range(n_dests):
-        at, mine = link_at[d], id_at[d]
+        at = link_at[d]
         tables: dict[str, Any] = {}
         if len(at):
             tables["links"] = _table({"fold": folded[at], "doc": member[at]})
-        if len(mine):
-            ids = docs.ids.take(mine)
-            line = docs.recno[mine] + layout.line_offsets[block]
-            tables["ids"] = _table(
-                {"hash": hashes[mine], "doc": docs.key[mine], "line": line, "id": list(ids)}
-            )
+        if d in ids:
+            tables["ids"] = ids[d]
         if tables:
             pieces[d] = tables
     return pieces
+
+
+def id_records(docs: Docs, line_offset: int, n_dests: int) -> dict[int, Any]:
+    """The documents' ids (hash, document key, line, id) by destination (a hash of the id):
+    the records ``duplicates`` finds repeated ids among."""
+    hashes = _id_hashes(docs.ids)
+    out: dict[int, Any] = {}
+    for d, mine in enumerate(_split(spread(hashes, n_dests), n_dests)):
+        if len(mine):
+            line = docs.recno[mine] + line_offset
+            out[d] = _table(
+                {
+                    "hash": hashes[mine],
+                    "doc": docs.key[mine],
+                    "line": line,
+                    "id": list(docs.ids.take(mine)),
+                }
+            )
+    return out
 
 
 def smallest_linked(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
@@ -154,7 +169,7 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
         nodes, root = smallest_linked(a, b)  # stars: each document to its component's smallest
         moved = root != nodes
         edges_u, edges_v = nodes[moved], root[moved]
-    dups = _duplicates(tables.get("ids", []), layout)
+    dups = duplicates(tables.get("ids", []))
     work.write_table(rel + ".parquet", _table({"doc": edges_u, "root": edges_v}))
     work.write_table(f"graph/dups-{dest:05d}.parquet", dups)
     answer = {"edges": len(edges_u), "dups": dups.num_rows}
@@ -162,7 +177,7 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
     return answer
 
 
-def _duplicates(parts: list[Any], layout: Layout) -> Any:
+def duplicates(parts: list[Any]) -> Any:
     """Records whose id an earlier record (input order) has: (doc, earlier doc, id)."""
     none = np.zeros(0, np.int64)
     empty = _table({"doc": none, "earlier": none, "line": none, "earlier_line": none, "id": []})
@@ -220,11 +235,13 @@ def components_task(layout: Layout, n_dests: int) -> dict[str, Any]:
     return answer
 
 
-def dropped_of(layout: Layout, n_graph: int) -> dict[int, IntArray]:
+def dropped_of(work: WorkDir, n_graph: int, stage: str = "graph") -> dict[int, IntArray]:
     """Documents dropped for a duplicate id, by block (indices within the block, ascending)."""
     keys = []
     for d in range(n_graph):
-        t = layout.work.read_table(f"graph/dups-{d:05d}.parquet")
+        if not work.exists(f"{stage}/dups-{d:05d}.parquet"):  # no id was sent there
+            continue
+        t = work.read_table(f"{stage}/dups-{d:05d}.parquet")
         keys.append(t.column("doc").to_numpy())
     every = np.sort(np.concatenate([np.zeros(0, np.int64), *keys]))
     blocks = key_block(every)
@@ -416,6 +433,7 @@ def write_take(
         o = p[np.lexsort((key2[p], key[p]))]
         pair_lines = [lines[i] for i in o.tolist()]
     file = layout.files[layout.blocks[block].file]
+    storage = layout.storage_options
     written = {"block": block, "documents": int(present.sum()), "kept": int(keep.sum())}
     written["empty"] = int((docs.canonical[present] == np.uint64(0xFFFFFFFFFFFFFFFF)).sum())
     written["nbytes"] = int((docs.end[present] - docs.start[present]).sum())
@@ -423,21 +441,21 @@ def write_take(
         sink = io.BytesIO()
         copy_kept(file, docs.start, docs.end, docs.first, keep, sink, layout.storage_options)
         data = sink.getvalue()
-        _put(outputs.kept, part_name(block, outputs.gzip), data, outputs.gzip, layout)
+        put_part(outputs.kept, part_name(block, outputs.gzip), data, outputs.gzip, storage)
         written["kept_bytes"] = len(data)
     if outputs.clusters is not None:
-        _put(outputs.clusters, part_name(block, False), b"".join(cluster_lines), False, layout)
+        put_part(outputs.clusters, part_name(block, False), b"".join(cluster_lines), False, storage)
     if outputs.pairs is not None:
-        _put(outputs.pairs, part_name(block, False), b"".join(pair_lines), False, layout)
+        put_part(outputs.pairs, part_name(block, False), b"".join(pair_lines), False, storage)
     written["clusters"] = len(cluster_lines)
     written["pairs"] = len(pair_lines)
     work.write_json(rel, written)
     return written
 
 
-def _put(folder: str, name: str, data: bytes, gz: bool, layout: Layout) -> None:
-    """A part file, whole or absent."""
+def put_part(folder: str, name: str, data: bytes, gz: bool, storage: dict[str, Any]) -> None:
+    """A part file, whole or absent (gzip without a timestamp: the same bytes every run)."""
     if gz:
         data = gzip.compress(data, mtime=0)
-    fs, root = filesystem(folder, layout.storage_options)
+    fs, root = filesystem(folder, storage)
     write_whole(fs, f"{root.rstrip('/')}/{name}", data, is_url(folder))

@@ -155,6 +155,8 @@ def _difference(before: dict[str, Any], now: dict[str, Any]) -> str | None:
         return "it was made by another version of neardup"
     if before.get("params") != now.get("params"):
         return "the parameters changed"
+    if before.get("benchmark") != now.get("benchmark"):
+        return "the benchmark changed"
     if before.get("read") != now.get("read"):
         return "the read options changed"
     old = {f["name"]: f for f in before.get("inputs", [])}

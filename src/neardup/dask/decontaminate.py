@@ -1,0 +1,444 @@
+"""Benchmark decontamination on a Dask cluster: training files in, clean and matches parts out.
+
+The benchmark is read once on the client (it is small) and its ``Decontaminator`` built once,
+as a task, on a worker; every task needing it gets that one object (Dask copies it to each
+worker once, and builds it again if its worker is lost). The training data never passes
+through the client:
+
+=====  ===============================  ==================================================
+stage  partitioned by                   what it does
+=====  ===============================  ==================================================
+scan   input block                      read the block's records (``scan.read_block``, the
+                                        dedup scan's reader), find the items each contains
+                                        (``Decontaminator.scan`` in 16 MB batches); keep the
+                                        records' places and the matches
+ids    id hash (P2P shuffle)            repeated ids: the later record is a bad one, as on
+                                        one machine (``stages.duplicates``)
+write  input block                      clean records copied byte for byte, matches lines
+=====  ===============================  ==================================================
+
+The client holds per-block counts only. Once each output folder's parts are concatenated in
+manifest order they are the single-machine ``-o`` and ``--matches`` files, byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .._heap import trim
+from ..errors import InputError, ParamError
+from ..params import DecontaminateParams
+from ..text import Utf8Texts
+from .bundles import Pieces, regroup
+from .inputs import Block, InputFile, filesystem, is_url, list_inputs, plan_blocks
+from .job import (
+    DEST_BYTES,
+    MIN_DESTS,
+    Folder,
+    JobOptions,
+    _Clock,
+    _dup_problems,
+    _line_offsets,
+    _problems,
+    _stage,
+    check_folders,
+    check_written,
+    unmark,
+    write_manifests,
+)
+from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block, text_batches
+from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put_part
+from .tables import Docs
+from .workdir import WorkDir, write_whole
+
+if TYPE_CHECKING:
+    from ..decontaminate import Decontaminator, Matches
+
+#: Input bytes per destination of the ids shuffle (ids are a small part of a record).
+ID_DEST_BYTES = 16 * DEST_BYTES
+
+
+@dataclass(frozen=True)
+class DecontaminateFolders:
+    """Output folders or URL prefixes (None skips one): the clean records, the matches lines;
+    and the summary JSON file."""
+
+    clean: str | None = None
+    matches: str | None = None
+    summary_json: str | None = None
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What every task knows of the run: files, blocks, how records read, where things go."""
+
+    files: list[InputFile]
+    blocks: list[Block]
+    spec: ReadSpec
+    work: WorkDir
+    storage_options: dict[str, Any]
+    line_offsets: list[int]
+
+
+def benchmark_hash(ids: list[str], texts: list[str]) -> str:
+    """The benchmark's content as a hex digest: a changed benchmark is a new run."""
+    data = json.dumps([ids, texts], ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- tasks (on the workers) ---------------------------------------------------------------------
+def _matches_table(found: list[tuple[int, Matches]]) -> Any:
+    """A block's matches (batches at their first document) as one Arrow table, spans as lists."""
+    import pyarrow as pa
+
+    def cat(values: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate([np.zeros(0, dtype), *values]).astype(dtype)
+
+    counts = cat([np.diff(m.span_offsets) for _, m in found], np.int64)
+    offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    flat = [(m.starts[m.span_offsets[0] : m.span_offsets[-1]],
+             m.ends[m.span_offsets[0] : m.span_offsets[-1]]) for _, m in found]  # fmt: skip
+    starts = cat([s for s, _ in flat], np.int64)
+    ends = cat([e for _, e in flat], np.int64)
+    return pa.table(
+        {
+            "doc": cat([m.doc + lo for lo, m in found], np.int64),
+            "item": cat([m.item for _, m in found], np.int64),
+            "shared": cat([m.shared for _, m in found], np.int64),
+            "containment": cat([m.containment for _, m in found], np.float64),
+            "starts": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(starts)),
+            "ends": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(ends)),
+        }
+    )
+
+
+def _matches_of(table: Any) -> Matches:
+    """``_matches_table``'s table back as ``Matches``."""
+    import pyarrow.compute as pc
+
+    from ..decontaminate import Matches
+
+    def num(name: str, dtype: Any) -> np.ndarray:
+        return np.asarray(table.column(name).to_numpy(), dtype=dtype)
+
+    starts = table.column("starts").combine_chunks()
+    counts = np.asarray(pc.list_value_length(starts).to_numpy(zero_copy_only=False), np.int64)
+    flat_starts = np.asarray(pc.list_flatten(starts).to_numpy(), np.int64)
+    flat_ends = np.asarray(pc.list_flatten(table.column("ends").combine_chunks()).to_numpy())
+    return Matches(
+        num("doc", np.int64), num("item", np.int64), num("shared", np.int64),
+        num("containment", np.float64), np.r_[0, np.cumsum(counts)].astype(np.int64),
+        flat_starts, flat_ends.astype(np.int64),
+    )  # fmt: skip
+
+
+def _take(found: Matches, rows: np.ndarray) -> Matches:
+    """The pairs ``rows`` (ascending) of ``found``, with their spans."""
+    lo, hi = found.span_offsets[rows], found.span_offsets[rows + 1]
+    counts = hi - lo
+    spans = np.repeat(lo - np.r_[0, np.cumsum(counts)[:-1]], counts) + np.arange(counts.sum())
+    return replace(
+        found,
+        doc=found.doc[rows],
+        item=found.item[rows],
+        shared=found.shared[rows],
+        containment=found.containment[rows],
+        span_offsets=np.r_[0, np.cumsum(counts)].astype(np.int64),
+        starts=found.starts[spans],
+        ends=found.ends[spans],
+    )
+
+
+def scan_block(index: int, layout: Layout, finder: Decontaminator) -> dict[str, Any]:
+    """Read one block and find the benchmark items its records contain; the records' places
+    and the matches go to the work folder, the counts the client needs are returned. A block
+    already in the folder is not redone."""
+    work = layout.work
+    rel = f"scan/part-{index:05d}"
+    if work.exists(rel + ".json"):
+        return dict(work.read_json(rel + ".json"))
+    block = layout.blocks[index]
+    parts, collected, reader = read_block(
+        block, layout.files[block.file], layout.spec, layout.storage_options
+    )
+    docs, texts = placed_docs(index, parts, 0 if reader is None else reader.first)
+    meta = block_meta(block, docs, parts, collected, reader)
+    del parts
+    found = [(lo, finder.scan(texts[lo:hi])) for lo, hi in text_batches(texts)]
+    del texts
+    work.write_table(rel + ".parquet", docs.to_arrow())
+    work.write_table(f"scan/matches-{index:05d}.parquet", _matches_table(found))
+    work.write_json(rel + ".json", meta)
+    trim()
+    return meta
+
+
+def id_pieces(index: int, layout: Layout, n_dests: int) -> Pieces:
+    """A block's ids (absent ones named by their line), by the destination of their hash."""
+    docs = Docs.from_arrow(layout.work.read_table(f"scan/part-{index:05d}.parquet"))
+    name = layout.files[layout.blocks[index].file].name
+    offset = layout.line_offsets[index]
+    docs = fill_ids(docs, name, offset, layout.spec.many)
+    return {d: {"ids": t} for d, t in id_records(docs, offset, n_dests).items()}
+
+
+def id_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[str, Any]:
+    """The records of one destination whose id an earlier record has, to the work folder."""
+    work = layout.work
+    rel = f"ids/part-{dest:05d}.json"
+    if work.exists(rel):
+        return dict(work.read_json(rel))
+    dups = duplicates(tables.get("ids", []))
+    work.write_table(f"ids/dups-{dest:05d}.parquet", dups)
+    answer = {"dups": dups.num_rows}
+    work.write_json(rel, answer)
+    return answer
+
+
+def write_block(
+    index: int,
+    dropped: list[int],
+    layout: Layout,
+    bench_ids: list[str],
+    folders: DecontaminateFolders,
+    gz: bool,
+) -> dict[str, Any]:
+    """One block's clean records (copied byte for byte) and matches lines, each a part file;
+    ``dropped``: its records dropped for a repeated id (neither clean nor matched)."""
+    from ..decontaminate import match_lines
+
+    work = layout.work
+    rel = f"write/part-{index:05d}.json"
+    if work.exists(rel):
+        return dict(work.read_json(rel))
+    docs = Docs.from_arrow(work.read_table(f"scan/part-{index:05d}.parquet"))
+    found = _matches_of(work.read_table(f"scan/matches-{index:05d}.parquet"))
+    present = np.ones(len(docs), dtype=np.bool_)
+    present[np.asarray(dropped, dtype=np.int64)] = False
+    if dropped:
+        found = _take(found, np.flatnonzero(present[found.doc]))
+    contaminated = found.contaminated(len(docs))
+    keep = present & ~contaminated
+    storage = layout.storage_options
+    file = layout.files[layout.blocks[index].file]
+    answer: dict[str, Any] = {
+        "block": index,
+        "documents": int(present.sum()),
+        "contaminated": int(contaminated.sum()),
+        "kept": int(keep.sum()),
+        "matches": len(found),
+        "items": np.unique(found.item).tolist(),
+        "nbytes": int((docs.end[present] - docs.start[present]).sum()),
+    }
+    if folders.clean is not None:
+        sink = io.BytesIO()
+        copy_kept(file, docs.start, docs.end, docs.first, keep, sink, storage)
+        put_part(folders.clean, part_name(index, gz), sink.getvalue(), gz, storage)
+    if folders.matches is not None:
+        matched, row = np.unique(found.doc, return_inverse=True)
+        named = fill_ids(
+            docs.take(matched), file.name, layout.line_offsets[index], layout.spec.many
+        )
+        lines = match_lines(replace(found, doc=row.astype(np.int64)), list(named.ids), bench_ids)
+        put_part(folders.matches, part_name(index, False), lines, False, storage)
+    work.write_json(rel, answer)
+    trim()
+    return answer
+
+
+def _names(ids: Utf8Texts) -> list[str]:
+    return list(ids)
+
+
+def _without_shingles(finder: Decontaminator) -> int:
+    return int((finder.sizes_ == 0).sum())
+
+
+# -- the job (on the client) --------------------------------------------------------------------
+def check_job(
+    inputs: list[str],
+    folders: DecontaminateFolders,
+    options: JobOptions,
+    also_inputs: tuple[str, ...] = (),
+) -> list[InputFile]:
+    """The training files, once the options and output folders are checked (before any
+    cluster is needed): JSONL only, outputs that are no input (``also_inputs``: the
+    benchmark's files) and hold nothing but an earlier output."""
+    if options.on_error not in ("stop", "skip"):
+        raise ParamError(f"on_error must be 'stop' or 'skip', got {options.on_error!r}")
+    if not (folders.clean or folders.matches or folders.summary_json):
+        raise ParamError("name an output: -o CLEAN, --matches FOLDER or --summary-json FILE")
+    storage = dict(options.storage_options)
+    files = list_inputs(inputs, storage)
+    against = [InputFile(p, p, 0, "", False) for p in also_inputs if p != "-"]
+    check_folders(
+        {"-o": folders.clean, "--matches": folders.matches}, folders.summary_json,
+        [*files, *against], options.work_dir, storage,
+    )  # fmt: skip
+    return files
+
+
+def run_decontaminate(
+    files: list[InputFile],
+    bench: tuple[list[str], list[str], int],
+    params: DecontaminateParams,
+    folders: DecontaminateFolders,
+    options: JobOptions,
+    client: Any,
+    info: Any = None,
+) -> dict[str, Any]:
+    """Decontaminate ``files`` (from ``check_job``) against the benchmark ``bench`` (ids,
+    texts, skipped records) on the cluster of ``client``; returns the summary (also in every
+    output folder's manifest)."""
+    started = time.perf_counter()
+    if not isinstance(params, DecontaminateParams):
+        raise TypeError(f"params must be a DecontaminateParams, got {params!r}")
+    temporary = options.work_dir is None
+    work_url = options.work_dir or f"{tempfile.gettempdir()}/neardup-work-{uuid.uuid4().hex}"
+    work = WorkDir(work_url, dict(options.storage_options))
+    try:
+        summary = _run(files, bench, params, folders, options, client, info, work, started)
+    except (InputError, ParamError, KeyboardInterrupt):
+        if temporary:
+            work.remove()
+        raise
+    except BaseException:
+        if temporary and info is not None:  # never lose work: say where it is
+            info(f"finished stages are kept in {work_url}; add --work-dir {work_url} to resume")
+        raise
+    if temporary:
+        work.remove()
+    return summary
+
+
+def _run(
+    files: list[InputFile],
+    bench: tuple[list[str], list[str], int],
+    params: DecontaminateParams,
+    folders: DecontaminateFolders,
+    options: JobOptions,
+    client: Any,
+    info: Any,
+    work: WorkDir,
+    started: float,
+) -> dict[str, Any]:
+    from ..decontaminate import Decontaminator
+
+    say = info or (lambda message: None)
+    bench_ids, bench_texts, bench_skipped = bench
+    storage = dict(options.storage_options)
+    blocks = plan_blocks(files, options.block_bytes)
+    run_record = {
+        "params": params.fingerprint(),
+        "benchmark": benchmark_hash(bench_ids, bench_texts),
+        "read": [
+            "decontaminate",
+            options.text_field,
+            options.id_field,
+            options.on_error,
+            options.max_record_size,
+        ],
+        "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
+        "options": {"block_bytes": options.block_bytes},
+    }
+    if work.start(run_record, options.restart):
+        say(f"resuming the run kept in {work.url}")
+    spec = ReadSpec(
+        options.text_field, options.id_field, many=len(files) > 1, limit=options.max_record_size
+    )
+    layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
+    n_ids = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // ID_DEST_BYTES))
+
+    clock = _Clock(say)
+    clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
+    # Sent once, packed (Dask never looks inside for task keys), not with every task.
+    finder = client.submit(Decontaminator, Utf8Texts.from_strings(bench_texts), params, pure=False)
+    names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
+    empty_items = client.submit(_without_shingles, finder, pure=False)
+    if work.done("scan"):
+        metas = [work.read_json(f"scan/part-{b:05d}.json") for b in range(len(blocks))]
+    else:
+        futures = client.map(scan_block, range(len(blocks)), layout=layout, finder=finder,
+                             pure=False)  # fmt: skip
+        metas = client.gather(futures)
+        work.mark("scan")
+    layout = replace(layout, line_offsets=_line_offsets(layout, metas))
+
+    clock.start("ids: finding repeated ids")
+    _stage(
+        layout, "ids",
+        lambda: regroup(range(len(blocks)), id_pieces, (layout, n_ids), n_ids, id_take, (layout,),
+                        "neardup-ids"),
+    )  # fmt: skip
+    report = _problems(metas, layout, _dup_problems(layout, n_ids, "ids"), options.on_error)
+    dropped = {b: v.tolist() for b, v in dropped_of(work, n_ids, "ids").items()}
+
+    clock.start("write: clean records and matches")
+    gz = all(f.gzip for f in files)
+    out: list[Folder] = [(folders.clean, gz, "kept"), (folders.matches, False, "matches")]
+    check_written(work, out, len(blocks), storage)
+    if not work.done("write"):
+        unmark(out, storage)
+        futures = client.map(
+            write_block, range(len(blocks)), [dropped.get(b, []) for b in range(len(blocks))],
+            layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False,
+        )  # fmt: skip
+        written = dict(enumerate(client.gather(futures)))
+        work.mark("write")
+    else:
+        written = {b: work.read_json(f"write/part-{b:05d}.json") for b in range(len(blocks))}
+    clock.start("")
+    items = (len(bench_texts), int(empty_items.result()), bench_skipped)
+    summary = _summary(written, report, items, params, started, folders)
+    summary["blocks"] = len(blocks)
+    summary["stage_seconds"] = clock.seconds
+    write_manifests(out, written, summary, len(blocks), storage)
+    if folders.summary_json:
+        fs, path = filesystem(folders.summary_json, storage)
+        body = (json.dumps(summary, indent=1) + "\n").encode()
+        write_whole(fs, path, body, is_url(folders.summary_json))
+    return summary
+
+
+def _summary(
+    written: dict[int, dict[str, Any]],
+    report: Any,
+    items: tuple[int, int, int],
+    params: DecontaminateParams,
+    started: float,
+    folders: DecontaminateFolders,
+) -> dict[str, Any]:
+    """The single-machine run's summary fields (and the bad records seen); ``items``: the
+    benchmark's items, those without shingles, its skipped records."""
+    blocks = [written[b] for b in sorted(written)]
+    matched: set[int] = set()
+    for b in blocks:
+        matched.update(b["items"])
+    kept = sum(b["kept"] for b in blocks)
+    nbytes = sum(b["nbytes"] for b in blocks)
+    seconds = time.perf_counter() - started
+    return {
+        "documents": sum(b["documents"] for b in blocks),
+        "contaminated": sum(b["contaminated"] for b in blocks),
+        "kept": kept,
+        "written": kept if folders.clean else None,
+        "matches": sum(b["matches"] for b in blocks),
+        "benchmark_items": items[0],
+        "benchmark_items_matched": len(matched),
+        "benchmark_items_without_shingles": items[1],
+        "skipped_records": report.total,
+        "skipped_benchmark_records": items[2],
+        "problems": report.as_dict(),
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(nbytes / 1e6 / max(seconds, 1e-9), 2),
+        "params": params.fingerprint(),
+    }

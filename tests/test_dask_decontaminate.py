@@ -1,0 +1,221 @@
+"""decontaminate on LocalClusters of processes: the single machine's -o and --matches byte for
+byte (blocks, gzip, missing ids, bad records, repeated ids), resumable work folders, refusals."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from neardup.cli import main  # noqa: E402
+from neardup.dask import (  # noqa: E402
+    DecontaminateFolders,
+    JobOptions,
+    connect,
+    decontaminate,
+    read_output,
+)
+from neardup.errors import InputError, ParamError  # noqa: E402
+from neardup.params import DecontaminateParams  # noqa: E402
+from neardup.testing.synth import random_documents  # noqa: E402
+
+PARAMS = DecontaminateParams()
+
+
+@pytest.fixture(scope="module", params=[2, 1], ids=lambda n: f"workers{n}")
+def client(request: pytest.FixtureRequest) -> Iterator[object]:
+    with connect(f"local:{request.param}") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """A benchmark of 12 items and 240 training records, a third holding (part of) an item."""
+    rng = random.Random(5)
+    items = random_documents(12, seed=31, words=(20, 60))
+    docs = random_documents(240, seed=32, words=(10, 150))
+    for d in range(0, len(docs), 3):
+        words = items[rng.randrange(len(items))].split()
+        keep = words[: max(1, int(len(words) * rng.uniform(0.3, 1.0)))]
+        docs[d] = f"{docs[d]} {' '.join(keep).upper()}. {docs[d][:40]}"
+    folder = tmp_path_factory.mktemp("bench")
+    bench = folder / "bench.jsonl"
+    bench.write_text(
+        "".join(json.dumps({"id": f"q{i}", "q": t}) + "\n" for i, t in enumerate(items))
+    )
+    return bench, docs
+
+
+def _files(tmp: Path, docs: list[str], extra: list[str] | None = None) -> list[str]:
+    """Three files: plain, gzipped, and one whose records have no id (named FILE:LINE)."""
+    rows = [json.dumps({"id": f"d{i}", "text": t, "n": i}) + "\n" for i, t in enumerate(docs)]
+    (tmp / "a.jsonl").write_text("".join(rows[:100]))
+    with gzip.open(tmp / "b.jsonl.gz", "wt") as fh:
+        fh.write("".join(rows[100:160]))
+    bare = [json.dumps({"text": t}) + "\n" for t in docs[160:]]
+    (tmp / "c.jsonl").write_text("".join(bare + (extra or [])))
+    return [str(tmp / n) for n in ("a.jsonl", "b.jsonl.gz", "c.jsonl")]
+
+
+def _local(tmp: Path, inputs: list[str], bench: Path, extra: list[str]) -> tuple[bytes, bytes]:
+    clean, matches = tmp / "local.clean.jsonl", tmp / "local.matches.jsonl"
+    args = ["decontaminate", *inputs, "--against", str(bench), "--against-text-field", "q"]
+    assert main([*args, "-o", str(clean), "--matches", str(matches), "-q", *extra]) == 0
+    return clean.read_bytes(), matches.read_bytes()
+
+
+def _folders(tmp: Path) -> DecontaminateFolders:
+    for name in ("clean", "matches"):
+        shutil.rmtree(tmp / name, ignore_errors=True)
+    return DecontaminateFolders(str(tmp / "clean"), str(tmp / "matches"))
+
+
+def _run(tmp: Path, inputs: list[str], bench: Path, client: object, **options: object) -> dict:
+    from neardup.run import ReadOptions
+
+    return decontaminate(
+        inputs, str(bench), PARAMS, _folders(tmp), JobOptions(**options), client,  # type: ignore[arg-type]
+        against_read=ReadOptions(text_field="q", on_error=options.get("on_error", "stop")),  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def _outputs(tmp: Path) -> tuple[bytes, bytes]:
+    return read_output(str(tmp / "clean")), read_output(str(tmp / "matches"))
+
+
+@pytest.mark.parametrize("block_bytes", [1 << 30, 3000])
+def test_cluster_outputs_equal_the_local_run_byte_for_byte(
+    client: object, corpus: tuple[Path, list[str]], tmp_path: Path, block_bytes: int
+) -> None:
+    bench, docs = corpus
+    inputs = _files(tmp_path, docs)
+    want = _local(tmp_path, inputs, bench, [])
+    summary = _run(tmp_path, inputs, bench, client, block_bytes=block_bytes)
+    assert _outputs(tmp_path) == want
+    assert want[1].count(b"\n") == summary["matches"] > 40
+    assert summary["contaminated"] + summary["kept"] == summary["documents"] == len(docs)
+    assert b"c.jsonl:" in want[1]  # missing ids are named by file and line
+    assert (tmp_path / "clean" / "part-00000.jsonl").exists()
+    if block_bytes == 3000:
+        assert summary["blocks"] > 10  # the plain files were cut into many blocks
+
+
+def test_bad_records_and_repeated_ids_are_the_local_run_s(
+    client: object, corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    bench, docs = corpus
+    bad = ['{"text": "broken\n', json.dumps({"id": "d3", "text": docs[3]}) + "\n"]
+    inputs = _files(tmp_path, docs, bad)
+    want = _local(tmp_path, inputs, bench, ["--on-error", "skip"])
+    summary = _run(tmp_path, inputs, bench, client, on_error="skip", block_bytes=4000)
+    assert _outputs(tmp_path) == want
+    assert summary["skipped_records"] == 2 and summary["documents"] == len(docs)
+    assert main(["decontaminate", *inputs, "--against", str(bench), "--against-text-field", "q",
+                 "-o", str(tmp_path / "x.jsonl"), "-q"]) == 1  # fmt: skip
+    with pytest.raises(InputError, match=r"c\.jsonl line 81: .*not valid JSON"):
+        _run(tmp_path, inputs, bench, client, block_bytes=4000)
+
+
+def test_a_rerun_resumes_writing_only_the_unfinished_blocks(
+    client: object, corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    bench, docs = corpus
+    inputs = _files(tmp_path, docs)
+    want = _local(tmp_path, inputs, bench, [])
+    work = tmp_path / "work"
+    _run(tmp_path, inputs, bench, client, work_dir=str(work), block_bytes=4000)
+    # As if killed while writing: block 1's part and record gone, no manifest, stage unfinished.
+    for gone in ("write/_SUCCESS", "write/part-00001.json", "scan/_SUCCESS"):
+        (work / gone).unlink()
+    (tmp_path / "clean" / "part-00001.jsonl").unlink()
+    (tmp_path / "clean" / "manifest.json").unlink()
+    before = os.stat(tmp_path / "clean" / "part-00002.jsonl")
+    said: list[str] = []
+    from neardup.run import ReadOptions
+
+    again = DecontaminateFolders(str(tmp_path / "clean"), str(tmp_path / "matches"))
+    decontaminate(inputs, str(bench), PARAMS, again, JobOptions(work_dir=str(work), block_bytes=4000),
+                  client, said.append, ReadOptions(text_field="q"))  # fmt: skip
+    assert any("resuming" in s for s in said)
+    after = os.stat(tmp_path / "clean" / "part-00002.jsonl")
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not redone
+    assert _outputs(tmp_path) == want
+    with pytest.raises(InputError, match=r"parameters changed.*--restart"):
+        decontaminate(inputs, str(bench), DecontaminateParams(containment=0.8), again,
+                      JobOptions(work_dir=str(work), block_bytes=4000), client,
+                      against_read=ReadOptions(text_field="q"))  # fmt: skip
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "z", "q": "a different benchmark item entirely"}) + "\n")
+    with pytest.raises(InputError, match=r"the benchmark changed"):
+        decontaminate(inputs, str(other), PARAMS, again,
+                      JobOptions(work_dir=str(work), block_bytes=4000), client,
+                      against_read=ReadOptions(text_field="q"))  # fmt: skip
+
+
+def test_what_a_cluster_cannot_read_or_write_is_refused_in_one_line(
+    corpus: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench, docs = corpus
+    inputs = _files(tmp_path, docs)
+    (tmp_path / "t.txt").write_text("plain text")
+    base = ["decontaminate", "--against", str(bench), "--against-text-field", "q", "-q"]
+    cases = {
+        "a cluster run reads JSONL files": [str(tmp_path / "t.txt"), "-o", str(tmp_path / "o")],
+        "reads JSONL files, not parquet": [*inputs, "--format", "parquet", "-o", "o"],
+        "--matches .* is an input": [*inputs, "--matches", str(bench)],
+        "is a file; with --dask outputs are folders": [*inputs, "-o", inputs[0] + ".x"],
+        "standard input cannot be read by the workers": ["-", "-o", str(tmp_path / "o")],
+    }
+    Path(inputs[0] + ".x").write_text("")
+    for message, args in cases.items():
+        assert main([*base, *args, "--dask", "local:1"]) == 1
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and __import__("re").search(message, err), err
+    assert main([*base, *inputs, "-o", str(tmp_path / "k.jsonl"), "--work-dir", "w"]) == 1
+    assert "go with --dask" in capsys.readouterr().err
+    with pytest.raises(ParamError, match="name an output"):
+        decontaminate(inputs, str(bench), PARAMS, DecontaminateFolders(), client=object())
+
+
+def test_killing_the_command_then_running_it_again_resumes_with_the_same_outputs(
+    corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    bench, docs = corpus
+    inputs = _files(tmp_path, docs * 8)  # repeated ids: the ids stage has work to do
+    want = _local(tmp_path, inputs, bench, ["--on-error", "skip"])
+    work = tmp_path / "work"
+    args = [sys.executable, "-m", "neardup.cli", "decontaminate", *inputs, "--against", str(bench),
+            "--against-text-field", "q", "-o", str(tmp_path / "clean"), "--matches",
+            str(tmp_path / "matches"), "--on-error", "skip", "--dask", "local:2", "--work-dir",
+            str(work)]  # fmt: skip
+    job = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while not (work / "scan" / "_SUCCESS").exists():
+        assert job.poll() is None and time.monotonic() < deadline, (
+            job.stderr.read() if job.stderr else ""
+        )
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    assert not (tmp_path / "clean" / "manifest.json").exists()  # nothing looks whole
+    args[args.index("local:2")] = "local:1"
+    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "resuming" in again.stderr
+    assert _outputs(tmp_path) == want
