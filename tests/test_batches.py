@@ -58,3 +58,19 @@ def test_outputs_are_the_same_for_any_batch_size_and_jobs(
             assert main([*args, "--batch-size", size, "--jobs", jobs]) == 0
             outputs[size, jobs] = (kept.read_bytes(), clusters.read_bytes())
     assert len(set(outputs.values())) == 1
+
+
+def test_index_add_and_query_give_the_same_answers_for_any_batch_size_and_jobs(
+    tmp_path: Path,
+) -> None:
+    src = _corpus(tmp_path / "in.jsonl", 200, (40, 80))
+    answers = set()
+    for size, jobs in (("1K", "1"), ("1K", "2"), ("4M", "2"), ("13", "2")):
+        idx = tmp_path / f"i{size}{jobs}.db"
+        out = tmp_path / f"q{size}{jobs}.jsonl"
+        assert main(["index", "create", str(idx)]) == 0
+        args = ["--batch-size", size, "--jobs", jobs]
+        assert main(["index", "add", str(idx), str(src), *args]) == 0
+        assert main(["index", "query", str(idx), str(src), "-o", str(out), *args]) == 0
+        answers.add(out.read_bytes())
+    assert len(answers) == 1

@@ -1090,6 +1090,12 @@ def _add_index_parser(sub: Any) -> None:
     q.add_argument("-o", "--output", help="write the JSON lines here [stdout]")
     q.add_argument("--threshold", type=float, help="ask for more than the index's threshold")
     q.add_argument("--limit", type=int, help="at most this many matches per query")
+    q.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        help="threads signing batches while the previous one is looked up; the answers are the same for any number [all cores]",
+    )
     _add_index_input_options(q)
 
     r = isub.add_parser("remove", help="remove documents by id")
@@ -1210,6 +1216,7 @@ def cmd_index_query(args: argparse.Namespace) -> int:
         _read_options(args),
         threshold=args.threshold,
         limit=args.limit,
+        jobs=args.jobs,
     )
     sys.stderr.write(
         f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches\n"

@@ -715,10 +715,12 @@ def index_query_source(
     read: ReadOptions | None = None,
     threshold: float | None = None,
     limit: int | None = None,
+    jobs: int | None = None,
 ) -> dict[str, Any]:
     """Query the index at ``path`` with each document of ``inputs``; one JSON line per query
     ``{"id": ..., "matches": [{"id", "score", "kind", ...}, ...]}`` to ``output`` ("-" or None:
-    standard output), written atomically."""
+    standard output), written atomically. ``jobs`` threads sign batches while the previous
+    one is looked up; the answers do not depend on it."""
     from .index import Index
     from .io._atomic import open_output
 
@@ -730,8 +732,14 @@ def index_query_source(
         with _open_index_source(inputs, read) as source:
             plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
             with plan.commit(), open_output(plan["-o"]) as out:
-                for batch in prefetch(read.batches(source)):
-                    found = index.query(batch.texts, threshold=threshold, limit=limit)
+                answers = index.query_stream(
+                    prefetch(read.batches(source)),
+                    lambda b: b.texts,
+                    _check_jobs(jobs),
+                    threshold=threshold,
+                    limit=limit,
+                )
+                for batch, found in answers:
                     lines = []
                     for qid, matches in zip(batch.ids, found, strict=True):
                         line = {"id": qid, "matches": [m.as_dict() for m in matches]}

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -42,6 +42,9 @@ from .sqlite_store import SqliteStore, upgrade
 from .store import Damage, IntArray, NewDocs, Store, StoredDocs
 
 __all__ = ["SCHEMA_VERSION", "Damage", "Index", "Match", "MemoryStore", "SqliteStore", "Store"]
+
+
+_B = TypeVar("_B")  # a batch of a query stream, handed back with its answers
 
 
 @dataclass(frozen=True)
@@ -358,12 +361,42 @@ class Index:
         self, texts: Sequence[str], threshold: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:
         """For each text, the live stored documents it duplicates, best first (exact first)."""
+        return self._answer(self._signed_query(texts), threshold, limit)
+
+    def query_stream(
+        self,
+        batches: Iterable[_B],
+        texts: Callable[[_B], Sequence[str]],
+        jobs: int = 1,
+        threshold: float | None = None,
+        limit: int | None = None,
+    ) -> Iterator[tuple[_B, list[list[Match]]]]:
+        """``query`` over a stream of batches, in order, signing up to ``jobs`` batches in
+        threads while the previous one is looked up (the kernels and SQLite release the GIL);
+        the answers are those of ``query`` whatever ``jobs``."""
+        from ..io._prefetch import ordered_map
+
+        signed = ordered_map(lambda b: self._signed_query(texts(b)), batches, jobs)
+        for batch, ready in signed:
+            yield batch, self._answer(ready, threshold, limit)
+
+    def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
+        """A query batch's content hashes, signatures and evidence: no store is touched."""
         texts = check_texts(texts)
         batch = TextBatch(texts, self.params.shingle)
         sigs = self.method.signatures(batch)
         ev = self.verifier.evidence(batch)
+        return batch.canonical, sigs, ev, list(texts)
+
+    def _answer(
+        self,
+        signed: tuple[Any, Any, Any, list[str]],
+        threshold: float | None,
+        limit: int | None,
+    ) -> list[list[Match]]:
+        hashes, sigs, ev, texts = signed
         with self.store.snapshot():
-            return self._match(batch.canonical, sigs, ev, list(texts), threshold, limit)
+            return self._match(hashes, sigs, ev, texts, threshold, limit)
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first, with dates."""
