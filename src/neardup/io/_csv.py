@@ -21,9 +21,9 @@ from ._report import (
     UNREADABLE,
     Entry,
     Problems,
-    raise_changed,
     too_large,
 )
+from ._rows import kept_rows
 
 #: CSV and TSV file names (a .gz after them is decompressed).
 CSV_SUFFIXES = (".csv", ".csv.gz")
@@ -196,26 +196,10 @@ def kept_csv_batches(entry: Entry, keep: npt.NDArray[np.bool_]) -> Iterator[pa.R
     i-th accepted row; rows skipped in pass 1 are skipped by row number)."""
     import pyarrow as pa
 
-    remaining = entry.n_docs
-    if remaining == 0:
+    if entry.n_docs == 0:
         return
-    skip_rows = np.array(sorted(entry.skipped), dtype=np.int64)
-    done = 0
-    row0 = 0
-    for batch in _open(entry, _BadRows(entry, None)):
-        n = batch.num_rows
-        accepted = np.ones(n, dtype=np.bool_)
-        lo, hi = np.searchsorted(skip_rows, [row0 + 1, row0 + n + 1])
-        accepted[skip_rows[lo:hi] - row0 - 1] = False
-        index = np.flatnonzero(accepted)[: remaining - done]
-        select = np.zeros(n, dtype=np.bool_)
-        select[index] = keep[done : done + index.size]
+    for batch, _, select, _ in kept_rows(entry, _open(entry, _BadRows(entry, None)), keep):
         yield batch.filter(pa.array(select))
-        done += index.size
-        row0 += n
-        if done == remaining:
-            return
-    raise_changed(entry)
 
 
 def is_csv_name(path: str | Path) -> str | None:

@@ -26,9 +26,9 @@ from ._report import (
     UNREADABLE,
     Entry,
     Problems,
-    raise_changed,
     too_large,
 )
+from ._rows import kept_rows
 
 #: Rows per record batch read from a Parquet file (and per row group written).
 BATCH_ROWS = 65_536
@@ -282,31 +282,17 @@ def copy_kept_parquet(
     number, vectorised per batch. ``edit``: (changed, edit, text field): the text of each
     changed row i becomes ``edit(entry.start + i, text)``.
     """
-    remaining = entry.n_docs
-    if remaining == 0:
+    if entry.n_docs == 0:
         return
-    skip_rows = np.array(sorted(entry.skipped), dtype=np.int64)
     pfile = pq.ParquetFile(entry.path)
-    done = 0
-    row0 = 0
-    for batch in pfile.iter_batches(batch_size=BATCH_ROWS):
-        n = batch.num_rows
-        accepted = np.ones(n, dtype=np.bool_)
-        lo, hi = np.searchsorted(skip_rows, [row0 + 1, row0 + n + 1])
-        accepted[skip_rows[lo:hi] - row0 - 1] = False
-        index = np.flatnonzero(accepted)[: remaining - done]
-        select = np.zeros(n, dtype=np.bool_)
-        select[index] = keep[done : done + index.size]
+    for batch, index, select, done in kept_rows(
+        entry, pfile.iter_batches(batch_size=BATCH_ROWS), keep
+    ):
         if edit is not None and edit[0][done : done + index.size].any():
             batch = _edited(
                 batch, index, edit[0][done : done + index.size], entry.start + done, edit
             )
         sink.write(batch.filter(pa.array(select)))
-        done += index.size
-        row0 += n
-        if done == remaining:
-            return
-    raise_changed(entry)
 
 
 def _edited(
