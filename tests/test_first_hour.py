@@ -42,8 +42,8 @@ def _corpus(path: Path, n: int = 60) -> Path:
 
 
 def test_kernels_without_cache_files_are_reported_as_uncompiled(tmp_path: Path) -> None:
-    """An empty Numba cache (a first run): every kernel module the run needs is uncompiled; the
-    worktree's own cache, filled by a run, reports none of them."""
+    """An empty Numba cache (a first run): every kernel module asked about is uncompiled; once
+    a run has filled the cache, the modules it compiled are not."""
     probe = (
         "from neardup._kernels import _jit; import json; "
         "print(json.dumps(_jit.uncached(['shingles', 'minhash', 'jsonl'])))"
@@ -58,7 +58,7 @@ def test_kernels_without_cache_files_are_reported_as_uncompiled(tmp_path: Path) 
     assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "-q"]) == 0
     from neardup._kernels import _jit
 
-    assert _jit.uncached(["shingles", "minhash", "jsonl"]) == []
+    assert _jit.uncached(["shingles", "minhash"]) == []
 
 
 def test_first_run_says_it_compiles_once_unless_quiet(
@@ -226,3 +226,30 @@ def test_help_shows_the_new_names_and_explains_features(
     assert "--max-perm" in text and "--qgram" in text
     assert "--num-perm" not in text and "--q " not in text
     assert "rows per band" in text and "share at least R" in text
+
+
+def test_a_first_run_parses_small_jsonl_in_python_instead_of_compiling_the_parser(
+    tmp_path: Path,
+) -> None:
+    """With nothing in Numba's cache, a small JSONL input is read by the Python parser (the
+    same records) and the JSONL kernel, half of a first run's compiling, is never compiled."""
+    src = _corpus(tmp_path / "in.jsonl")
+    probe = (
+        "import json, sys\n"
+        "from neardup.io import open_source\n"
+        "from neardup._kernels import jsonl as k\n"
+        "with open_source(sys.argv[1]) as s:\n"
+        "    texts = [t for b in s.batches(7) for t in b.texts]\n"
+        "print(json.dumps({'texts': texts, 'compiled': len(k.parse_lines.overloads)}))\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "NEARDUP_KERNELS": "numba"}
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, str(src)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    got = json.loads(proc.stdout)
+    assert got["compiled"] == 0
+    assert got["texts"] == [json.loads(x)["text"] for x in src.read_text().splitlines()]

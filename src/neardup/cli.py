@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import stat
@@ -1549,15 +1550,27 @@ def _run_kernels(args: argparse.Namespace) -> list[str]:
     compiles on its first call: the reader's, shingling's and the method's."""
     modules = ["shingles", "buffers"]
     modules += ["minhash", "leaders"] if args.method == "minhash" else ["simhash", "hamming"]
-    fmt = args.format or ("jsonl" if any(_looks_jsonl(x) for x in args.inputs) else None)
-    if fmt == "jsonl":
+    from .io._jsonl_blocks import PYTHON_PARSE_BYTES
+
+    if _jsonl_bytes(args) > PYTHON_PARSE_BYTES:  # less is parsed in Python on a first run
         modules.append("jsonl")
     return modules
 
 
-def _looks_jsonl(name: str) -> bool:
-    """A JSONL input by its name (standard input is read as JSONL)."""
-    return name == "-" or name.lower().endswith((".jsonl", ".jsonl.gz", ".ndjson", ".json"))
+def _jsonl_bytes(args: argparse.Namespace) -> float:
+    """Bytes of the JSONL inputs (infinite when unknown: standard input, gzip, a folder)."""
+    if args.format not in (None, "jsonl"):
+        return 0
+    total: float = 0
+    for name in args.inputs:
+        low = name.lower()
+        if name == "-" or low.endswith(".gz"):
+            total = math.inf
+        elif args.format or low.endswith((".jsonl", ".ndjson")):
+            with contextlib.suppress(OSError):  # a missing input: the job reports it
+                info = os.stat(name)
+                total += info.st_size if stat.S_ISREG(info.st_mode) else math.inf
+    return total
 
 
 def _compile_notice(args: argparse.Namespace) -> None:

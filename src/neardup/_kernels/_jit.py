@@ -132,9 +132,10 @@ COMPILE_SECONDS = {
 }
 
 
-def uncached(modules: list[str]) -> list[str]:
+def uncached(modules: list[str], names: list[str] | None = None) -> list[str]:
     """The kernel modules among ``modules`` (names under ``neardup._kernels``) none of whose
-    kernels is in Numba's cache for their current source: their first calls will compile.
+    kernels (of ``names`` only, when given) is in Numba's cache for their current source:
+    their first calls will compile.
 
     Reads only the cache's index files (as Numba does before compiling), so it costs about a
     millisecond a module; the modules are imported, compiled mode only.
@@ -149,7 +150,9 @@ def uncached(modules: list[str]) -> list[str]:
         kernels = [
             k
             for k in vars(module).values()
-            if isinstance(k, CPUDispatcher) and k.__module__ == module.__name__
+            if isinstance(k, CPUDispatcher)
+            and k.__module__ == module.__name__
+            and (names is None or k.py_func.__name__ in names)
         ]
         if kernels and not any(_cached(k) for k in kernels):
             cold.append(name)
