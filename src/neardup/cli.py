@@ -659,13 +659,13 @@ def _info(message: str) -> None:
 def cmd_dedup(args: argparse.Namespace) -> int:
     from .run import DedupOutputs, dedup_source, parse_size
 
-    _check_dedup_outputs(args)
     if args.unit != "document":
         return cmd_dedup_units(args)
     if args.min_paragraph_tokens is not None:
         raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
     if args.index or args.add:
         return cmd_dedup_index(args)
+    _check_dedup_outputs(args)
     params = _dedup_params(args)
     read = _read_options(args, key_field=args.keep_field)
     outputs = DedupOutputs(
@@ -741,6 +741,7 @@ def cmd_dedup_units(args: argparse.Namespace) -> int:
         raise ParamError(
             f"--unit {args.unit} runs on one machine without an index; drop {', '.join(refused)}"
         )
+    _check_dedup_outputs(args)
     units = UnitOptions(
         args.unit,
         DEFAULT_MIN_TOKENS if args.min_paragraph_tokens is None else args.min_paragraph_tokens,
@@ -1209,6 +1210,7 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
             f"with --index the index's own parameters decide and the first document wins; "
             f"drop {shown}"
         )
+    _check_dedup_outputs(args)
     read = _read_options(args)
     done = dedup_index_source(
         args.inputs[0] if args.inputs == ["-"] else args.inputs,

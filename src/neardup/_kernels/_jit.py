@@ -118,17 +118,17 @@ def njit(**options: Any) -> Callable[[F], F]:
     return _interpreted
 
 
-#: Seconds Numba takes to compile the kernels a run calls from each module, measured on the
-#: first run of ``neardup dedup examples/sample.jsonl`` on 2 cores (docs/STARTUP.md); used
-#: only to say how long the wait will be.
+#: CPU seconds Numba takes to compile the kernels a run calls from each module, measured on the
+#: first run of ``neardup dedup examples/sample.jsonl`` on 2 cores (docs/FIRST_RUN.md; simhash
+#: and hamming rougher); used only to say how long the wait will be.
 COMPILE_SECONDS = {
-    "jsonl": 29.0,
-    "shingles": 9.0,
-    "leaders": 9.0,
-    "buffers": 3.5,
-    "minhash": 3.0,
-    "simhash": 3.0,
-    "hamming": 4.0,
+    "jsonl": 38.0,
+    "shingles": 11.5,
+    "leaders": 12.0,
+    "buffers": 4.5,
+    "minhash": 4.0,
+    "simhash": 4.0,
+    "hamming": 6.0,
 }
 
 
