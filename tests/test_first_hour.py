@@ -253,3 +253,24 @@ def test_a_first_run_parses_small_jsonl_in_python_instead_of_compiling_the_parse
     got = json.loads(proc.stdout)
     assert got["compiled"] == 0
     assert got["texts"] == [json.loads(x)["text"] for x in src.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_a_missing_text_column_names_the_columns_without_skip_advice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = pa.table({"id": ["a", "b"], "text": ["x y z", "x y w"], "url": ["u", "v"]})
+    src = tmp_path / f"in.{suffix}"
+    if suffix == "csv":
+        pacsv.write_csv(table, src)
+    else:
+        pq.write_table(table, src)
+    assert (
+        main(["dedup", str(src), "-o", str(tmp_path / f"k.{suffix}"), "--text-field", "txt"]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "there is no column 'txt' (columns: id, text, url)" in err and "--on-error" not in err

@@ -134,11 +134,13 @@ class Problems:
         self.report.add(kind, message)
         entry.skipped.add(recno)
 
-    def file(self, entry: Entry, kind: str, problem: str, fix: str) -> None:
-        """A bad file (the rest of it is dropped): raises in stop mode, else counts it."""
+    def file(self, entry: Entry, kind: str, problem: str, fix: str, skip_hint: bool = True) -> None:
+        """A bad file (the rest of it is dropped): raises in stop mode, else counts it.
+        ``skip_hint`` False: skipping is the wrong fix (a column named by an option is absent)."""
         message = f"{entry.name}: {problem}; {fix}"
         if self.on_error == "stop":
-            raise InputError(message if kind in _NO_SKIP_HINT else f"{message}, {_SKIP_HINT}")
+            hint = skip_hint and kind not in _NO_SKIP_HINT
+            raise InputError(f"{message}, {_SKIP_HINT}" if hint else message)
         self.report.add(kind, message)
 
     def opened(self, entry: Entry, opener: Callable[[], _T]) -> _T | None:
