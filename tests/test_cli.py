@@ -111,7 +111,7 @@ def test_skip_mode_counts_bad_records_and_goes_on(
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["dedup", str(tmp_path / "nope.jsonl")]) == 1
+    assert main(["dedup", str(tmp_path / "nope.jsonl"), "-o", str(tmp_path / "k.jsonl")]) == 1
     assert "nope.jsonl" in capsys.readouterr().err
 
 
@@ -120,7 +120,7 @@ def test_bad_parameters_exit_1_with_a_message(
 ) -> None:
     src = tmp_path / "in.jsonl"
     _write_corpus(src, 20)
-    assert main(["dedup", str(src), "--threshold", "1.5"]) == 1
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--threshold", "1.5"]) == 1
     assert "threshold" in capsys.readouterr().err
 
 
@@ -511,7 +511,7 @@ def test_a_memory_limit_spills_blocks_to_disk_and_changes_nothing(
         spilled = json.loads(summary.read_text())["spilled_bytes"]
         assert (spilled == 0) == (limit is None)
     assert len(set(results)) == 1
-    assert main(["dedup", str(src), "--memory-limit", "lots"]) == 1
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--memory-limit", "lots"]) == 1
     assert "a size must look like" in capsys.readouterr().err
 
 

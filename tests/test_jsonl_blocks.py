@@ -79,6 +79,16 @@ def jsonl_lines(draw: st.DrawFn) -> bytes:
     return line.replace(b"\n", b"")  # one line
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _the_kernel_parses() -> object:
+    """Blocks go to the kernel even while it is not in Numba's cache (a first run hands up to
+    PYTHON_PARSE_BYTES to the Python parser instead of compiling it): the kernel is under test."""
+    saved = blocks.PYTHON_PARSE_BYTES
+    blocks.PYTHON_PARSE_BYTES = 0
+    yield
+    blocks.PYTHON_PARSE_BYTES = saved
+
+
 def python_reading(lines: list[bytes]) -> list[tuple[int, object]]:
     """Each non-blank line as the Python parser reads it: (line number, (id, text) or kind)."""
     out: list[tuple[int, object]] = []

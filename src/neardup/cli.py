@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import signal
 import stat
@@ -30,6 +31,41 @@ from .params import (
 
 if TYPE_CHECKING:
     from .engine import Deduplicator
+
+
+class _RenamedOption(argparse.Action):
+    """A flag's old spelling, kept hidden for one release: stores into the new option's
+    destination and prints a one-line note naming the new spelling."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str = "", **kw: Any):
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kw)
+        self.new = new
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stderr.write(
+            f"neardup: note: {option_string} is now {self.new}; the old name will be removed "
+            "in the next release\n"
+        )
+        setattr(namespace, self.dest, values)
+
+
+def _add_renamed(group: Any, old: str, new: str, dest: str, kind: Any = int) -> None:
+    """``old`` as a hidden alias of ``new`` (same destination) that says it was renamed."""
+    group.add_argument(old, dest=dest, action=_RenamedOption, new=new, type=kind, default=None)
+
+
+#: --features K,S,R explained where it is offered (R is not rows per band, as in text-dedup).
+_FEATURES_HELP = (
+    "explicit Broder features (LSH bands): K features (bands) per document, each of S sketch "
+    "values (S is the rows per band, text-dedup's r); two documents are a candidate pair when "
+    "they share at least R of the K features (R is a count of shared bands, 1 = classic LSH)"
+)
 
 
 def _features(value: str) -> tuple[int, int, int]:
@@ -171,13 +207,14 @@ def _build_parser() -> argparse.ArgumentParser:
         type=float,
         help="resemblance (Jaccard) threshold; with simhash only together with --verify [0.8]",
     )
-    m.add_argument("--num-perm", type=int, help="largest sketch length the planner may use [256]")
     m.add_argument(
-        "--features",
-        type=_features,
-        metavar="K,S,R",
-        help="explicit Broder features (LSH bands): K features of S values, R must match",
+        "--max-perm",
+        type=int,
+        metavar="T",
+        help="the longest sketch (hash permutations) the planner may choose; a ceiling, not the length used (0.8 uses 228) [256]",
     )
+    _add_renamed(m, "--num-perm", "--max-perm", "max_perm")
+    m.add_argument("--features", type=_features, metavar="K,S,R", help=_FEATURES_HELP)
     m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
     m.add_argument("--seed", type=int, default=1, help="random seed [1]")
     m.add_argument(
@@ -217,7 +254,10 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=["char", "word", "shingle"],
         help="simhash features [char]",
     )
-    m.add_argument("--q", type=int, help="simhash character window [4]")
+    m.add_argument(
+        "--qgram", type=int, metavar="Q", help="simhash: characters per q-gram feature [4]"
+    )
+    _add_renamed(m, "--q", "--qgram", "qgram")
     m.add_argument(
         "--simhash-weighting",
         choices=["binary", "count", "idf"],
@@ -263,12 +303,19 @@ def _build_parser() -> argparse.ArgumentParser:
         choices=["sketch", "hybrid", "exact", "none"],
         help="as dedup's: decides the cost model (none: equal costs; otherwise fn-cost 1000) [hybrid]",
     )
-    pl.add_argument("--num-perm", type=int, help="largest sketch length k*s [256]")
+    pl.add_argument(
+        "--max-perm",
+        type=int,
+        metavar="T",
+        help="the longest sketch k*s the plan may use, as dedup's [256]",
+    )
+    _add_renamed(pl, "--num-perm", "--max-perm", "max_perm")
     pl.add_argument(
         "--features",
         type=_features,
         metavar="K,S,R",
-        help="describe these parameters instead of planning (as dedup --features)",
+        help="describe these parameters instead of planning (as dedup --features): K features "
+        "of S sketch values each (S = rows per band), a candidate when R features are shared",
     )
     pl.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
     pl.add_argument(
@@ -614,7 +661,7 @@ def cmd_plan_sample(args: argparse.Namespace) -> int:
             n=args.sample_size,
             params=FeatureParams(*args.features) if args.features is not None else None,
             shingle=ShingleParams(w=args.shingle_size, tokens=args.tokens),
-            max_t=256 if args.num_perm is None else args.num_perm,
+            max_t=256 if args.max_perm is None else args.max_perm,
             seed=args.seed,
             floor=args.floor,
             verify=args.verify,
@@ -668,7 +715,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 #: Options that belong to one method: name on the command line -> attribute of ``args``.
 _MINHASH_ONLY = {
     "--features": "features",
-    "--num-perm": "num_perm",
+    "--max-perm": "max_perm",
     "--sketch": "sketch",
     "--super-features": "super_features",
     "--max-bucket": "max_bucket",
@@ -676,13 +723,15 @@ _MINHASH_ONLY = {
 _SIMHASH_ONLY = {
     "--max-distance": "max_distance",
     "--simhash-features": "simhash_features",
-    "--q": "q",
+    "--qgram": "qgram",
     "--simhash-weighting": "simhash_weighting",
 }
 
 
 def _given(args: argparse.Namespace, options: dict[str, str]) -> list[str]:
-    return [flag for flag, attr in options.items() if getattr(args, attr) not in (None, False)]
+    return [
+        flag for flag, attr in options.items() if getattr(args, attr, None) not in (None, False)
+    ]
 
 
 def _method_params(args: argparse.Namespace) -> MinhashParams | SimhashMethodParams:
@@ -696,18 +745,18 @@ def _method_params(args: argparse.Namespace) -> MinhashParams | SimhashMethodPar
         )
     if args.method == "simhash":
         values = {
-            "features": args.simhash_features,
-            "q": args.q,
-            "weighting": args.simhash_weighting,
+            "features": getattr(args, "simhash_features", None),
+            "q": getattr(args, "qgram", None),
+            "weighting": getattr(args, "simhash_weighting", None),
             "max_distance": args.max_distance,
         }
         return SimhashMethodParams(**{k: v for k, v in values.items() if v is not None})
     values = {
         "features": FeatureParams(*args.features) if args.features is not None else None,
         "sketch": args.sketch,
-        "max_t": args.num_perm,
+        "max_t": args.max_perm,
         "super_features": args.super_features or None,
-        "max_bucket": args.max_bucket,
+        "max_bucket": getattr(args, "max_bucket", None),
     }
     return MinhashParams(**{k: v for k, v in values.items() if v is not None})
 
@@ -747,6 +796,7 @@ def cmd_dedup(args: argparse.Namespace) -> int:
         raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
     if args.index or args.add:
         return cmd_dedup_index(args)
+    _check_dedup_outputs(args)
     params = _dedup_params(args)
     read = _read_options(args, key_field=args.keep_field)
     outputs = DedupOutputs(
@@ -779,11 +829,26 @@ def cmd_dedup(args: argparse.Namespace) -> int:
             warn=_warn,
             jobs=args.jobs,
             memory_limit=limit,
-            make=_small_run_deduplicator(args) if args.own_process else None,
+            make=_deduplicator(args),
         )
     if not args.quiet:
         sys.stderr.write(_format_summary(result.summary, result.problems))
     return 0
+
+
+def _check_dedup_outputs(args: argparse.Namespace) -> None:
+    """A dedup that would write nothing, or an option that would change nothing, is refused
+    before anything is read."""
+    if args.all_pairs and not args.pairs:
+        raise ParamError("--all-pairs changes what --pairs lists; add --pairs FILE or drop it")
+    if args.index and args.add:
+        return  # the index receives the kept documents
+    if not (args.output or args.clusters or args.pairs or args.summary_json):
+        more = "" if args.index else ", --clusters FILE, --pairs FILE"
+        raise ParamError(
+            f"this run would write nothing; name an output: -o KEPT{more} or "
+            "--summary-json FILE (the counts alone)"
+        )
 
 
 def cmd_dedup_units(args: argparse.Namespace) -> int:
@@ -807,6 +872,7 @@ def cmd_dedup_units(args: argparse.Namespace) -> int:
         raise ParamError(
             f"--unit {args.unit} runs on one machine without an index; drop {', '.join(refused)}"
         )
+    _check_dedup_outputs(args)
     units = UnitOptions(
         args.unit,
         DEFAULT_MIN_TOKENS if args.min_paragraph_tokens is None else args.min_paragraph_tokens,
@@ -870,6 +936,23 @@ def _pair_lines(s: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _figure(x: float) -> str:
+    """A measured figure with the digits that say something: 1,234 / 93.4 / 0.13 / 0.0029."""
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 1:
+        return f"{x:.1f}"
+    return f"{x:.2g}" if x > 0 else "0"
+
+
+def _throughput(nbytes: int, seconds: float) -> str:
+    """Input megabytes per second of the run's wall time, saying what was divided (a small
+    run's rate is mostly start-up: 0.2 MB in 1.4 s, not "0.0 MB/s")."""
+    mb = nbytes / 1e6
+    rate = mb / max(seconds, 1e-9)
+    return f"{_figure(rate):>8} MB/s ({_figure(mb)} MB of input in {seconds:.2f} s)"
+
+
 def _format_summary(s: Mapping[str, Any], problems: str) -> str:
     lines = [
         "neardup dedup summary",
@@ -889,7 +972,7 @@ def _format_summary(s: Mapping[str, Any], problems: str) -> str:
         ),
         f"  skipped records      {s['skipped_records']:>12,}",
         f"  time                 {s['seconds']:>11.2f}s",
-        f"  throughput           {s['mb_per_s']:>8.1f} MB/s",
+        f"  throughput           {_throughput(s['bytes_in'], s['seconds'])}",
         f"  peak memory          {s['peak_memory_mb']:>9.0f} MB",
     ]
     if s.get("hamming_plan"):
@@ -1045,8 +1128,11 @@ def _add_index_parser(sub: Any) -> None:
         help="resemblance threshold (containment with --method sampled) [0.8]",
     )
     m.add_argument("--sample-mod", type=int, help="sampled: keep shingles with fp %% M == 0 [2]")
-    m.add_argument("--num-perm", type=int, help="largest sketch length the planner may use [256]")
-    m.add_argument("--features", type=_features, metavar="K,S,R", help="explicit Broder features")
+    m.add_argument(
+        "--max-perm", type=int, metavar="T", help="the longest sketch the planner may choose [256]"
+    )
+    _add_renamed(m, "--num-perm", "--max-perm", "max_perm")
+    m.add_argument("--features", type=_features, metavar="K,S,R", help=_FEATURES_HELP)
     m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
     m.add_argument("--super-features", action="store_true", help="look up by megashingles")
     m.add_argument("--max-bucket", type=int, help=argparse.SUPPRESS)
@@ -1058,7 +1144,10 @@ def _add_index_parser(sub: Any) -> None:
     )
     m.add_argument("--max-distance", type=int, help="simhash: largest Hamming distance [3]")
     m.add_argument("--simhash-features", choices=["char", "word", "shingle"], help="[char]")
-    m.add_argument("--q", type=int, help="simhash character window [4]")
+    m.add_argument(
+        "--qgram", type=int, metavar="Q", help="simhash: characters per q-gram feature [4]"
+    )
+    _add_renamed(m, "--q", "--qgram", "qgram")
     m.add_argument(
         "--simhash-weighting", choices=["binary", "count"], help="simhash weights [binary]"
     )
@@ -1330,6 +1419,7 @@ def cmd_dedup_index(args: argparse.Namespace) -> int:
             f"with --index the index's own parameters decide and the first document wins; "
             f"drop {shown}"
         )
+    _check_dedup_outputs(args)
     read = _read_options(args)
     done = dedup_index_source(
         args.inputs[0] if args.inputs == ["-"] else args.inputs,
@@ -1532,6 +1622,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; an unknown option is reported with the usage of the command it
+    was given to (not the top-level one) and the closest option that command has."""
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    command = parser
+    for dest in ("command", "index_command"):  # the innermost subcommand named
+        choices = _subcommands(command)
+        if choices is None or getattr(args, dest, None) not in choices:
+            break
+        command = choices[getattr(args, dest)]
+    options = [
+        o
+        for action in command._actions
+        if action.help != argparse.SUPPRESS
+        for o in action.option_strings
+        if o.startswith("--")
+    ]
+    import difflib
+
+    unknown = [x for x in extra if x.startswith("-")]
+    message = f"unrecognized arguments: {' '.join(extra)}"
+    for word in unknown:
+        close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.7)
+        if close:
+            message += f" (did you mean {close[0]}?)"
+            break
+    command.error(message)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser] | None:
+    """The subcommand parsers of ``parser`` by name, None when it has none."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return None
+
+
 def _caused_by_interrupt(exc: BaseException | None) -> bool:
     """True when a KeyboardInterrupt is somewhere in the exception's cause chain."""
     seen = 0
@@ -1552,7 +1681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stderr is None:  # closed: errors have nowhere to go, the exit status still tells
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     args.own_process = argv is None  # the process is this command
     if args.own_process:
         _skip_numba_blas_probe()
@@ -1660,17 +1789,65 @@ def _interpret_small_run(args: argparse.Namespace) -> None:
     _jit.interpret(budget=INTERPRET_SECONDS)
 
 
-def _small_run_deduplicator(args: argparse.Namespace) -> Callable[[DedupParams], Deduplicator]:
+def _deduplicator(args: argparse.Namespace) -> Callable[[DedupParams], Deduplicator]:
     """The job's deduplicator, built once its outputs are checked: first the kernels' mode is
-    chosen (``_interpret_small_run``), as nothing is read before the outputs are checked."""
+    chosen (``_interpret_small_run``, in the command's own process), as nothing is read before
+    the outputs are checked; then, unless ``--quiet``, a note when Numba must compile them."""
 
     def make(params: DedupParams) -> Deduplicator:
-        _interpret_small_run(args)
+        if args.own_process:
+            _interpret_small_run(args)
+        if not args.quiet:
+            _compile_notice(args)
         from .engine import Deduplicator
 
         return Deduplicator(params)
 
     return make
+
+
+def _run_kernels(args: argparse.Namespace) -> list[str]:
+    """The kernel modules (under ``neardup._kernels``) whose kernels every such dedup run
+    compiles on its first call: the reader's, shingling's and the method's."""
+    modules = ["shingles", "buffers"]
+    modules += ["minhash", "leaders"] if args.method == "minhash" else ["simhash", "hamming"]
+    from .io._jsonl_blocks import PYTHON_PARSE_BYTES
+
+    if _jsonl_bytes(args) > PYTHON_PARSE_BYTES:  # less is parsed in Python on a first run
+        modules.append("jsonl")
+    return modules
+
+
+def _jsonl_bytes(args: argparse.Namespace) -> float:
+    """Bytes of the JSONL inputs (infinite when unknown: standard input, gzip, a folder)."""
+    if args.format not in (None, "jsonl"):
+        return 0
+    total: float = 0
+    for name in args.inputs:
+        low = name.lower()
+        if name == "-" or low.endswith(".gz"):
+            total = math.inf
+        elif args.format or low.endswith((".jsonl", ".ndjson")):
+            with contextlib.suppress(OSError):  # a missing input: the job reports it
+                info = os.stat(name)
+                total += info.st_size if stat.S_ISREG(info.st_mode) else math.inf
+    return total
+
+
+def _compile_notice(args: argparse.Namespace) -> None:
+    """One line on stderr when the run's kernels are not in Numba's cache yet (the first run
+    after installing or upgrading): the silent seconds that follow are compiling, once."""
+    from ._kernels import _jit
+
+    if _jit.mode() != "numba":
+        return
+    cold = _jit.uncached(_run_kernels(args))
+    if cold:
+        seconds = _jit.compile_seconds(cold)
+        _info(
+            f"compiling kernels once (about {seconds:.0f} s; later runs load them from "
+            "Numba's cache) ..."
+        )
 
 
 def _restart_compiled() -> int:

@@ -255,7 +255,7 @@ class MinhashParams:
                 f"sketch kind for deduplication must be 'oph' or 'classic' (features need "
                 f"positional sketches; bottom-k is for estimation), got {self.sketch!r}"
             )
-        check_int("max_t (--num-perm)", self.max_t, 1, MAX_T)
+        check_int("max_t (--max-perm)", self.max_t, 1, MAX_T)
         check_int("max_bucket", self.max_bucket, 2, 2**62, "try the default 200")
         if self.features is not None and self.super_features:
             count = math.comb(self.features.k, self.features.r)

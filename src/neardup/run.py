@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .errors import ParamError
+from .errors import InputError, ParamError
 from .io import (
     DocBatch,
     Source,
@@ -284,7 +284,7 @@ def dedup_source(
         # Percentages only where input size and bytes read are the same measure (not gzip).
         paths = [inputs] if isinstance(inputs, str) else list(inputs)
         gzipped = any(str(x).endswith(".gz") for x in paths)
-        bar = Progress(progress, None if gzipped else source.input_bytes)
+        bar = Progress(progress, None if gzipped else source.input_bytes, desc=_READING)
         keys: list[object] = []
         try:
             # --jobs 1 computes on one core: no read-ahead thread beside the signing.
@@ -295,33 +295,64 @@ def dedup_source(
                 if batch.keys is not None:
                     keys.extend(batch.keys)
                 bar.update(dedup.n_docs, dedup.n_bytes)
+            _refuse_all_skipped(source)
+            ids: Sequence[str] = source.ids if source.ids is not None else []
+            ranks = key_ranks(keys, params.keep_prefer) if read.key_field else None
+            bar.stage(_PAIRS)
+
+            def fetch(docs: np.ndarray) -> list[str]:
+                bar.stage(f"verifying: reading {len(docs):,} texts again")
+                texts = _fetch_texts(source, docs, read.docs_hint, jobs)
+                bar.stage(_PAIRS)
+                return texts
+
+            dedup.finish(ranks, fetch)
+            bar.stage("writing")
+            _jit.settle()  # an interpreted run that was too slow restarts before writing
+            # Said after settle(): a restart would otherwise say it twice.
+            if read.key_field and source.n_docs and source.missing_keys == source.n_docs and warn:
+                warn(
+                    f"no document has the field {read.key_field!r}; clusters keep their first "
+                    "member"
+                )
+            with plan.commit():  # every output appears at the end, together, or none does
+                written = None
+                if outputs.kept:
+                    written = source.write_kept(dedup.kept_, plan["-o"], kept_fmt)
+                write_results(
+                    dedup,
+                    ids,
+                    plan["--clusters"] if outputs.clusters else None,
+                    plan["--pairs"] if outputs.pairs else None,
+                    outputs.all_pairs,
+                )
+                summary = _summary(dedup, source, written, started, params)
+                if outputs.summary_json:
+                    with atomic_write(plan["--summary-json"], "w") as fh:
+                        json.dump(summary, fh, indent=1)
+                        fh.write("\n")
         finally:
             bar.close()
-        ids: Sequence[str] = source.ids if source.ids is not None else []
-        ranks = key_ranks(keys, params.keep_prefer) if read.key_field else None
-        dedup.finish(ranks, lambda docs: _fetch_texts(source, docs, read.docs_hint, jobs))
-        _jit.settle()  # an interpreted run that was too slow restarts before writing, not after
-        # Said after settle(): a restart would otherwise say it twice.
-        if read.key_field and source.n_docs and source.missing_keys == source.n_docs and warn:
-            warn(f"no document has the field {read.key_field!r}; clusters keep their first member")
-        with plan.commit():  # every output appears at the end, together, or none does
-            written = None
-            if outputs.kept:
-                written = source.write_kept(dedup.kept_, plan["-o"], kept_fmt)
-            write_results(
-                dedup,
-                ids,
-                plan["--clusters"] if outputs.clusters else None,
-                plan["--pairs"] if outputs.pairs else None,
-                outputs.all_pairs,
-            )
-            summary = _summary(dedup, source, written, started, params)
-            if outputs.summary_json:
-                with atomic_write(plan["--summary-json"], "w") as fh:
-                    json.dump(summary, fh, indent=1)
-                    fh.write("\n")
         errors = source.errors
     return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")
+
+
+#: The stage names a dedup run's progress line shows.
+_READING = "reading and signing"
+_PAIRS = "candidates and verification"
+
+
+def _refuse_all_skipped(source: Source) -> None:
+    """An input of which every record was skipped as bad (``--on-error skip``) is an error,
+    not an empty result: most often the options do not fit the input (a wrong --text-field)."""
+    errors = source.errors
+    if source.n_docs or not errors.total:
+        return
+    kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(errors.counts.items()))
+    raise InputError(
+        f"every record of the input was skipped as bad ({kinds}), so nothing was written; "
+        f"first: {errors.examples[0]}"
+    )
 
 
 def _kept_format(out: str | None, input_fmt: str, strict: bool = False) -> OutFmt | None:

@@ -116,3 +116,61 @@ def njit(**options: Any) -> Callable[[F], F]:
     if options.get("inline") == "always" and not options.get("nogil"):
         return lambda func: func
     return _interpreted
+
+
+#: CPU seconds Numba takes to compile the kernels a run calls from each module, measured on the
+#: first run of ``neardup dedup examples/sample.jsonl`` on 2 cores (docs/FIRST_RUN.md; simhash
+#: and hamming rougher); used only to say how long the wait will be.
+COMPILE_SECONDS = {
+    "jsonl": 38.0,
+    "shingles": 11.5,
+    "leaders": 12.0,
+    "buffers": 4.5,
+    "minhash": 4.0,
+    "simhash": 4.0,
+    "hamming": 6.0,
+}
+
+
+def uncached(modules: list[str], names: list[str] | None = None) -> list[str]:
+    """The kernel modules among ``modules`` (names under ``neardup._kernels``) none of whose
+    kernels (of ``names`` only, when given) is in Numba's cache for their current source:
+    their first calls will compile.
+
+    Reads only the cache's index files (as Numba does before compiling), so it costs about a
+    millisecond a module; the modules are imported, compiled mode only.
+    """
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    cold = []
+    for name in modules:
+        module = importlib.import_module(f"{__package__}.{name}")
+        kernels = [
+            k
+            for k in vars(module).values()
+            if isinstance(k, CPUDispatcher)
+            and k.__module__ == module.__name__
+            and (names is None or k.py_func.__name__ in names)
+        ]
+        if kernels and not any(_cached(k) for k in kernels):
+            cold.append(name)
+    return cold
+
+
+def _cached(kernel: Any) -> bool:
+    """Whether Numba's cache holds a compiled version of ``kernel`` for its current source."""
+    cache = getattr(kernel, "_cache", None)
+    index = getattr(getattr(cache, "_cache_file", None), "_load_index", None)
+    if index is None:  # another Numba: say nothing rather than guess
+        return True
+    try:
+        return bool(index())
+    except Exception:  # an unreadable index: Numba recompiles, as it will here
+        return False
+
+
+def compile_seconds(modules: list[str]) -> float:
+    """About how long compiling the kernels of ``modules`` takes (COMPILE_SECONDS)."""
+    return sum(COMPILE_SECONDS.get(name, 2.0) for name in modules)

@@ -34,7 +34,14 @@ import numpy as np
 
 from .._heap import trim
 from ..errors import InputError, ParamError
-from ..io._report import _SKIP_HINT, DUPLICATE_ID, MAX_EXAMPLES, MAX_RECORD_SIZE, ErrorReport
+from ..io._report import (
+    _NO_SKIP_HINT,
+    _SKIP_HINT,
+    DUPLICATE_ID,
+    MAX_EXAMPLES,
+    MAX_RECORD_SIZE,
+    ErrorReport,
+)
 from ..io._source import _DUPLICATE_FIX
 from ..methods import needs_fit
 from ..params import DedupParams
@@ -219,7 +226,8 @@ def _problems(
         found.append(((block, line), DUPLICATE_ID, message))
     found.sort(key=lambda f: f[0])
     if found and on_error == "stop":
-        raise InputError(f"{found[0][2]}, {_SKIP_HINT}")
+        _, kind, message = found[0]
+        raise InputError(message if kind in _NO_SKIP_HINT else f"{message}, {_SKIP_HINT}")
     report = ErrorReport()
     report.counts = counts
     report.examples = [message for _, _, message in found[:MAX_EXAMPLES]]

@@ -54,7 +54,7 @@ class Collected(Problems):
     def record(self, entry: Entry, recno: int, kind: str, problem: str, fix: str) -> None:
         self.records.append((recno, kind, problem, fix))
 
-    def file(self, entry: Entry, kind: str, problem: str, fix: str) -> None:
+    def file(self, entry: Entry, kind: str, problem: str, fix: str, skip_hint: bool = True) -> None:
         self.files.append((kind, problem, fix))
 
 

@@ -157,6 +157,7 @@ def scan_csv(
                 BAD_SCHEMA,
                 f"there is no column '{field}' (columns: {shown})",
                 f"use {what} to name one of these columns",
+                skip_hint=False,
             )
             return
     has_id = id_field in names

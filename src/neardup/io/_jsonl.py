@@ -27,6 +27,7 @@ from ._report import (
     Entry,
     Problems,
     RecordProblem,
+    fields_text,
     id_string,
     json_type,
     raise_changed,
@@ -98,7 +99,7 @@ def parse_record(
     if text is _MISSING:
         raise RecordProblem(
             MISSING_TEXT,
-            f"field '{text_field}' is missing",
+            f"field '{text_field}' is missing (the record has: {fields_text(obj)})",
             "use --text-field to name the field that holds the text",
         )
     if not isinstance(text, str):

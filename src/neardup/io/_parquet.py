@@ -149,7 +149,7 @@ def scan_parquet(
         "store the text as a string column, or use --text-field to name another column",
     )
     if bad is not None:
-        problems.file(entry, BAD_SCHEMA, *bad)
+        problems.file(entry, BAD_SCHEMA, *bad, skip_hint=text_field in names)
         return
     has_id = id_field in names
     if has_id:
@@ -172,7 +172,7 @@ def scan_parquet(
             "use --keep-field to name a number, string, boolean, date or timestamp column",
         )
         if bad is not None:
-            problems.file(entry, BAD_SCHEMA, *bad)
+            problems.file(entry, BAD_SCHEMA, *bad, skip_hint=key_field in names)
             return
     if first.schema is None:
         first.schema, first.name = schema, entry.name

@@ -42,6 +42,9 @@ MAX_RECORD_SIZE = 64 << 20
 MAX_EXAMPLES = 5
 
 _SKIP_HINT = "or use --on-error skip to skip and count such records"
+#: Problems for which skipping is the wrong fix (a mistyped --text-field or path would skip
+#: every record): their messages say only how to fix them.
+_NO_SKIP_HINT = frozenset({"missing_text", "missing_file"})
 
 
 @dataclass
@@ -127,15 +130,17 @@ class Problems:
         """A bad record: raises in stop mode, else counts it and marks it skipped for pass 2."""
         message = f"{entry.where(recno)}: {problem}; {fix}"
         if self.on_error == "stop":
-            raise InputError(f"{message}, {_SKIP_HINT}")
+            raise InputError(message if kind in _NO_SKIP_HINT else f"{message}, {_SKIP_HINT}")
         self.report.add(kind, message)
         entry.skipped.add(recno)
 
-    def file(self, entry: Entry, kind: str, problem: str, fix: str) -> None:
-        """A bad file (the rest of it is dropped): raises in stop mode, else counts it."""
+    def file(self, entry: Entry, kind: str, problem: str, fix: str, skip_hint: bool = True) -> None:
+        """A bad file (the rest of it is dropped): raises in stop mode, else counts it.
+        ``skip_hint`` False: skipping is the wrong fix (a column named by an option is absent)."""
         message = f"{entry.name}: {problem}; {fix}"
         if self.on_error == "stop":
-            raise InputError(f"{message}, {_SKIP_HINT}")
+            hint = skip_hint and kind not in _NO_SKIP_HINT
+            raise InputError(f"{message}, {_SKIP_HINT}" if hint else message)
         self.report.add(kind, message)
 
     def opened(self, entry: Entry, opener: Callable[[], _T]) -> _T | None:
@@ -209,6 +214,13 @@ def id_string(value: object, id_field: str) -> str:
         f"field '{id_field}' is {json_type(value)}, not a string or integer",
         "store ids as strings or integers, or use --id-field to name another field",
     )
+
+
+def fields_text(record: dict[str, object], most: int = 12) -> str:
+    """The field names a record has, for a message: "id, text, url" (the first ``most``)."""
+    names = [str(k) for k in record]
+    shown = ", ".join(names[:most]) + (f", ... ({len(names)} fields)" if len(names) > most else "")
+    return shown or "no fields"
 
 
 def raise_changed(entry: Entry) -> None:

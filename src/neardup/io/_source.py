@@ -886,7 +886,7 @@ def open_source(
         else:
             message = f"{path}: file not found; check the path"
             if on_error == "stop":
-                raise InputError(message + ", or use --on-error skip to skip it")
+                raise InputError(message)
             open_problems.append((MISSING_FILE, message))
 
     formats = {f: (fmt or detect_format(f)) for f, _ in found}
