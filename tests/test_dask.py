@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output
 from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DedupParams, MinhashParams, SimhashMethodParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
+from tests.killing import kill_once_done, rerun_resumes  # noqa: E402
 
 FOLDERS = ("kept", "clusters", "pairs")
 
@@ -273,22 +273,11 @@ def test_killing_the_job_then_running_it_again_resumes_with_the_same_outputs(
     args = [sys.executable, "-m", "neardup.cli", "dedup", *inputs, "-o", str(tmp_path / "kept"),
             "--clusters", str(tmp_path / "clusters"), "--pairs", str(tmp_path / "pairs"),
             "--dask", "local:2", "--work-dir", str(work)]  # fmt: skip
-    job = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not (work / "graph" / "_SUCCESS").exists():
-        assert job.poll() is None and time.monotonic() < deadline, (
-            job.stderr.read() if job.stderr else ""
-        )
-        time.sleep(0.05)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
+    kill_once_done(args, work / "graph", 120)
     assert not (tmp_path / "kept" / "manifest.json").exists()  # nothing looks whole
     with pytest.raises(InputError, match="not a finished neardup output"):
         read_output(str(tmp_path / "kept"))
-    args[args.index("local:2")] = "local:1"  # another cluster size finds the same partitions
-    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr
-    assert "resuming" in again.stderr
+    rerun_resumes(args)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 

@@ -8,10 +8,7 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +27,7 @@ from neardup.dask import (  # noqa: E402
 from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DecontaminateParams  # noqa: E402
 from neardup.testing.synth import random_documents  # noqa: E402
+from tests.killing import kill_once_done, rerun_resumes  # noqa: E402
 
 PARAMS = DecontaminateParams()
 
@@ -204,18 +202,7 @@ def test_killing_the_command_then_running_it_again_resumes_with_the_same_outputs
             "--against-text-field", "q", "-o", str(tmp_path / "clean"), "--matches",
             str(tmp_path / "matches"), "--on-error", "skip", "--dask", "local:2", "--work-dir",
             str(work)]  # fmt: skip
-    job = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 180
-    while not (work / "scan" / "_SUCCESS").exists():
-        assert job.poll() is None and time.monotonic() < deadline, (
-            job.stderr.read() if job.stderr else ""
-        )
-        time.sleep(0.05)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
+    kill_once_done(args, work / "scan", 180)
     assert not (tmp_path / "clean" / "manifest.json").exists()  # nothing looks whole
-    args[args.index("local:2")] = "local:1"
-    again = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert again.returncode == 0, again.stderr
-    assert "resuming" in again.stderr
+    rerun_resumes(args)
     assert _outputs(tmp_path) == want

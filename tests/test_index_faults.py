@@ -146,11 +146,9 @@ def test_check_finds_every_damaged_record_in_20_random_copies(
                 want |= _damage_raw(damaged, str(kind), rng)
                 seen.add((str(kind), "raw"))
             else:
-                db = sqlite3.connect(damaged)
-                want |= _damage_sql(db, str(kind), rng)
+                with _edited(damaged) as db:
+                    want |= _damage_sql(db, str(kind), rng)
                 seen.add((str(kind), "sql"))
-                db.commit()
-                db.close()
         db = sqlite3.connect(damaged)
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]  # SQLite sees none
         db.close()
@@ -178,6 +176,20 @@ def test_check_finds_every_damaged_record_in_20_random_copies(
     assert seen == {(k, m) for k in KINDS for m in ("sql", "raw")} - {("hash", "raw")}
 
 
+@contextlib.contextmanager
+def _edited(path: Path, copy_of: Path | None = None) -> Iterator[sqlite3.Connection]:
+    """The index file ``path`` (first made a copy of ``copy_of`` when given) opened as a plain
+    SQLite database to damage it; the changes are committed and the file closed on leaving."""
+    if copy_of is not None:
+        shutil.copy(copy_of, path)
+    db = sqlite3.connect(path)
+    try:
+        yield db
+        db.commit()
+    finally:
+        db.close()
+
+
 def _query_cli(path: Path, text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     src = tmp_path / "q.jsonl"
     src.write_text(json.dumps({"id": "q", "text": text}) + "\n")
@@ -196,23 +208,22 @@ def test_a_query_meeting_a_damaged_record_is_one_line(
 ) -> None:
     path, texts = built
     damaged = tmp_path / "damaged.db"
-    shutil.copy(path, damaged)
-    db = sqlite3.connect(damaged)
-    if kind.startswith("post"):  # every run of the newest segment: the query reads one of them
-        seg = db.execute("SELECT max(seg) FROM post_segments").fetchone()[0]
-        change = (
-            "postings || x'ff'" if kind == "post-as-text" else "CAST(postings || x'00' AS BLOB)"
-        )
-        db.execute(f"UPDATE post_runs SET postings = {change} WHERE slot >> 32 = ?", (seg,))
-        doc = db.execute("SELECT doc FROM docs ORDER BY doc DESC LIMIT 1").fetchone()[0]
-    else:
-        doc = 100
-        if kind == "text":
-            db.execute("UPDATE docs SET text = CAST(x'ff20616263' AS TEXT) WHERE doc = ?", (doc,))
+    with _edited(damaged, copy_of=path) as db:
+        if kind.startswith("post"):  # every run of the newest segment: the query reads one
+            seg = db.execute("SELECT max(seg) FROM post_segments").fetchone()[0]
+            change = (
+                "postings || x'ff'" if kind == "post-as-text" else "CAST(postings || x'00' AS BLOB)"
+            )
+            db.execute(f"UPDATE post_runs SET postings = {change} WHERE slot >> 32 = ?", (seg,))
+            doc = db.execute("SELECT doc FROM docs ORDER BY doc DESC LIMIT 1").fetchone()[0]
         else:
-            db.execute("UPDATE docs SET hash = hash + 1 WHERE doc = ?", (doc,))
-    db.commit()
-    db.close()
+            doc = 100
+            if kind == "text":
+                db.execute(
+                    "UPDATE docs SET text = CAST(x'ff20616263' AS TEXT) WHERE doc = ?", (doc,)
+                )
+            else:
+                db.execute("UPDATE docs SET hash = hash + 1 WHERE doc = ?", (doc,))
     index = Index.open(str(damaged))
     with pytest.raises(IndexCorrupt, match="damaged"):
         index.query([texts[doc]])
@@ -229,13 +240,10 @@ def test_an_index_of_schema_3_is_refused_in_one_line_and_upgrades_in_place(
 ) -> None:
     path, texts = built
     old = tmp_path / "old.db"
-    shutil.copy(path, old)
-    db = sqlite3.connect(old)  # schema 3: the same tables without their checksums
-    for table in ("docs", "post_runs", "key_runs", "post_segments", "key_segments"):
-        db.execute(f"ALTER TABLE {table} DROP COLUMN crc")
-    db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
-    db.commit()
-    db.close()
+    with _edited(old, copy_of=path) as db:  # schema 3: the same tables without their checksums
+        for table in ("docs", "post_runs", "key_runs", "post_segments", "key_segments"):
+            db.execute(f"ALTER TABLE {table} DROP COLUMN crc")
+        db.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     with pytest.raises(IndexMismatchError, match=f"neardup index upgrade {old}"):
         Index.open(str(old))
     queries = tmp_path / "q.jsonl"
@@ -345,12 +353,10 @@ def test_a_damaged_run_of_removed_documents_only_is_dropped_by_repair(tmp_path: 
     index.add([f"d{i}" for i in range(2, 20)], texts[2:])
     index.remove(["gone1", "gone2"])
     index.close()
-    db = sqlite3.connect(path)
-    db.execute(
-        "UPDATE key_runs SET postings = CAST(postings || x'00' AS BLOB) WHERE slot >> 32 = 0"
-    )
-    db.commit()
-    db.close()
+    with _edited(path) as db:
+        db.execute(
+            "UPDATE key_runs SET postings = CAST(postings || x'00' AS BLOB) WHERE slot >> 32 = 0"
+        )
     index = Index.open(str(path))
     assert index.damage().ids == [] and index.damage().runs["key"]
     assert any("removed documents only" in p for p in index.check())
@@ -385,13 +391,10 @@ def test_a_damaged_segment_row_is_found_refused_on_read_and_rebuilt_by_repair(
 ) -> None:
     path, texts = built
     damaged = tmp_path / "segment.db"
-    shutil.copy(path, damaged)
-    db = sqlite3.connect(damaged)
-    db.execute(
-        f"UPDATE post_segments SET {change} WHERE seg = (SELECT max(seg) FROM post_segments)"
-    )
-    db.commit()
-    db.close()
+    with _edited(damaged, copy_of=path) as db:
+        db.execute(
+            f"UPDATE post_segments SET {change} WHERE seg = (SELECT max(seg) FROM post_segments)"
+        )
     index = Index.open(str(damaged))
     problems = index.check()
     assert any("row of post segment" in p for p in problems)

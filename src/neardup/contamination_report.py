@@ -14,7 +14,6 @@ decontaminate --matches`` writes them (a file, or the folder a ``--dask`` run wr
 from __future__ import annotations
 
 import html
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from .io import plan_outputs
 from .io._atomic import open_output
 from .io._report import MAX_RECORD_SIZE, OnError
 from .io._source import Fmt, Inputs
-from .report import _open_lines, _read_texts
+from .report import _json_objects, _line_errors, _open_lines, _read_texts
 
 #: Default number of matches shown with their texts.
 SAMPLE = 200
@@ -59,12 +58,10 @@ class ContaminationStats:
     bytes: int
 
 
-def _row_error(path: str | Path, line: int, problem: str) -> InputError:
-    return InputError(
-        f"{path} line {line}: {problem}; a matches file has one JSON object per line with "
-        '"id", "benchmark_id", "containment" and "spans" (neardup decontaminate --matches '
-        "writes it)"
-    )
+_MATCHES_ROWS = (
+    'a matches file has one JSON object per line with "id", "benchmark_id", "containment" and '
+    '"spans" (neardup decontaminate --matches writes it)'
+)
 
 
 def _lines(path: str | Path) -> list[bytes]:
@@ -79,25 +76,18 @@ def _lines(path: str | Path) -> list[bytes]:
 def read_matches(path: str | Path) -> list[MatchRow]:
     """Rows of a matches JSONL file (or folder); InputError names a bad line."""
     rows: list[MatchRow] = []
-    for n, line in enumerate(_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _row_error(path, n, f"not valid JSON ({exc})") from None
-        if not isinstance(obj, dict):
-            raise _row_error(path, n, "not a JSON object")
+    error = _line_errors(path, _MATCHES_ROWS)
+    for n, obj in _json_objects(_lines(path), error):
         ids = [obj.get("id"), obj.get("benchmark_id")]
         for k, value in enumerate(ids):
             if isinstance(value, int) and not isinstance(value, bool):
                 ids[k] = str(value)
             elif not isinstance(value, str):
                 name = ("id", "benchmark_id")[k]
-                raise _row_error(path, n, f"'{name}' is missing or not a string")
+                raise error(n, f"'{name}' is missing or not a string")
         c = obj.get("containment")
         if isinstance(c, bool) or not isinstance(c, int | float):
-            raise _row_error(path, n, "'containment' is missing or not a number")
+            raise error(n, "'containment' is missing or not a number")
         spans = obj.get("spans")
         if not isinstance(spans, list) or not all(
             isinstance(s, list)
@@ -106,7 +96,7 @@ def read_matches(path: str | Path) -> list[MatchRow]:
             and 0 <= s[0] <= s[1]
             for s in spans
         ):
-            raise _row_error(path, n, "'spans' is not a list of [start, end] offsets")
+            raise error(n, "'spans' is not a list of [start, end] offsets")
         rows.append(MatchRow(str(ids[0]), str(ids[1]), float(c), tuple((a, b) for a, b in spans)))
     return rows
 

@@ -27,7 +27,7 @@ import html
 import io
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -94,45 +94,63 @@ def _open_lines(path: str | Path) -> Iterator[bytes]:
         yield from handle
 
 
-def _row_error(path: str | Path, line: int, problem: str) -> InputError:
-    return InputError(
-        f"{path} line {line}: {problem}; a clusters file has one JSON object per line with "
-        '"id", "cluster", "kept" and optionally "duplicate_of" and "score" (neardup dedup '
-        "--clusters writes it)"
-    )
-
-
-def read_clusters(path: str | Path) -> list[ClusterRow]:
-    """Rows of a clusters JSONL file (optionally gzipped); InputError names a bad line."""
-    rows: list[ClusterRow] = []
-    for n, line in enumerate(_open_lines(path), 1):
+def _json_objects(
+    lines: Iterable[bytes], error: Callable[[int, str], InputError]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line's JSON object with its line number (from 1); a line that is none
+    raises ``error(line, problem)``, the InputError that says what the file should hold."""
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise _row_error(path, n, f"not valid JSON ({exc})") from None
+            raise error(n, f"not valid JSON ({exc})") from None
         if not isinstance(obj, dict):
-            raise _row_error(path, n, "not a JSON object")
+            raise error(n, "not a JSON object")
+        yield n, obj
+
+
+def _line_errors(path: str | Path, holds: str) -> Callable[[int, str], InputError]:
+    """The InputError for a bad line of ``path``: the line, what is wrong with it, then
+    ``holds`` (what a line of such a file holds and what writes it)."""
+
+    def error(line: int, problem: str) -> InputError:
+        return InputError(f"{path} line {line}: {problem}; {holds}")
+
+    return error
+
+
+_CLUSTERS_ROWS = (
+    'a clusters file has one JSON object per line with "id", "cluster", "kept" and optionally '
+    '"duplicate_of" and "score" (neardup dedup --clusters writes it)'
+)
+
+
+def read_clusters(path: str | Path) -> list[ClusterRow]:
+    """Rows of a clusters JSONL file (optionally gzipped); InputError names a bad line."""
+    rows: list[ClusterRow] = []
+    error = _line_errors(path, _CLUSTERS_ROWS)
+    for n, obj in _json_objects(_open_lines(path), error):
         rid, label, kept = obj.get("id"), obj.get("cluster"), obj.get("kept")
         if isinstance(rid, int) and not isinstance(rid, bool):
             rid = str(rid)
         if not isinstance(rid, str):
-            raise _row_error(path, n, "'id' is missing or not a string")
+            raise error(n, "'id' is missing or not a string")
         if not isinstance(label, int) or isinstance(label, bool):
-            raise _row_error(path, n, "'cluster' is missing or not an integer")
+            raise error(n, "'cluster' is missing or not an integer")
         if not isinstance(kept, bool):
-            raise _row_error(path, n, "'kept' is missing or not true/false")
+            raise error(n, "'kept' is missing or not true/false")
         dup = obj.get("duplicate_of")
         if dup is not None and not isinstance(dup, str | int):
-            raise _row_error(path, n, "'duplicate_of' is neither an id nor null")
+            raise error(n, "'duplicate_of' is neither an id nor null")
         score = obj.get("score")
         if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise _row_error(path, n, "'score' is neither a number nor null")
+            raise error(n, "'score' is neither a number nor null")
         part, dup_part = obj.get("paragraph"), obj.get("duplicate_of_paragraph")
         for name, value in (("paragraph", part), ("duplicate_of_paragraph", dup_part)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise _row_error(path, n, f"'{name}' is neither an integer nor null")
+                raise error(n, f"'{name}' is neither an integer nor null")
         doc = rid
         if part is not None:
             rid = unit_key(rid, part)

@@ -119,6 +119,19 @@ def _grown(a: np.ndarray, cap: int) -> np.ndarray:
     return out
 
 
+@njit(cache=True, inline="always")
+def _put_span(
+    starts: np.ndarray, ends: np.ndarray, k: int, start: int, end: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``starts``/``ends`` with span k set to [start, end), both doubled first when full."""
+    if k == starts.shape[0]:
+        starts = _grown(starts, 2 * k)
+        ends = _grown(ends, 2 * k)
+    starts[k] = start
+    ends[k] = end
+    return starts, ends
+
+
 @njit(cache=True, nogil=True)
 def matched_spans(
     fps: np.ndarray,
@@ -146,9 +159,8 @@ def matched_spans(
     whole benchmark) costs what counting them cost, not one pass per item."""
     m = doc.shape[0]
     span_offsets = np.zeros(m + 1, dtype=np.int64)
-    cap = 16
-    starts = np.empty(cap, dtype=np.int64)
-    ends = np.empty(cap, dtype=np.int64)
+    starts = np.empty(16, dtype=np.int64)
+    ends = np.empty(16, dtype=np.int64)
     which = np.empty(16, dtype=np.int64)  # (match within the text, shingle position) found
     where = np.empty(16, dtype=np.int64)
     k = 0
@@ -189,22 +201,16 @@ def matched_spans(
                     hi = max(hi, e)
                     continue
                 if lo >= 0:
-                    if k == cap:
-                        cap *= 2
-                        starts = _grown(starts, cap)
-                        ends = _grown(ends, cap)
-                    starts[k] = tok_starts[first + lo]
-                    ends[k] = tok_ends[first + hi - 1]
+                    starts, ends = _put_span(
+                        starts, ends, k, tok_starts[first + lo], tok_ends[first + hi - 1]
+                    )
                     k += 1
                 lo = a
                 hi = e
             if lo >= 0:
-                if k == cap:
-                    cap *= 2
-                    starts = _grown(starts, cap)
-                    ends = _grown(ends, cap)
-                starts[k] = tok_starts[first + lo]
-                ends[k] = tok_ends[first + hi - 1]
+                starts, ends = _put_span(
+                    starts, ends, k, tok_starts[first + lo], tok_ends[first + hi - 1]
+                )
                 k += 1
         i0 = i1
     span_offsets[m] = k

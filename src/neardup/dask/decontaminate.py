@@ -26,20 +26,18 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import tempfile
 import time
-import uuid
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._heap import trim
-from ..errors import InputError, ParamError
+from ..errors import ParamError
 from ..params import DecontaminateParams
 from ..text import Utf8Texts
 from .bundles import Pieces, regroup
-from .inputs import Block, InputFile, filesystem, is_url, list_inputs, plan_blocks
+from .inputs import Block, InputFile, list_inputs, plan_blocks
 from .job import (
     DEST_BYTES,
     MIN_DESTS,
@@ -52,13 +50,16 @@ from .job import (
     _stage,
     check_folders,
     check_written,
+    start_work,
     unmark,
+    work_folder,
     write_manifests,
+    write_summary_json,
 )
 from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block, text_batches
 from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put_part
 from .tables import Docs
-from .workdir import WorkDir, write_whole
+from .workdir import WorkDir
 
 if TYPE_CHECKING:
     from ..decontaminate import Decontaminator, Matches
@@ -299,114 +300,81 @@ def run_decontaminate(
     """Decontaminate ``files`` (from ``check_job``) against the benchmark ``bench`` (ids,
     texts, skipped records) on the cluster of ``client``; returns the summary (also in every
     output folder's manifest)."""
+    from ..decontaminate import Decontaminator
+
     started = time.perf_counter()
     if not isinstance(params, DecontaminateParams):
         raise TypeError(f"params must be a DecontaminateParams, got {params!r}")
-    temporary = options.work_dir is None
-    work_url = options.work_dir or f"{tempfile.gettempdir()}/neardup-work-{uuid.uuid4().hex}"
-    work = WorkDir(work_url, dict(options.storage_options))
-    try:
-        summary = _run(files, bench, params, folders, options, client, info, work, started)
-    except (InputError, ParamError, KeyboardInterrupt):
-        if temporary:
-            work.remove()
-        raise
-    except BaseException:
-        if temporary and info is not None:  # never lose work: say where it is
-            info(f"finished stages are kept in {work_url}; add --work-dir {work_url} to resume")
-        raise
-    if temporary:
-        work.remove()
-    return summary
-
-
-def _run(
-    files: list[InputFile],
-    bench: tuple[list[str], list[str], int],
-    params: DecontaminateParams,
-    folders: DecontaminateFolders,
-    options: JobOptions,
-    client: Any,
-    info: Any,
-    work: WorkDir,
-    started: float,
-) -> dict[str, Any]:
-    from ..decontaminate import Decontaminator
-
     say = info or (lambda message: None)
     bench_ids, bench_texts, bench_skipped = bench
     storage = dict(options.storage_options)
-    blocks = plan_blocks(files, options.block_bytes)
-    run_record = {
-        "params": params.fingerprint(),
-        "benchmark": benchmark_hash(bench_ids, bench_texts),
-        "read": [
-            "decontaminate",
-            options.text_field,
-            options.id_field,
-            options.on_error,
-            options.max_record_size,
-        ],
-        "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
-        "options": {"block_bytes": options.block_bytes},
-    }
-    if work.start(run_record, options.restart):
-        say(f"resuming the run kept in {work.url}")
-    spec = ReadSpec(
-        options.text_field, options.id_field, many=len(files) > 1, limit=options.max_record_size
-    )
-    layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
-    n_ids = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // ID_DEST_BYTES))
+    with work_folder(options, info) as work:
+        blocks = plan_blocks(files, options.block_bytes)
+        run = {
+            "params": params.fingerprint(),
+            "benchmark": benchmark_hash(bench_ids, bench_texts),
+            "read": [
+                "decontaminate",
+                options.text_field,
+                options.id_field,
+                options.on_error,
+                options.max_record_size,
+            ],
+        }
+        spec = start_work(work, files, options, say, run)
+        layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
+        n_ids = max(
+            MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // ID_DEST_BYTES)
+        )
 
-    clock = _Clock(say)
-    clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
-    # Sent once, packed (Dask never looks inside for task keys), not with every task.
-    finder = client.submit(Decontaminator, Utf8Texts.from_strings(bench_texts), params, pure=False)
-    names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
-    empty_items = client.submit(_without_shingles, finder, pure=False)
-    if work.done("scan"):
-        metas = [work.read_json(f"scan/part-{b:05d}.json") for b in range(len(blocks))]
-    else:
-        futures = client.map(scan_block, range(len(blocks)), layout=layout, finder=finder,
-                             pure=False)  # fmt: skip
-        metas = client.gather(futures)
-        work.mark("scan")
-    layout = replace(layout, line_offsets=_line_offsets(layout, metas))
+        clock = _Clock(say)
+        clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
+        # Sent once, packed (Dask never looks inside for task keys), not with every task.
+        finder = client.submit(
+            Decontaminator, Utf8Texts.from_strings(bench_texts), params, pure=False
+        )
+        names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
+        empty_items = client.submit(_without_shingles, finder, pure=False)
+        if work.done("scan"):
+            metas = [work.read_json(f"scan/part-{b:05d}.json") for b in range(len(blocks))]
+        else:
+            futures = client.map(scan_block, range(len(blocks)), layout=layout, finder=finder,
+                                 pure=False)  # fmt: skip
+            metas = client.gather(futures)
+            work.mark("scan")
+        layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
-    clock.start("ids: finding repeated ids")
-    _stage(
-        layout, "ids",
-        lambda: regroup(range(len(blocks)), id_pieces, (layout, n_ids), n_ids, id_take, (layout,),
-                        "neardup-ids"),
-    )  # fmt: skip
-    report = _problems(metas, layout, _dup_problems(layout, n_ids, "ids"), options.on_error)
-    dropped = {b: v.tolist() for b, v in dropped_of(work, n_ids, "ids").items()}
-
-    clock.start("write: clean records and matches")
-    gz = all(f.gzip for f in files)
-    out: list[Folder] = [(folders.clean, gz, "kept"), (folders.matches, False, "matches")]
-    check_written(work, out, len(blocks), storage)
-    if not work.done("write"):
-        unmark(out, storage)
-        futures = client.map(
-            write_block, range(len(blocks)), [dropped.get(b, []) for b in range(len(blocks))],
-            layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False,
+        clock.start("ids: finding repeated ids")
+        _stage(
+            layout, "ids",
+            lambda: regroup(range(len(blocks)), id_pieces, (layout, n_ids), n_ids, id_take,
+                            (layout,), "neardup-ids"),
         )  # fmt: skip
-        written = dict(enumerate(client.gather(futures)))
-        work.mark("write")
-    else:
-        written = {b: work.read_json(f"write/part-{b:05d}.json") for b in range(len(blocks))}
-    clock.start("")
-    items = (len(bench_texts), int(empty_items.result()), bench_skipped)
-    summary = _summary(written, report, items, params, started, folders)
-    summary["blocks"] = len(blocks)
-    summary["stage_seconds"] = clock.seconds
-    write_manifests(out, written, summary, len(blocks), storage)
-    if folders.summary_json:
-        fs, path = filesystem(folders.summary_json, storage)
-        body = (json.dumps(summary, indent=1) + "\n").encode()
-        write_whole(fs, path, body, is_url(folders.summary_json))
-    return summary
+        report = _problems(metas, layout, _dup_problems(layout, n_ids, "ids"), options.on_error)
+        dropped = {b: v.tolist() for b, v in dropped_of(work, n_ids, "ids").items()}
+
+        clock.start("write: clean records and matches")
+        gz = all(f.gzip for f in files)
+        out: list[Folder] = [(folders.clean, gz, "kept"), (folders.matches, False, "matches")]
+        check_written(work, out, len(blocks), storage)
+        if not work.done("write"):
+            unmark(out, storage)
+            futures = client.map(
+                write_block, range(len(blocks)), [dropped.get(b, []) for b in range(len(blocks))],
+                layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False,
+            )  # fmt: skip
+            written = dict(enumerate(client.gather(futures)))
+            work.mark("write")
+        else:
+            written = {b: work.read_json(f"write/part-{b:05d}.json") for b in range(len(blocks))}
+        clock.start("")
+        items = (len(bench_texts), int(empty_items.result()), bench_skipped)
+        summary = _summary(written, report, items, params, started, folders)
+        summary["blocks"] = len(blocks)
+        summary["stage_seconds"] = clock.seconds
+        write_manifests(out, written, summary, len(blocks), storage)
+        write_summary_json(folders.summary_json, summary, storage)
+        return summary
 
 
 def _summary(

@@ -27,6 +27,8 @@ import re
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -315,11 +317,20 @@ def run_job(
     storage = dict(options.storage_options)
     files = list_inputs(inputs, storage)
     _check_outputs(outputs, files, options.work_dir, storage)
+    with work_folder(options, info) as work:
+        return _run(files, params, outputs, options, client, info, work, started)
+
+
+@contextmanager
+def work_folder(options: JobOptions, info: Any) -> Iterator[WorkDir]:
+    """The run's work folder: ``options.work_dir``, or a temporary one removed when the run
+    ends or stops on bad input or Ctrl-C, but kept (and its place said) on any other failure,
+    so that the run can resume from it."""
     temporary = options.work_dir is None
     work_url = options.work_dir or f"{tempfile.gettempdir()}/neardup-work-{uuid.uuid4().hex}"
-    work = WorkDir(work_url, storage)
+    work = WorkDir(work_url, dict(options.storage_options))
     try:
-        summary = _run(files, params, outputs, options, client, info, work, started)
+        yield work
     except (InputError, ParamError, KeyboardInterrupt):
         if temporary:
             work.remove()
@@ -330,7 +341,31 @@ def run_job(
         raise
     if temporary:
         work.remove()
-    return summary
+
+
+def start_work(
+    work: WorkDir, files: list[InputFile], options: JobOptions, say: Any, run: dict[str, Any]
+) -> ReadSpec:
+    """Bind the work folder to this run (``run``: what besides the inputs and block size
+    makes it this run), saying so when it resumes one; returns how the blocks' records read."""
+    run_record = {
+        **run,
+        "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
+        "options": {"block_bytes": options.block_bytes},
+    }
+    if work.start(run_record, options.restart):
+        say(f"resuming the run kept in {work.url}")
+    return ReadSpec(
+        options.text_field, options.id_field, many=len(files) > 1, limit=options.max_record_size
+    )
+
+
+def write_summary_json(where: str | None, summary: dict[str, Any], storage: dict[str, Any]) -> None:
+    """The run's summary as an indented JSON file at ``where`` (None: none), written whole."""
+    if where:
+        fs, path = filesystem(where, storage)
+        body = (json.dumps(summary, indent=1) + "\n").encode()
+        write_whole(fs, path, body, is_url(where))
 
 
 def _run(
@@ -346,23 +381,14 @@ def _run(
     say = info or (lambda message: None)
     storage = dict(options.storage_options)
     blocks = plan_blocks(files, options.block_bytes)
-    run_record = {
-        "params": params.fingerprint(),
-        "read": [
-            options.text_field,
-            options.id_field,
-            options.on_error,
-            outputs.all_pairs,
-            options.max_record_size,
-        ],
-        "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
-        "options": {"block_bytes": options.block_bytes},
-    }
-    if work.start(run_record, options.restart):
-        say(f"resuming the run kept in {work.url}")
-    spec = ReadSpec(
-        options.text_field, options.id_field, many=len(files) > 1, limit=options.max_record_size
-    )
+    read = [
+        options.text_field,
+        options.id_field,
+        options.on_error,
+        outputs.all_pairs,
+        options.max_record_size,
+    ]
+    spec = start_work(work, files, options, say, {"params": params.fingerprint(), "read": read})
     n_dests = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // DEST_BYTES))
     layout = Layout(
         files, blocks, spec, params, work, storage, [0] * len(blocks),
@@ -420,10 +446,7 @@ def _run(
     summary = _summary(params, finished, written, report, started, len(blocks))
     summary["stage_seconds"] = clock.seconds
     write_manifests(_folders(outs), written, summary, len(blocks), storage)
-    if outputs.summary_json:
-        fs, path = filesystem(outputs.summary_json, storage)
-        body = (json.dumps(summary, indent=1) + "\n").encode()
-        write_whole(fs, path, body, is_url(outputs.summary_json))
+    write_summary_json(outputs.summary_json, summary, storage)
     return summary
 
 
