@@ -124,6 +124,19 @@ def _add_input_options(p: argparse.ArgumentParser, formats: list[str]) -> Any:
     return io
 
 
+def _add_reporting(p: argparse.ArgumentParser) -> Any:
+    """The reporting options of the long-running commands: a progress bar, no summary."""
+    out = p.add_argument_group("reporting")
+    out.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr [on when stderr is a terminal]",
+    )
+    out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    return out
+
+
 def _add_max_record_size(group: Any) -> None:
     group.add_argument(
         "--max-record-size",
@@ -269,14 +282,7 @@ def _build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="find candidates by megashingles (one key per r-subset of features) instead of counting; small k and r only",
     )
-    out = d.add_argument_group("reporting")
-    out.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar on stderr [on when stderr is a terminal]",
-    )
-    out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    _add_reporting(d)
     _add_dask_options(
         d,
         "the workers read the inputs (paths, globs, folders or URLs such as s3://...) and "
@@ -420,14 +426,7 @@ def _add_decontaminate_parser(sub: argparse._SubParsersAction) -> None:
         help="threads shingling batches in parallel; the output is the same for any number [all cores]",
     )
     _add_shingle_options(x)
-    out = x.add_argument_group("reporting")
-    out.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar on stderr [on when stderr is a terminal]",
-    )
-    out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    _add_reporting(x)
     _add_dask_options(
         x,
         "the workers read the training data (JSONL paths, globs, folders or URLs such as "

@@ -29,8 +29,6 @@ from .io import (
     Source,
     atomic_write,
     key_ranks,
-    open_source,
-    plan_outputs,
     write_clusters,
     write_pairs,
 )
@@ -44,9 +42,9 @@ from .run import (
     ReadOptions,
     _build,
     _check_jobs,
-    _kept_format,
     _peak_memory_mb,
     default_memory_limit,
+    plan_dedup_outputs,
 )
 
 if TYPE_CHECKING:
@@ -154,32 +152,14 @@ def dedup_paragraphs(
     if params.keep == "field" and not read.key_field:
         raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
     started = time.perf_counter()
-    with open_source(
-        inputs,
-        read.format,
-        text_field=read.text_field,
-        id_field=read.id_field,
-        on_error=read.on_error,
-        key_field=read.key_field,
-        max_record_size=read.max_record_size,
-    ) as source:
+    with read.open(inputs, key_field=read.key_field) as source:
         if source.fmt not in EDITABLE:
             raise ParamError(
                 f"--unit {units.unit} rewrites documents in their own format: JSONL, Parquet "
                 f"or text files, not {source.fmt}; run dedup on the pages first, then on its "
                 "JSONL output"
             )
-        plan = plan_outputs(
-            [inputs] if isinstance(inputs, str) else inputs,
-            {
-                "-o": outputs.kept,
-                "--clusters": outputs.clusters,
-                "--pairs": outputs.pairs,
-                "--summary-json": outputs.summary_json,
-            },
-            folders={"-o"} if _kept_format(outputs.kept, source.fmt) == "folder" else (),
-        )
-        kept_fmt = _kept_format(outputs.kept, source.fmt, strict=True)
+        plan, kept_fmt = plan_dedup_outputs(inputs, outputs, source.fmt)
         native = {"jsonl": "jsonl", "parquet": "parquet", "text": "folder"}[source.fmt]
         if kept_fmt not in (None, native):
             raise ParamError(

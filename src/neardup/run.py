@@ -42,7 +42,10 @@ from .params import DecontaminateParams, DedupParams, check_int, params_json
 from .progress import Progress
 
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
+    from .dask import JobOptions
     from .engine import Deduplicator
+    from .io._outputs import OutputPlan
+    from .io._source import Inputs
 
 
 #: Bytes of input per batch by default (--batch-size): a few MB, so a corpus of large
@@ -79,6 +82,43 @@ class ReadOptions:
         if self.batch_size is not None:
             return source.batches(self.batch_size)
         return source.batches(None, self.batch_bytes)
+
+    def open(
+        self, inputs: Inputs, id_field: str | None = None, key_field: str | None = None
+    ) -> Source:
+        """``open_source`` with these options (``id_field``, ``key_field``: other fields)."""
+        return open_source(
+            inputs,
+            self.format,
+            text_field=self.text_field,
+            id_field=id_field or self.id_field,
+            on_error=self.on_error,
+            key_field=key_field,
+            max_record_size=self.max_record_size,
+        )
+
+    def cluster_job(
+        self,
+        inputs: str | Path | Sequence[str | Path],
+        work_dir: str | None,
+        restart: bool,
+        storage_options: dict[str, Any] | None,
+    ) -> tuple[list[str], JobOptions]:
+        """The input paths and job options of a cluster run (JSONL only)."""
+        from .dask import JobOptions
+
+        if self.format not in (None, "jsonl"):
+            raise ParamError(f"a cluster run reads JSONL files, not {self.format}")
+        paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
+        return paths, JobOptions(
+            text_field=self.text_field,
+            id_field=self.id_field,
+            on_error=self.on_error,
+            max_record_size=self.max_record_size,
+            work_dir=work_dir,
+            restart=restart,
+            storage_options=storage_options or {},
+        )
 
     @property
     def docs_hint(self) -> int:
@@ -244,28 +284,9 @@ def dedup_source(
     if params.keep == "field" and not read.key_field:
         raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
     started = time.perf_counter()
-    with open_source(
-        inputs,
-        read.format,
-        text_field=read.text_field,
-        id_field=read.id_field,
-        on_error=read.on_error,
-        key_field=read.key_field,
-        max_record_size=read.max_record_size,
-    ) as source:
+    with read.open(inputs, key_field=read.key_field) as source:
         # Every output is checked against the inputs and each other before anything is read.
-        kept_fmt = _kept_format(outputs.kept, source.fmt)
-        plan = plan_outputs(
-            [inputs] if isinstance(inputs, str) else inputs,
-            {
-                "-o": outputs.kept,
-                "--clusters": outputs.clusters,
-                "--pairs": outputs.pairs,
-                "--summary-json": outputs.summary_json,
-            },
-            folders={"-o"} if kept_fmt == "folder" else (),
-        )
-        kept_fmt = _kept_format(outputs.kept, source.fmt, strict=True)
+        plan, kept_fmt = plan_dedup_outputs(inputs, outputs, source.fmt)
         dedup = _build(make, params)
         from ._kernels import _jit
 
@@ -355,6 +376,24 @@ def _refuse_all_skipped(source: Source) -> None:
     )
 
 
+def plan_dedup_outputs(
+    inputs: Inputs, outputs: DedupOutputs, input_fmt: str
+) -> tuple[OutputPlan, OutFmt | None]:
+    """A dedup run's outputs checked against the inputs and each other before anything is
+    read, and the kept file's format (from its name)."""
+    plan = plan_outputs(
+        [inputs] if isinstance(inputs, str) else inputs,  # type: ignore[arg-type]
+        {
+            "-o": outputs.kept,
+            "--clusters": outputs.clusters,
+            "--pairs": outputs.pairs,
+            "--summary-json": outputs.summary_json,
+        },
+        folders={"-o"} if _kept_format(outputs.kept, input_fmt) == "folder" else (),
+    )
+    return plan, _kept_format(outputs.kept, input_fmt, strict=True)
+
+
 def _kept_format(out: str | None, input_fmt: str, strict: bool = False) -> OutFmt | None:
     """The kept file's format from its name (None without one). Not ``strict``: None for a
     name that says nothing too, so the output checks that protect the inputs speak first."""
@@ -434,7 +473,7 @@ def dedup_cluster(
     ``"local:N"``, a scheduler address, or a Client; ``work_dir`` keeps finished stages so the
     same command resumes (see ``neardup.dask``); ``worker_memory``: each ``local:N`` worker's
     memory limit in bytes (Dask's default otherwise)."""
-    from .dask import ClusterOutputs, JobOptions, cluster_errors, connect
+    from .dask import ClusterOutputs, cluster_errors, connect
     from .dask.job import run_job
 
     read = read or ReadOptions()
@@ -443,18 +482,7 @@ def dedup_cluster(
             "--keep-field is not available on a cluster yet; use --keep first or longest, or "
             "run without --dask"
         )
-    if read.format not in (None, "jsonl"):
-        raise ParamError(f"a cluster run reads JSONL files, not {read.format}")
-    paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
-    options = JobOptions(
-        text_field=read.text_field,
-        id_field=read.id_field,
-        on_error=read.on_error,
-        max_record_size=read.max_record_size,
-        work_dir=work_dir,
-        restart=restart,
-        storage_options=storage_options or {},
-    )
+    paths, options = read.cluster_job(inputs, work_dir, restart, storage_options)
     folders = ClusterOutputs(
         outputs.kept, outputs.clusters, outputs.pairs, outputs.summary_json, outputs.all_pairs
     )
@@ -487,10 +515,7 @@ def _read_benchmark(
     inputs: str | Sequence[str], read: ReadOptions
 ) -> tuple[list[str], list[str], int]:
     """The benchmark's ids and texts, whole (a benchmark is small), and its skipped records."""
-    with open_source(
-        inputs, read.format, text_field=read.text_field, id_field=read.id_field,
-        on_error=read.on_error, max_record_size=read.max_record_size,
-    ) as bench:  # fmt: skip
+    with read.open(inputs) as bench:
         texts: list[str] = []
         for batch in read.batches(bench):
             texts.extend(batch.texts)
@@ -531,10 +556,7 @@ def decontaminate_source(
     if "-" in _paths(inputs) and "-" in _paths(against):
         raise ParamError("standard input (-) can hold the training data or the benchmark, not both")
     started = time.perf_counter()
-    with open_source(
-        inputs, read.format, text_field=read.text_field, id_field=read.id_field,
-        on_error=read.on_error, max_record_size=read.max_record_size,
-    ) as source:  # fmt: skip
+    with read.open(inputs) as source:
         clean_fmt = _kept_format(outputs.clean, source.fmt)
         plan = plan_outputs(
             [*_paths(inputs), *_paths(against)],
@@ -622,22 +644,11 @@ def decontaminate_cluster(
     into the output folders, with a manifest each; the benchmark is read here. The same records
     and lines as one machine once the parts are concatenated. ``cluster``, ``work_dir``,
     ``restart``, ``worker_memory``: as for ``dedup_cluster``."""
-    from .dask import DecontaminateFolders, JobOptions
+    from .dask import DecontaminateFolders
     from .dask import decontaminate as run_cluster
 
     read = read or ReadOptions()
-    if read.format not in (None, "jsonl"):
-        raise ParamError(f"a cluster run reads JSONL files, not {read.format}")
-    paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
-    options = JobOptions(
-        text_field=read.text_field,
-        id_field=read.id_field,
-        on_error=read.on_error,
-        max_record_size=read.max_record_size,
-        work_dir=work_dir,
-        restart=restart,
-        storage_options=storage_options or {},
-    )
+    paths, options = read.cluster_job(inputs, work_dir, restart, storage_options)
     folders = DecontaminateFolders(outputs.clean, outputs.matches, outputs.summary_json)
     summary = run_cluster(
         paths, against, params, folders, options, cluster, info, against_read, worker_memory
@@ -658,15 +669,7 @@ def _open_index_source(
     """Inputs for the index jobs: a URL field stands for the id, a date field is read as a key."""
     if url_field and read.id_field != "id":
         raise ParamError("--url-field names the id of each document; give it or --id-field")
-    return open_source(
-        inputs,
-        read.format,
-        text_field=read.text_field,
-        id_field=url_field or read.id_field,
-        on_error=read.on_error,
-        key_field=date_field,
-        max_record_size=read.max_record_size,
-    )
+    return read.open(inputs, id_field=url_field, key_field=date_field)
 
 
 def _dates(keys: list[object] | None) -> list[str | None] | None:
