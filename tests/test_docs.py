@@ -85,3 +85,19 @@ def test_the_first_command_deduplicates_the_sample(
 
 def test_the_readme_stays_short() -> None:
     assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
+def test_the_readme_names_every_extra_and_install_commands_work_from_a_checkout() -> None:
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    readme = (ROOT / "README.md").read_text()
+    for name in extras:
+        assert f".[{name}" in readme or f",{name}" in readme or f"'.[{name}]'" in readme, name
+    for page in PAGES:
+        for _lang, body in _steps(page):
+            for line in body.splitlines():
+                if line.lstrip().startswith("pip install") and "neardup[" in line:
+                    assert "PyPI" in line or "from a checkout" in line, (page.name, line)

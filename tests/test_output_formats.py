@@ -176,3 +176,17 @@ def test_values_jsonl_cannot_put_in_one_parquet_column_are_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "write JSONL instead" in err[0], err
     assert not out.exists()
+
+
+def test_remote_paths_without_a_cluster_are_one_line_that_names_the_way(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _write(tmp_path / "in.jsonl", _records())
+    for args in (
+        ["dedup", "s3://bucket/crawl/part-0.jsonl.gz", "-o", str(tmp_path / "k.jsonl")],
+        ["dedup", str(src), "-o", "s3://bucket/kept.jsonl"],
+    ):
+        assert main(args) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "remote path" in err[0] and "--dask" in err[0], err
+    assert not (tmp_path / "k.jsonl").exists()

@@ -9,6 +9,7 @@ several outputs; anything else may take one.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -85,6 +86,10 @@ class OutputPlan:
             yield
 
 
+#: A URL such as s3://bucket/key (an output only the cluster backend can write).
+_REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+
+
 def plan_outputs(
     inputs: Iterable[str | Path],
     outputs: Mapping[str, str | Path | None],
@@ -98,6 +103,13 @@ def plan_outputs(
     that is one of the inputs (through symlinks and hard links too), two outputs naming one file
     or both standard output, a missing or unwritable folder, a folder where a file is wanted.
     """
+    for role, value in outputs.items():
+        if value is not None and _REMOTE.match(str(value)):
+            raise ParamError(
+                f"{role} {value} is a remote path: the cluster backend writes those (--dask "
+                "local:N, with s3fs or another fsspec filesystem installed); on one machine "
+                "write a local file"
+            )
     targets = {
         role: classify(value, folder=role in folders)
         for role, value in outputs.items()

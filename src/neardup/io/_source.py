@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -68,6 +69,8 @@ _PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Names read as one text document each; a file without a suffix is text too.
 _TEXT_SUFFIXES = (".txt", ".text", ".md", ".rst")
 _STDIN_NAME = "<stdin>"
+#: A URL such as s3://bucket/key or https://host/path (not a Windows drive letter).
+_REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 _RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
 #: Lines read again per task when ``texts_at`` reads an indexed JSONL file in several threads.
 TEXTS_AT_CHUNK = 4096
@@ -872,6 +875,12 @@ def open_source(
         raise ParamError("no inputs given; name at least one file or folder")
     if any(str(p) == "-" for p in paths):
         raise ParamError("'-' (standard input) cannot be combined with other inputs")
+    remote = next((str(p) for p in paths if _REMOTE.match(str(p))), None)
+    if remote is not None:
+        raise ParamError(
+            f"{remote} is a remote path: the cluster backend reads those (--dask local:N, with "
+            "s3fs or another fsspec filesystem installed); on one machine copy it here first"
+        )
     if any(is_pipe(p) for p in paths):
         return _open_pipe(paths, fmt, text_field, id_field, on_error, key_field, limit)
 
