@@ -124,6 +124,37 @@ def _add_input_options(p: argparse.ArgumentParser, formats: list[str]) -> Any:
     return io
 
 
+def _add_minhash_options(m: Any) -> None:
+    """MinHash's own options, as dedup and index create take them."""
+    m.add_argument(
+        "--max-perm",
+        type=int,
+        metavar="T",
+        help="the longest sketch (hash permutations) the planner may choose; a ceiling, not the length used (0.8 uses 228) [256]",
+    )
+    _add_renamed(m, "--num-perm", "--max-perm", "max_perm")
+    m.add_argument("--features", type=_features, metavar="K,S,R", help=_FEATURES_HELP)
+    m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
+
+
+def _add_simhash_options(m: Any, weightings: list[str]) -> None:
+    """SimHash's own options, as dedup and index create take them (``weightings`` offered)."""
+    m.add_argument("--max-distance", type=int, help="simhash: largest Hamming distance [3]")
+    m.add_argument(
+        "--simhash-features", choices=["char", "word", "shingle"], help="simhash features [char]"
+    )
+    m.add_argument(
+        "--qgram", type=int, metavar="Q", help="simhash: characters per q-gram feature [4]"
+    )
+    _add_renamed(m, "--q", "--qgram", "qgram")
+    idf = ", or counts times IDF fitted on the input (one more read)" if "idf" in weightings else ""
+    m.add_argument(
+        "--simhash-weighting",
+        choices=weightings,
+        help=f"simhash feature weights: each distinct feature once, occurrence counts{idf} [binary]",
+    )
+
+
 def _add_reporting(p: argparse.ArgumentParser) -> Any:
     """The reporting options of the long-running commands: a progress bar, no summary."""
     out = p.add_argument_group("reporting")
@@ -220,15 +251,7 @@ def _build_parser() -> argparse.ArgumentParser:
         type=float,
         help="resemblance (Jaccard) threshold; with simhash only together with --verify [0.8]",
     )
-    m.add_argument(
-        "--max-perm",
-        type=int,
-        metavar="T",
-        help="the longest sketch (hash permutations) the planner may choose; a ceiling, not the length used (0.8 uses 228) [256]",
-    )
-    _add_renamed(m, "--num-perm", "--max-perm", "max_perm")
-    m.add_argument("--features", type=_features, metavar="K,S,R", help=_FEATURES_HELP)
-    m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
+    _add_minhash_options(m)
     m.add_argument("--seed", type=int, default=1, help="random seed [1]")
     m.add_argument(
         "--verify",
@@ -261,21 +284,7 @@ def _build_parser() -> argparse.ArgumentParser:
         default="keep-aware",
         help="keep-aware: remove a document only when a kept document resembles it; components: one survivor per connected component (chains can remove unique documents) [keep-aware]",
     )
-    m.add_argument("--max-distance", type=int, help="simhash: largest Hamming distance [3]")
-    m.add_argument(
-        "--simhash-features",
-        choices=["char", "word", "shingle"],
-        help="simhash features [char]",
-    )
-    m.add_argument(
-        "--qgram", type=int, metavar="Q", help="simhash: characters per q-gram feature [4]"
-    )
-    _add_renamed(m, "--q", "--qgram", "qgram")
-    m.add_argument(
-        "--simhash-weighting",
-        choices=["binary", "count", "idf"],
-        help="simhash feature weights: each distinct feature once, occurrence counts, or counts times IDF fitted on the input (one more read) [binary]",
-    )
+    _add_simhash_options(m, ["binary", "count", "idf"])
     _add_shingle_options(d)
     m.add_argument(
         "--super-features",
@@ -1127,12 +1136,7 @@ def _add_index_parser(sub: Any) -> None:
         help="resemblance threshold (containment with --method sampled) [0.8]",
     )
     m.add_argument("--sample-mod", type=int, help="sampled: keep shingles with fp %% M == 0 [2]")
-    m.add_argument(
-        "--max-perm", type=int, metavar="T", help="the longest sketch the planner may choose [256]"
-    )
-    _add_renamed(m, "--num-perm", "--max-perm", "max_perm")
-    m.add_argument("--features", type=_features, metavar="K,S,R", help=_FEATURES_HELP)
-    m.add_argument("--sketch", choices=["oph", "classic"], help="MinHash sketch kind [oph]")
+    _add_minhash_options(m)
     m.add_argument("--super-features", action="store_true", help="look up by megashingles")
     m.add_argument("--max-bucket", type=int, help=argparse.SUPPRESS)
     m.add_argument("--seed", type=int, default=1, help="random seed [1]")
@@ -1141,15 +1145,7 @@ def _add_index_parser(sub: Any) -> None:
         choices=["sketch", "hybrid", "exact", "none"],
         help="how candidates are confirmed, as for dedup [minhash: hybrid, others: none]",
     )
-    m.add_argument("--max-distance", type=int, help="simhash: largest Hamming distance [3]")
-    m.add_argument("--simhash-features", choices=["char", "word", "shingle"], help="[char]")
-    m.add_argument(
-        "--qgram", type=int, metavar="Q", help="simhash: characters per q-gram feature [4]"
-    )
-    _add_renamed(m, "--q", "--qgram", "qgram")
-    m.add_argument(
-        "--simhash-weighting", choices=["binary", "count"], help="simhash weights [binary]"
-    )
+    _add_simhash_options(m, ["binary", "count"])
     m.add_argument(
         "--store-text",
         action=argparse.BooleanOptionalAction,
