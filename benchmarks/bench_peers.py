@@ -82,39 +82,37 @@ def pipeline_rensa(path: Path, threshold: float) -> list[int]:
     """rensa RMinHash per document + RMinHashLSH + estimate check + components."""
     import rensa
 
-    texts = _read_texts(path)
+    def sketch(shingles: set[str]) -> object:
+        m = rensa.RMinHash(num_perm=NUM_PERM, seed=42)
+        m.update(list(shingles))
+        return m
+
     lsh = rensa.RMinHashLSH(threshold=threshold, num_perm=NUM_PERM, num_bands=16)
-    sketches = {}
-    for i, text in enumerate(texts):
-        shingles = py_shingles(text)
-        if shingles:
-            m = rensa.RMinHash(num_perm=NUM_PERM, seed=42)
-            m.update(list(shingles))
-            sketches[i] = m
-            lsh.insert(i, m)
-    edges = [
-        (i, j)
-        for i, m in sketches.items()
-        for j in lsh.query(m)
-        if j > i and m.jaccard(sketches[j]) >= threshold
-    ]
-    return _keep_first_per_component(len(texts), edges)
+    return _lsh_pipeline(_read_texts(path), lsh, sketch, threshold)
 
 
 def pipeline_datasketch(path: Path, threshold: float) -> list[int]:
     """datasketch MinHash per document + MinHashLSH + estimate check + components."""
     from datasketch import MinHash, MinHashLSH
 
-    texts = _read_texts(path)
+    def sketch(shingles: set[str]) -> object:
+        m = MinHash(num_perm=NUM_PERM)
+        m.update_batch([x.encode("utf-8") for x in shingles])
+        return m
+
     lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
+    return _lsh_pipeline(_read_texts(path), lsh, sketch, threshold)
+
+
+def _lsh_pipeline(texts: list[str], lsh: Any, sketch: Any, threshold: float) -> list[int]:
+    """What a peer's user writes: a sketch per document into the LSH, each candidate pair
+    whose estimate reaches the threshold an edge, one document kept per component."""
     sketches = {}
     for i, text in enumerate(texts):
         shingles = py_shingles(text)
         if shingles:
-            m = MinHash(num_perm=NUM_PERM)
-            m.update_batch([s.encode("utf-8") for s in shingles])
-            sketches[i] = m
-            lsh.insert(i, m)
+            sketches[i] = sketch(shingles)
+            lsh.insert(i, sketches[i])
     edges = [
         (i, j)
         for i, m in sketches.items()
