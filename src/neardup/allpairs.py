@@ -18,14 +18,13 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _k
+from ._types import FloatArray, IntArray
 from .candidates import CandidateResult
 from .exact import SetStore, score_exactly
 from .setjoin import similar_pairs
 from .shingles import ShingleBatch
 from .verify import PairCheck
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 #: The exact shingle sets of the given rows (ascending), in that order.
 SetsOf = Callable[[IntArray], ShingleBatch]
 

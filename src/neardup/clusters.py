@@ -13,10 +13,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import clusters as _k
+from ._types import IntArray
 from .errors import InputError, ParamError
 
 Strategy = Literal["first", "longest", "field"]
-IntArray = npt.NDArray[np.int64]
 
 
 def _as_index_array(name: str, values: npt.ArrayLike, n: int) -> IntArray:

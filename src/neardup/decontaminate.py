@@ -20,12 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import contain as _k
+from ._types import IntArray
 from .params import DecontaminateParams
 from .shingles import shingle_batch, shingle_sequence
 from .text import Utf8Texts, token_spans
 from .textbatch import check_texts
-
-IntArray = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)

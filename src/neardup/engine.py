@@ -24,6 +24,7 @@ import numpy.typing as npt
 from . import _heap
 from . import removal as _removal
 from ._kernels.hashing import EMPTY
+from ._types import IntArray
 from .allpairs import every_pair
 from .candidates import CandidateResult, pairs_by_column
 from .errors import NeardupError, ParamError
@@ -46,7 +47,7 @@ from .verify import (
 #: Documents fed to the kernels per call when ``fit`` is given one big sequence.
 DEFAULT_BATCH = 2000
 
-IntArray = npt.NDArray[np.int64]
+
 _Item = TypeVar("_Item")
 
 

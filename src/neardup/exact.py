@@ -22,11 +22,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _k
+from ._types import FloatArray, IntArray
 from .errors import NeardupError, ParamError
 from .shingles import ShingleBatch
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 #: The exact shingle sets of the given rows (ascending), in that order.
 FetchSets = Callable[[IntArray], ShingleBatch]
 

@@ -26,10 +26,9 @@ import numpy.typing as npt
 
 from ._kernels import features as _k
 from ._kernels.hashing import EMPTY  # noqa: F401  (re-exported: the "no feature" sentinel)
+from ._types import FloatArray
 from .errors import InputError, ParamError
 from .params import FeatureParams, check_int
-
-FloatArray = npt.NDArray[np.float64]
 
 
 def _as_sketches(sketches: npt.ArrayLike, need: int) -> npt.NDArray[np.uint64]:

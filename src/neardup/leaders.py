@@ -28,12 +28,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _k
+from ._types import FloatArray, IntArray
 from .errors import ParamError
 from .exact import SetStore, score_exactly
 from .verify import PairCheck
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)

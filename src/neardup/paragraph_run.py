@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
-import numpy.typing as npt
 
 from .errors import ParamError
 from .io import (
@@ -50,7 +49,7 @@ from .run import (
 if TYPE_CHECKING:
     from .engine import SignedBatch
 
-IntArray = npt.NDArray[np.int64]
+from ._types import IntArray
 
 #: Units with fewer canonical tokens are left alone by default.
 DEFAULT_MIN_TOKENS = 5

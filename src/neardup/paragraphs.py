@@ -24,13 +24,13 @@ import numpy.typing as npt
 
 from ._kernels.paragraphs import split_units
 from ._kernels.ranges import gather_ranges
+from ._types import IntArray
 from .errors import ParamError
 from .params import TokenMode
 from .text import Utf8Texts, canonical_tokens, encode_batch, tables
 
 Unit = Literal["paragraph", "line"]
 UNITS: tuple[Unit, ...] = ("paragraph", "line")
-IntArray = npt.NDArray[np.int64]
 
 _BLANK = frozenset(" \t\r\v\f")
 

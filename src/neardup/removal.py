@@ -38,11 +38,10 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import removal as _k
+from ._types import FloatArray, IntArray
 from .clusters import _as_index_array, cluster_labels
 from .errors import InputError, ParamError
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 Strategy = Literal["first", "longest", "field"]
 
 #: Default bound on the comparisons each big-bucket member makes with its bucket's leaders.

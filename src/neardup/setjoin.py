@@ -13,14 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from ._kernels import setjoin as _k
+from ._types import FloatArray, IntArray
 from .errors import ParamError
 from .shingles import ShingleBatch
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 
 def frequency_ranks(sets: ShingleBatch) -> IntArray:

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _lk
+from ._types import BoolArray, FloatArray, IntArray
 from .errors import NeardupError, ParamError
 from .minhash import estimate_pairs
 from .params import DedupParams, ShingleParams, SketchKind, SketchParams, Verify
@@ -46,9 +47,7 @@ HYBRID_ALPHA = 1e-4
 #: Texts per task when the hybrid re-check shingles in several threads.
 RECHECK_CHUNK = 4096
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+
 #: Returns the texts of the given sorted document indices, in that order.
 FetchTexts = Callable[[IntArray], Sequence[str]]
 

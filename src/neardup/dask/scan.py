@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, cast
 import numpy as np
 import numpy.typing as npt
 
+from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
 from ..io._jsonl_blocks import LineBlock, copy_kept_spans, scan_jsonl_blocks, texts_at_spans
 from ..io._report import MAX_EXAMPLES, MAX_RECORD_SIZE, Entry, ErrorReport, Problems
@@ -27,7 +28,6 @@ from .inputs import Block, InputFile, filesystem
 from .tables import Docs, Rows, doc_keys, evidence_rows, signature_rows
 from .workdir import WorkDir
 
-IntArray = npt.NDArray[np.int64]
 #: Text bytes signed per call (the kernels' batch), whatever the document lengths.
 SIGN_BYTES = 16 << 20
 _READ = 1 << 20

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._kernels.links import key_minimum
+from .._types import IntArray
 from ..clusters import cluster_labels
 from ..engine import Deduplicator, SignedBatch
 from ..io._writers import write_clusters, write_pairs
@@ -35,7 +36,6 @@ from .scan import ReadSpec, copy_kept, texts_of
 from .tables import Docs, evidence_of, key_block, key_index, signatures_of
 from .workdir import WorkDir, write_whole
 
-IntArray = npt.NDArray[np.int64]
 #: The "column" of content hashes among the lookup keys: exact copies are linked too.
 CONTENT_COLUMN = -1
 

@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._types import IntArray
 from ..methods import Signatures
 from ..shingles import ShingleBatch
 from ..text import Utf8Texts
 from ..verify import Evidence, RowEvidence, SetEvidence
 
-IntArray = npt.NDArray[np.int64]
 KEY_SHIFT = 32
 
 

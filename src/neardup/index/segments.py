@@ -29,13 +29,10 @@ from collections.abc import Iterable, Sequence
 from zlib import crc32
 
 import numpy as np
-import numpy.typing as npt
 
+from .._types import IntArray, KeyArray
 from ..errors import IndexCorrupt
 from .checksum import run_crc, segment_crc
-
-IntArray = npt.NDArray[np.int64]
-KeyArray = npt.NDArray[np.uint64]
 
 #: Postings of the smallest size tier: tier t holds segments of BASE * fanout**t postings on.
 BASE = 4096

@@ -12,11 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import numpy as np
-import numpy.typing as npt
-
-IntArray = npt.NDArray[np.int64]
-KeyArray = npt.NDArray[np.uint64]
+from .._types import IntArray, KeyArray
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,10 @@ numbers are claim order, i.e. the global positions of pass 1.
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 
+from .._types import IntArray
 from ..text import Utf8Texts
 
-IntArray = npt.NDArray[np.int64]
 #: The table is grown (doubled) before claims would fill more than this share of its slots.
 MAX_LOAD = 0.6
 

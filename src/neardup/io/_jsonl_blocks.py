@@ -20,6 +20,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
+from .._types import IntArray
 from ..text import Utf8Texts
 from ._jsonl import LongLine, open_jsonl, parse_record, read_lines, report_long_line
 from ._report import Entry, Problems, RecordProblem, raise_changed, too_large
@@ -27,7 +28,7 @@ from ._report import Entry, Problems, RecordProblem, raise_changed, too_large
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
 CHUNK = 8 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
-IntArray = npt.NDArray[np.int64]
+
 Bytes = npt.NDArray[np.uint8]
 
 

@@ -31,11 +31,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from .._kernels.hashing import EMPTY
+from .._kernels.hashing import EMPTY, GOLDEN, M1, M2
+from .._types import FloatArray, IntArray
 from ..textbatch import TextBatch
-
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -247,12 +245,7 @@ def _posting_pairs(
 
 def column_keys(col: IntArray, key: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """One 64-bit key per (column, key): equal keys in different columns never collide on purpose."""
-    x = key.astype(np.uint64) ^ ((col.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
-    x = (x ^ (x >> np.uint64(33))) * _M1
-    x = (x ^ (x >> np.uint64(33))) * _M2
+    x = key.astype(np.uint64) ^ ((col.astype(np.uint64) + np.uint64(1)) * GOLDEN)
+    x = (x ^ (x >> np.uint64(33))) * M1
+    x = (x ^ (x >> np.uint64(33))) * M2
     return np.asarray(x ^ (x >> np.uint64(33)), dtype=np.uint64)
-
-
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_M1 = np.uint64(0xFF51AFD7ED558CCD)
-_M2 = np.uint64(0xC4CEB9FE1A85EC53)

@@ -19,7 +19,7 @@ from .truth import precision_recall
 
 __all__ = ["removal_summary", "residual_duplicates", "unjustified_removals"]
 
-IntArray = npt.NDArray[np.int64]
+from .._types import IntArray
 
 
 def _kept_and_pairs(

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .._types import IntArray
 from ..paragraphs import Unit, split
 from ..params import ShingleParams
 from ..setjoin import similar_pairs
 from ..shingles import shingle_batch
 from .synth import edit, random_documents
-
-IntArray = npt.NDArray[np.int64]
 
 _SEPARATORS = ("\n\n", "\n\n\n", "\n \n", "\n\t\n", "\r\n\r\n")
 
