@@ -85,7 +85,7 @@ def rewrite(text: str, removed: npt.ArrayLike, unit: Unit = "paragraph") -> str:
     flags = np.asarray(removed, dtype=np.bool_)
     data = text.encode("utf-8", "surrogatepass")
     is_word, _ = tables()
-    bounds = np.array([0, len(data)], dtype=np.int64)  # one call, no batch encoding: ~10 us
+    bounds = np.array([0, len(data)], dtype=np.int64)  # one call, no batch encoding
     _, starts_a, ends_a, _ = split_units(
         np.frombuffer(data, dtype=np.uint8), bounds, is_word, unit == "line", False
     )

@@ -515,7 +515,7 @@ def utf8_lengths(buf: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     out = np.empty(n, dtype=np.int64)
     for i in range(n):
         c = 0
-        # Unsigned bounds: no negative-index fix-up per byte, and the loop vectorises (3x).
+        # Unsigned bounds: no negative-index fix-up per byte, so the loop vectorises.
         for p in range(np.uint64(offsets[i]), np.uint64(offsets[i + 1])):
             c += (buf[p] & 0xC0) != 0x80
         out[i] = c
