@@ -12,7 +12,7 @@ from scipy.stats import binom
 from neardup._kernels import leaders as _k
 from neardup._kernels.hashing import EMPTY
 from neardup.engine import Deduplicator
-from neardup.exact import SetStore
+from neardup.exact import SetStore, size_chunks
 from neardup.leaders import bucket_lists, column_buckets, remove_by_leaders
 from neardup.params import DedupParams, ShingleParams
 from neardup.removal import keep_aware
@@ -229,6 +229,33 @@ def test_leader_pass_equals_the_reference(
     # every accepted pair names a removed document and a better, kept one
     for a, b in zip(res.a.tolist(), res.b.tolist(), strict=True):
         assert not res.kept[a] and res.kept[b] and local_rank[b] < local_rank[a]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 50), max_size=40),
+    st.integers(1, 6),
+    st.integers(1, 80),
+    st.booleans(),
+)
+def test_size_chunks_cut_rows_in_order_within_both_limits_and_greedily(
+    sizes: list[int], max_rows: int, max_bytes: int, sized: bool
+) -> None:
+    """Chunks follow the rows' bytes: in order, none over either limit unless one row alone is,
+    and each as long as the limits allow (the next row would break one)."""
+    size = np.asarray(sizes, dtype=np.int64)
+    rows = np.arange(len(size), dtype=np.int64)[::2]
+    chunks = size_chunks(rows, size if sized else None, max_rows, max_bytes)
+    assert np.array_equal(np.concatenate([rows[:0], *chunks]), rows)
+    for i, c in enumerate(chunks):
+        assert 1 <= len(c) <= max_rows
+        if not sized:
+            assert len(c) == max_rows or i == len(chunks) - 1
+            continue
+        assert len(c) == 1 or size[c].sum() <= max_bytes
+        if i < len(chunks) - 1:
+            nxt = chunks[i + 1][0]
+            assert len(c) == max_rows or size[c].sum() + size[nxt] > max_bytes
 
 
 # -- the engine --------------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Hybrid verification decides a pair exactly when its sketch estimate is not conclusive; the
 complete pair listing joins the members of big buckets exactly. Both need documents' shingle
 sets, which pass 1 did not keep: a ``SetStore`` fetches the texts again in chunks of
-``SET_CHUNK`` documents (one read per chunk, never one per pair), shingles them, keeps each set
+at most ``SET_CHUNK`` documents and ``SET_CHUNK_BYTES`` of text (one read per chunk, never one
+per pair; long documents make short chunks), shingles them, keeps each set
 once, and past its byte budget appends them to a file read back memory-mapped, so what it holds
 in memory stays bounded by ``--memory-limit`` whatever the number of documents checked.
 """
@@ -31,13 +32,35 @@ FetchSets = Callable[[IntArray], ShingleBatch]
 
 #: Documents whose sets are computed at once (their texts fetched, shingled, then dropped).
 SET_CHUNK = 4096
+#: Bytes of text fetched at once, whatever the document count: what a chunk holds in flight.
+SET_CHUNK_BYTES = 32 << 20
+
+
+def size_chunks(
+    rows: IntArray, sizes: IntArray | None, max_rows: int, max_bytes: int
+) -> list[IntArray]:
+    """``rows`` cut in order into runs of at most ``max_rows`` rows and ``max_bytes`` of
+    ``sizes[rows]`` (a longer row alone), so a chunk's memory follows its bytes, not its count."""
+    if sizes is None or len(rows) == 0:
+        return [rows[lo : lo + max_rows] for lo in range(0, len(rows), max_rows)]
+    ends = np.cumsum(np.asarray(sizes, dtype=np.int64)[rows])
+    out = []
+    lo = 0
+    while lo < len(rows):
+        base = int(ends[lo - 1]) if lo else 0
+        hi = int(np.searchsorted(ends, base + max_bytes, side="right"))
+        hi = min(max(hi, lo + 1), lo + max_rows)
+        out.append(rows[lo:hi])
+        lo = hi
+    return out
 
 
 class SetStore:
     """The shingle sets of some of m rows, each computed once.
 
     ``budget``: bytes of fingerprints held in memory (None: no limit); past it every set goes to
-    a file in a temporary folder (in ``spill_dir``) and is read back memory-mapped.
+    a file in a temporary folder (in ``spill_dir``) and is read back memory-mapped. ``sizes``:
+    each row's text length in bytes, if known, so fetches are chunked by bytes too.
     """
 
     def __init__(
@@ -46,8 +69,10 @@ class SetStore:
         fetch: FetchSets | None,
         budget: int | None = None,
         spill_dir: str | None = None,
+        sizes: IntArray | None = None,
     ) -> None:
         self.row = np.full(m, -1, dtype=np.int64)
+        self._sizes = sizes
         self._fetch = fetch
         self._budget = budget
         self._spill_dir = spill_dir
@@ -68,9 +93,12 @@ class SetStore:
         """Fetch and keep the sets of ``rows`` (ascending) not held yet, a chunk at a time."""
         rows = np.unique(np.asarray(rows, dtype=np.int64))
         rows = rows[self.row[rows] < 0]
-        for lo in range(0, len(rows), SET_CHUNK):
-            chunk = rows[lo : lo + SET_CHUNK]
+        for chunk in self.chunks(rows):
             self._keep(chunk, self.fetch(chunk))
+
+    def chunks(self, rows: IntArray) -> list[IntArray]:
+        """``rows`` in the runs fetched at once: ``SET_CHUNK`` rows, ``SET_CHUNK_BYTES`` of text."""
+        return size_chunks(rows, self._sizes, SET_CHUNK, SET_CHUNK_BYTES)
 
     def fetch(self, rows: IntArray) -> ShingleBatch:
         """The sets of ``rows`` computed again (not kept)."""
@@ -169,8 +197,7 @@ def score_exactly(
     rest, free, other = rest[by], free[by], other[by]
     members = np.unique(free)
     held = store.sets()
-    for lo in range(0, len(members), SET_CHUNK):
-        chunk = members[lo : lo + SET_CHUNK]
+    for chunk in store.chunks(members):
         i = int(np.searchsorted(free, chunk[0]))
         j = int(np.searchsorted(free, chunk[-1], side="right"))
         sets = store.fetch(chunk)
