@@ -9,6 +9,10 @@ Safe by default: with a token every request needs ``Authorization: Bearer TOKEN`
 batches have size limits (413 stating the limit); reading a body and waiting for the index
 have timeouts. Errors are JSON ``{"error": {"type": ..., "message": ...}}`` whose message says
 what to fix; the ``type`` names the ``neardup.errors`` class, so the client raises it again.
+
+``routes`` holds the endpoints, ``models`` their bodies, ``guard`` the token and limits checked
+before any endpoint runs, ``lanes`` the threads owning the connections, ``errors`` the JSON
+errors; this module puts them together.
 """
 
 from __future__ import annotations
