@@ -5,6 +5,8 @@
     query: texts -> exact matches (content hash) and stored documents sharing >= min_shared
            postings -> method score / acceptance -> verifier decision (and hybrid re-check on
            the stored texts) -> matches, best first
+    dedup: texts -> query (the index, and the documents kept before) -> ``Deduplicator`` over
+           the rest -> kept flags; with add=True the kept documents are added
 
 Every array is computed by the method and verifier objects batch deduplication uses
 (``neardup.methods``, ``neardup.verify``); the store (``SqliteStore`` on disk, ``MemoryStore``)
