@@ -63,6 +63,47 @@ def test_streaming_query_then_add_keeps_what_batch_dedup_keeps(
     assert index.check() == []
 
 
+@pytest.mark.parametrize("name", ["minhash-hybrid", "simhash"])
+def test_dedup_keeps_what_query_then_add_keeps_whatever_the_batches(name: str) -> None:
+    """``Index.dedup``: a document is kept unless a stored or an earlier kept one resembles it,
+    so the kept set is that of "query; keep if no match; add" and no batch boundary moves it."""
+    params = PARAMS[name]
+    texts = _corpus(300)
+    stored, incoming = texts[:120], texts[100:]
+    ids = [f"n{i}" for i in range(len(incoming))]
+    expect_index = Index.create(None, params)
+    expect_index.add([f"o{i}" for i in range(len(stored))], stored)
+    expected = _streamed(expect_index, incoming)
+    index = Index.create(None, params)
+    index.add([f"o{i}" for i in range(len(stored))], stored)
+    whole = index.dedup(ids, incoming)
+    np.testing.assert_array_equal(whole.kept, expected)
+    assert whole.duplicates_of_index > 0 and whole.duplicates_in_input > 0
+    assert whole.summary() == {
+        "documents": len(incoming),
+        "duplicates_of_index": whole.duplicates_of_index,
+        "duplicates_in_input": len(incoming) - whole.duplicates_of_index - int(expected.sum()),
+        "kept": int(expected.sum()),
+        "added_to_index": 0,
+    }
+    assert len(index) == len(stored)  # without add the index is unchanged
+    for size in (1, 7, 64):
+        cut = [(ids[s : s + size], incoming[s : s + size]) for s in range(0, len(ids), size)]
+        done = index.dedup_stream(cut)
+        np.testing.assert_array_equal(done.kept, whole.kept)
+        # a copy of a document kept in an earlier batch counts as a duplicate of the index
+        assert done.duplicates_of_index >= whole.duplicates_of_index
+        assert done.duplicates_of_index + done.duplicates_in_input == len(ids) - whole.kept.sum()
+    added = index.dedup_stream(
+        [(ids[s : s + 50], incoming[s : s + 50]) for s in range(0, len(ids), 50)], add=True
+    )
+    np.testing.assert_array_equal(added.kept, expected)
+    assert added.added == int(expected.sum()) == len(index) - len(stored)
+    again = index.dedup(ids, incoming)  # every kept document is stored now
+    assert all(not incoming[i].split() for i in np.flatnonzero(again.kept))  # no tokens: unmatched
+    assert index.check() == []
+
+
 def test_answers_do_not_depend_on_how_documents_were_added(tmp_path: Path) -> None:
     texts = _corpus(300)
     ids = [f"d{i}" for i in range(len(texts))]

@@ -140,6 +140,52 @@ def test_every_endpoint_answers_as_the_embedded_index_and_the_cli_do(
     assert _post(server, "/query", body).json()["results"] == lines
 
 
+def test_post_dedup_keeps_what_neardup_dedup_index_keeps(tmp_path: Path) -> None:
+    """The same documents against the same index: the same kept ids and counts, over HTTP and
+    from the CLI; with ``add``, both indexes end with the same documents."""
+    texts = _texts(160, seed=11)
+    stored, incoming = texts[:70], texts[50:]  # overlapping: some duplicate the index
+    ids = [f"new-{i}" for i in range(len(incoming))]
+    paths = [tmp_path / "cli.db", tmp_path / "http.db"]
+    for path in paths:
+        index = Index.create(str(path))
+        index.add([f"old-{i}" for i in range(len(stored))], stored)
+        index.close()
+    src = tmp_path / "in.jsonl"
+    docs = [{"id": i, "text": t} for i, t in zip(ids, incoming, strict=True)]
+    src.write_text("".join(json.dumps(d) + "\n" for d in docs))
+
+    def cli(*extra: str) -> tuple[list[str], dict[str, object]]:
+        kept, summary = tmp_path / "kept.jsonl", tmp_path / "summary.json"
+        args = [str(src), "--index", str(paths[0]), "-o", str(kept), "--summary-json", str(summary)]
+        subprocess.run(
+            [sys.executable, "-m", "neardup.cli", "dedup", *args, "--quiet", *extra],
+            env=ENV, check=True,
+        )  # fmt: skip
+        lines = [json.loads(line)["id"] for line in kept.read_text().splitlines()]
+        return lines, json.loads(summary.read_text())
+
+    server = Server(paths[1], "--token", TOKEN)
+    try:
+        for add in (False, True):
+            kept_ids, summary = cli(*(["--add"] if add else []))
+            answer = _post(server, "/dedup", {"documents": docs, "add": add}).json()
+            assert [r["id"] for r in answer["results"]] == ids
+            assert [r["id"] for r in answer["results"] if r["kept"]] == kept_ids
+            counts = ("documents", "duplicates_of_index", "duplicates_in_input", "kept")
+            assert {k: answer[k] for k in (*counts, "added_to_index")} == {
+                k: summary[k] for k in (*counts, "added_to_index")
+            }
+            assert answer["duplicates_of_index"] > 0 and answer["duplicates_in_input"] > 0
+        with server.client() as client:  # now every kept document is in both indexes
+            again = client.dedup(ids, incoming)
+            assert not again.kept.any() and again.duplicates_of_index == len(ids)
+            assert len(client) == len(stored) + len(kept_ids)
+    finally:
+        assert server.stop() == 0
+    assert len(Index.open(str(paths[0]))) == len(stored) + len(kept_ids)
+
+
 def test_documents_are_removed_retired_and_found_where_they_moved(
     served: tuple[Server, Path],
 ) -> None:

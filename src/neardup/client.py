@@ -1,7 +1,7 @@
 """Index calls -> HTTP requests to ``neardup serve`` -> the same answers and exceptions.
 
-``Client(url, token)`` has the methods of ``neardup.Index`` (add, query, remove, get, retire,
-moved, stats, ``len``, ``in``), so moving from an embedded index to the service is one line:
+``Client(url, token)`` has the methods of ``neardup.Index`` (add, query, dedup, remove, get,
+retire, moved, stats, ``len``, ``in``), so moving from an embedded index to the service is one line:
 ``index = Index.open("idx.db")`` becomes ``index = Client("http://127.0.0.1:8000")``. Errors
 come back as the ``neardup.errors`` class the service raised (InputError, ParamError,
 UnknownIdError, ...); refusals of the service itself (token, limits, timeouts, no answer) are
@@ -17,9 +17,11 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
+
 from . import errors
 from .errors import NeardupError, ServiceError
-from .index import AddResult, Match
+from .index import AddResult, Deduplicated, Match
 
 #: Error types the service names, raised again here by name.
 _ERRORS: dict[str, type[NeardupError]] = {
@@ -142,6 +144,21 @@ class Client:
             body["limit"] = limit
         found = self._request("POST", "/query", json=body)
         return [[_match(m) for m in r["matches"]] for r in found["results"]]
+
+    def dedup(self, ids: Sequence[str], texts: Sequence[str], *, add: bool = False) -> Deduplicated:
+        """Which documents to keep: those that duplicate neither a stored document nor a kept
+        one earlier in ``texts`` (``Index.dedup``); with ``add`` the kept ones join the index."""
+        ids, texts = _sequence(ids, "ids"), _sequence(texts, "texts")
+        if len(ids) != len(texts):
+            raise errors.InputError(f"{len(ids)} ids for {len(texts)} texts; give one id per text")
+        docs = [{"id": i, "text": t} for i, t in zip(ids, texts, strict=True)]
+        done = self._request("POST", "/dedup", json={"documents": docs, "add": add})
+        return Deduplicated(
+            kept=np.array([bool(r["kept"]) for r in done["results"]], dtype=bool),
+            duplicates_of_index=int(done["duplicates_of_index"]),
+            duplicates_in_input=int(done["duplicates_in_input"]),
+            added=int(done["added_to_index"]),
+        )
 
     def remove(self, ids: Sequence[str]) -> int:
         """Remove documents by id; an unknown id raises UnknownIdError and nothing changes."""

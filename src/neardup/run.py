@@ -44,6 +44,9 @@ from .progress import Progress
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
     from .dask import JobOptions
     from .engine import Deduplicator
+    from .index.jobs import add_source as index_add_source  # noqa: F401 - see __getattr__
+    from .index.jobs import dedup_source as dedup_index_source  # noqa: F401
+    from .index.jobs import query_source as index_query_source  # noqa: F401
     from .io._outputs import OutputPlan
     from .io._source import Inputs
 
@@ -660,210 +663,24 @@ def decontaminate_cluster(
 # -- the standing index -------------------------------------------------------------------------
 
 
-def _open_index_source(
-    inputs: str | Sequence[str],
-    read: ReadOptions,
-    url_field: str | None = None,
-    date_field: str | None = None,
-) -> Source:
-    """Inputs for the index jobs: a URL field stands for the id, a date field is read as a key."""
-    if url_field and read.id_field != "id":
-        raise ParamError("--url-field names the id of each document; give it or --id-field")
-    return read.open(inputs, id_field=url_field, key_field=date_field)
-
-
-def _dates(keys: list[object] | None) -> list[str | None] | None:
-    """Key values of a date field as strings (ISO dates sort as dates)."""
-    if keys is None:
-        return None
-    return [None if k is None else str(k) for k in keys]
-
-
-def index_add_source(
-    path: str,
-    inputs: str | Sequence[str],
-    read: ReadOptions | None = None,
-    url_field: str | None = None,
-    date_field: str | None = None,
-    progress: bool = False,
-    jobs: int | None = None,
-) -> dict[str, Any]:
-    """Add the documents of ``inputs`` to the index at ``path``, one transaction per batch,
-    ``jobs`` batches signed in threads while the previous one is written (all cores)."""
-    from collections import deque
-
-    from .index import Index
-
-    read = read or ReadOptions()
-    jobs = _check_jobs(jobs)
-    started = time.perf_counter()
-    docs = nbytes = 0
-    index = Index.open(path)
-    try:
-        with _open_index_source(inputs, read, url_field, date_field) as source:
-            bar = Progress(progress, source.input_bytes)
-            sizes: deque[int] = deque()
-
-            def batches() -> Iterator[
-                tuple[list[str], Sequence[str], None, list[str | None] | None]
-            ]:
-                for batch in prefetch(read.batches(source)):
-                    sizes.append(batch.nbytes)
-                    yield list(batch.ids), batch.texts, None, _dates(batch.keys)
-
-            def committed(batch: object) -> None:
-                nonlocal docs, nbytes
-                docs += len(batch[0])  # type: ignore[index]
-                nbytes += sizes.popleft()
-                bar.update(docs, nbytes)
-
-            try:
-                done = index.add_stream(batches(), jobs, committed)
-            finally:
-                bar.close()
-            skipped = source.errors.total
-        size = len(index)
-    finally:
-        index.close()
-    seconds = time.perf_counter() - started
-    return {
-        "read": docs,
-        "added": done.added,
-        "replaced": done.replaced,
-        "skipped_records": skipped,
-        "documents": size,
-        "seconds": round(seconds, 3),
-        "docs_per_s": round(docs / max(seconds, 1e-9)),
-    }
-
-
 def _paths(inputs: str | Sequence[str]) -> list[str]:
     """The inputs as a list of names ("-" included), for the output checks."""
     return [inputs] if isinstance(inputs, str) else list(inputs)
 
 
-def index_query_source(
-    path: str,
-    inputs: str | Sequence[str],
-    output: str | None,
-    read: ReadOptions | None = None,
-    threshold: float | None = None,
-    limit: int | None = None,
-    jobs: int | None = None,
-) -> dict[str, Any]:
-    """Query the index at ``path`` with each document of ``inputs``; one JSON line per query
-    ``{"id": ..., "matches": [{"id", "score", "kind", ...}, ...]}`` to ``output`` ("-" or None:
-    standard output), written atomically. ``jobs`` threads sign batches while the previous
-    one is looked up; the answers do not depend on it."""
-    from .index import Index
-    from .io._atomic import open_output
-
-    read = read or ReadOptions()
-    started = time.perf_counter()
-    queries = matched = 0
-    index = Index.open(path)
-    try:
-        with _open_index_source(inputs, read) as source:
-            plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
-            with plan.commit(), open_output(plan["-o"]) as out:
-                answers = index.query_stream(
-                    prefetch(read.batches(source)),
-                    lambda b: b.texts,
-                    _check_jobs(jobs),
-                    threshold=threshold,
-                    limit=limit,
-                )
-                for batch, found in answers:
-                    lines = []
-                    for qid, matches in zip(batch.ids, found, strict=True):
-                        line = {"id": qid, "matches": [m.as_dict() for m in matches]}
-                        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
-                        matched += bool(matches)
-                    out.write("".join(lines).encode("utf-8", "backslashreplace"))
-                    queries += len(batch)
-    finally:
-        index.close()
-    seconds = time.perf_counter() - started
-    return {
-        "queries": queries,
-        "with_matches": matched,
-        "seconds": round(seconds, 3),
-        "queries_per_s": round(queries / max(seconds, 1e-9)),
-    }
+#: The index jobs, by their names here; they live in ``neardup.index.jobs`` and load with the
+#: index (and Numba), so only when one is asked for.
+_INDEX_JOBS = {
+    "index_add_source": "add_source",
+    "index_query_source": "query_source",
+    "dedup_index_source": "dedup_source",
+}
 
 
-def dedup_index_source(
-    inputs: str | Sequence[str],
-    index_path: str,
-    kept_output: str | None,
-    read: ReadOptions | None = None,
-    add: bool = False,
-    summary_json: str | None = None,
-) -> dict[str, Any]:
-    """Drop documents that duplicate one in the index or a kept one earlier in the input; write
-    the rest. With ``add``, the kept documents join the index (one transaction per batch).
-
-    The rule is keep-aware removal with the index's documents first: a document is kept unless
-    a stored or an already kept document resembles it, so the kept set is what "query; keep if
-    no match; add" gives, one document at a time. The index's parameters decide.
-    """
-    with _signals_deferred():  # the modules this job loads, whole before an interrupt lands
-        from . import planner  # noqa: F401 - each batch's Deduplicator plans its features
-        from .engine import Deduplicator
-        from .index import Index
-
-    read = read or ReadOptions()
-    started = time.perf_counter()
-    index = Index.open(index_path)
-    overlay = None if add else Index.create(None, index.params, store_text=index.store_text)
-    kept_parts: list[np.ndarray] = []
-    in_index = in_input = 0
-    try:
-        with _open_index_source(inputs, read) as source:
-            # Checked before the first document is read or added: never an input or the index.
-            kept_fmt = _kept_format(kept_output, source.fmt)
-            plan = plan_outputs(
-                [*_paths(inputs), index_path],
-                {"-o": kept_output, "--summary-json": summary_json},
-                folders={"-o"} if kept_fmt == "folder" else (),
-            )
-            kept_fmt = _kept_format(kept_output, source.fmt, strict=True)
-            for batch in prefetch(read.batches(source)):
-                hit = np.array([bool(m) for m in index.query(batch.texts)], dtype=bool)
-                if overlay is not None and len(overlay):
-                    hit |= np.array([bool(m) for m in overlay.query(batch.texts)], dtype=bool)
-                fresh = np.flatnonzero(~hit)
-                kept = np.zeros(len(batch), dtype=bool)
-                if len(fresh):
-                    within = Deduplicator(index.params).fit(
-                        [batch.texts[i] for i in fresh.tolist()]
-                    )
-                    kept[fresh[within.kept_]] = True
-                in_index += int(hit.sum())
-                in_input += int(len(fresh) - kept.sum())
-                rows = np.flatnonzero(kept).tolist()
-                target = index if overlay is None else overlay
-                target.add([batch.ids[i] for i in rows], [batch.texts[i] for i in rows])
-                kept_parts.append(kept)
-            mask = np.concatenate(kept_parts) if kept_parts else np.zeros(0, dtype=bool)
-            with plan.commit():  # the kept file and the summary appear together, or neither
-                written = source.write_kept(mask, plan["-o"], kept_fmt) if kept_output else None
-                summary = {
-                    "documents": len(mask),
-                    "duplicates_of_index": in_index,
-                    "duplicates_in_input": in_input,
-                    "kept": int(mask.sum()),
-                    "added_to_index": int(mask.sum()) if add else 0,
-                    "written": written,
-                    "skipped_records": source.errors.total,
-                    "seconds": round(time.perf_counter() - started, 3),
-                }
-                if summary_json:
-                    with atomic_write(plan["--summary-json"], "w") as fh:
-                        json.dump(summary, fh, indent=1)
-                        fh.write("\n")
-    finally:
-        index.close()
-        if overlay is not None:
-            overlay.close()
-    return summary
+def __getattr__(name: str) -> Any:
+    """``index_add_source``, ``index_query_source``, ``dedup_index_source``: loaded on first use."""
+    if name not in _INDEX_JOBS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _signals_deferred():  # the index and the engine load whole before an interrupt lands
+        from .index import jobs
+    return getattr(jobs, _INDEX_JOBS[name])

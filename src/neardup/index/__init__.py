@@ -5,6 +5,8 @@
     query: texts -> exact matches (content hash) and stored documents sharing >= min_shared
            postings -> method score / acceptance -> verifier decision (and hybrid re-check on
            the stored texts) -> matches, best first
+    dedup: texts -> query (the index, and the documents kept before) -> ``Deduplicator`` over
+           the rest -> kept flags; with add=True the kept documents are added
 
 Every array is computed by the method and verifier objects batch deduplication uses
 (``neardup.methods``, ``neardup.verify``); the store (``SqliteStore`` on disk, ``MemoryStore``)
@@ -19,75 +21,46 @@ again replaces its content and moves its last-seen date; ``retire`` marks URLs g
 from __future__ import annotations
 
 import json
-import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from .. import planner  # noqa: F401 - each batch's Deduplicator plans its features
 from .._kernels.hashing import EMPTY
-from ..errors import InputError, NeardupError, ParamError, UnknownIdError
-from ..methods import Method, Signatures, make_method, needs_fit, postings
+from ..engine import Deduplicator
+from ..errors import InputError, NeardupError, UnknownIdError
+from ..io._prefetch import ordered_map
+from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
 from ..params import DedupParams
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, concat_evidence, make_verifier
+from .checks import check_ids, query_floor, refuse_conflicts, refuse_fit
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
+from .results import AddResult, Batch, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
 from .sqlite_store import SqliteStore, upgrade
 from .store import Damage, IntArray, NewDocs, Store, StoredDocs
 
-__all__ = ["SCHEMA_VERSION", "Damage", "Index", "Match", "MemoryStore", "SqliteStore", "Store"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "AddResult",
+    "Damage",
+    "Deduplicated",
+    "Index",
+    "Match",
+    "MemoryStore",
+    "SqliteStore",
+    "Store",
+]
 
 
 _B = TypeVar("_B")  # a batch of a query stream, handed back with its answers
-
-
-@dataclass(frozen=True)
-class Match:
-    """A stored document a query duplicates: kind is "exact", "near" or "contained".
-
-    ``scores`` holds more than one score when the method gives them (containment both ways);
-    ``last_seen`` is the stored document's date, when it has one.
-    """
-
-    id: str
-    score: float
-    kind: str
-    scores: dict[str, float] = field(default_factory=dict)
-    last_seen: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "score": round(self.score, 6), "kind": self.kind}
-        out.update({k: round(v, 6) for k, v in self.scores.items()})
-        if self.last_seen is not None:
-            out["last_seen"] = self.last_seen
-        return out
-
-
-#: A batch for ``Index.add_stream``: (ids, texts), optionally with metadata and dates.
-Batch = (
-    tuple[Sequence[str], Sequence[str]]
-    | tuple[Sequence[str], Sequence[str], Sequence[dict[str, Any] | None] | None]
-    | tuple[
-        Sequence[str],
-        Sequence[str],
-        Sequence[dict[str, Any] | None] | None,
-        Sequence[str | None] | None,
-    ]
-)
-
-
-@dataclass(frozen=True)
-class AddResult:
-    """What an ``add`` did: documents new to the index and documents whose id was replaced."""
-
-    added: int
-    replaced: int
 
 
 class Index:
@@ -99,7 +72,7 @@ class Index:
     """
 
     def __init__(self, store: Store, params: DedupParams, store_text: bool) -> None:
-        _refuse_fit(params)
+        refuse_fit(params)
         self.store = store
         self.params = params
         self.store_text = store_text
@@ -128,7 +101,7 @@ class Index:
         params = params or DedupParams()
         needs_texts = make_verifier(params).needs_texts
         keep = needs_texts if store_text is None else bool(store_text)
-        _refuse_conflicts(params, needs_texts, keep)
+        refuse_conflicts(params, needs_texts, keep)
         store: Store = (
             MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
         )
@@ -147,8 +120,6 @@ class Index:
         except NeardupError:  # no half-made index is left behind (a full disk, say)
             store.close()
             if path is not None:
-                import os
-
                 for p in (path, path + "-wal", path + "-shm"):
                     if os.path.exists(p):
                         os.remove(p)
@@ -232,8 +203,6 @@ class Index:
         to ``jobs`` batches in threads while the previous one is written (the kernels and SQLite
         release the GIL); the index ends the same whatever ``jobs``. ``done`` sees each batch
         once it is committed."""
-        from ..io._prefetch import ordered_map
-
         added = replaced = 0
         for batch, ready in ordered_map(lambda b: self.prepare(*b), batches, jobs):
             result = self._store(ready)
@@ -255,7 +224,7 @@ class Index:
         Touches no store, so batches can be prepared in threads while another is written.
         """
         texts = check_texts(texts)
-        ids = _check_ids(ids, len(texts))
+        ids = check_ids(ids, len(texts))
         if meta is not None and len(meta) != len(texts):
             raise InputError(f"meta has {len(meta)} entries for {len(texts)} texts")
         if dates is not None and len(dates) != len(texts):
@@ -299,7 +268,7 @@ class Index:
 
     def remove(self, ids: Sequence[str]) -> int:
         """Remove documents by id (one transaction); an unknown id is an InputError, nothing changes."""
-        ids = _check_ids(ids, None)
+        ids = check_ids(ids, None)
 
         def work() -> int:
             docs = self._known(ids)
@@ -311,7 +280,7 @@ class Index:
 
     def retire(self, urls: Sequence[str], date: str | None = None) -> int:
         """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
-        urls = _check_ids(urls, None)
+        urls = check_ids(urls, None)
 
         def work() -> int:
             docs = self._known(urls)
@@ -374,11 +343,56 @@ class Index:
         """``query`` over a stream of batches, in order, signing up to ``jobs`` batches in
         threads while the previous one is looked up (the kernels and SQLite release the GIL);
         the answers are those of ``query`` whatever ``jobs``."""
-        from ..io._prefetch import ordered_map
-
         signed = ordered_map(lambda b: self._signed_query(texts(b)), batches, jobs)
         for batch, ready in signed:
             yield batch, self._answer(ready, threshold, limit)
+
+    def dedup(self, ids: Sequence[str], texts: Sequence[str], *, add: bool = False) -> Deduplicated:
+        """Which documents to keep: those that duplicate neither a stored document nor a kept
+        one earlier in ``texts``. With ``add``, the kept ones join the index (one transaction).
+
+        The rule is keep-aware removal with the index's documents first, so the kept set is
+        what "query; keep if no match; add" gives one document at a time; the index's own
+        parameters decide. ``neardup dedup --index`` and ``POST /dedup`` call this."""
+        return self.dedup_stream([(ids, texts)], add=add)
+
+    def dedup_stream(
+        self, batches: Iterable[tuple[Sequence[str], Sequence[str]]], *, add: bool = False
+    ) -> Deduplicated:
+        """``dedup`` over batches of (ids, texts) in order, as if they were one: without
+        ``add`` the kept documents of earlier batches are held in memory and matched too; with
+        it they are added, one transaction per batch. The kept set does not depend on where
+        the batches end; a copy of a document kept in an earlier batch is counted among the
+        duplicates of the index."""
+        seen = self if add else Index.create(None, self.params, store_text=self.store_text)
+        kept_parts: list[npt.NDArray[np.bool_]] = []
+        in_index = in_input = 0
+        try:
+            for ids, texts in batches:
+                hit = self._stored(texts, None if add else seen)
+                fresh = np.flatnonzero(~hit)
+                kept = np.zeros(len(texts), dtype=bool)
+                if len(fresh):
+                    within = Deduplicator(self.params).fit([texts[i] for i in fresh.tolist()])
+                    kept[fresh[within.kept_]] = True
+                in_index += int(hit.sum())
+                in_input += int(len(fresh) - kept.sum())
+                rows = np.flatnonzero(kept).tolist()
+                seen.add([ids[i] for i in rows], [texts[i] for i in rows])
+                kept_parts.append(kept)
+        finally:
+            if seen is not self:
+                seen.close()
+        mask = np.concatenate(kept_parts) if kept_parts else np.zeros(0, dtype=bool)
+        added = int(mask.sum()) if add else 0
+        return Deduplicated(mask, in_index, in_input, added)
+
+    def _stored(self, texts: Sequence[str], held: Index | None) -> npt.NDArray[np.bool_]:
+        """Which texts duplicate a stored document, or one ``held`` apart (when it has any)."""
+        hit = np.array([bool(m) for m in self.query(texts)], dtype=bool)
+        if held is not None and len(held):
+            hit |= np.array([bool(m) for m in held.query(texts)], dtype=bool)
+        return hit
 
     def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
         """A query batch's content hashes, signatures and evidence: no store is touched."""
@@ -423,7 +437,7 @@ class Index:
         limit: int | None,
         exclude: int = -1,
     ) -> list[list[Match]]:
-        floor = self._threshold(threshold)
+        floor = query_floor(self.params, threshold)
         nq = len(sigs)
         results: list[list[Match]] = [[] for _ in range(nq)]
         real = np.flatnonzero(hashes != EMPTY)
@@ -438,7 +452,7 @@ class Index:
             return results
         stored = self.store.load(docs)
         live = np.array([g is None for g in stored.gone], dtype=bool)
-        docs, stored = docs[live], _take(stored, np.flatnonzero(live))
+        docs, stored = docs[live], stored.take(np.flatnonzero(live))
         keep_e = np.isin(ed, docs)
         eq, ed = eq[keep_e], ed[keep_e]
         keep_n = np.isin(d, docs)
@@ -506,28 +520,6 @@ class Index:
                 Match(stored.ids[j], float(verdict.score[i]), kind, scores, stored.last_seen[j])
             )
 
-    def _threshold(self, threshold: float | None) -> float:
-        if threshold is None:
-            return 0.0
-        base = self.params.resolved_threshold
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not math.isfinite(threshold)
-            or threshold > 1.0
-        ):
-            raise ParamError(
-                f"the query threshold must be a finite number from {base:g} to 1, got "
-                f"{threshold!r}; leave it out to use the index's own ({base:g})"
-            )
-        if threshold < base - 1e-12:
-            raise ParamError(
-                f"this index finds matches at {base:g} and above; a query can ask for a "
-                f"threshold from {base:g} to 1, not {threshold!r}; build an index with "
-                f"--threshold {threshold:g} for lower ones"
-            )
-        return float(threshold)
-
     def get(self, id: str) -> dict[str, Any] | None:
         """A stored document's id, text (when kept), metadata and dates, or None."""
         with self.store.snapshot():
@@ -583,85 +575,6 @@ class Index:
         ``check`` again; returns the ids removed, to add again from the corpus."""
         damage: Damage = self._write(self.store.repair)
         return damage.ids
-
-
-def _refuse_fit(params: DedupParams) -> None:
-    if needs_fit(params):
-        raise ParamError(
-            "SimHash IDF weighting learns from the whole corpus before signing it, which a "
-            "growing index cannot do; use weighting 'binary' or 'count'"
-        )
-
-
-def _refuse_conflicts(params: DedupParams, needs_texts: bool, store_text: bool) -> None:
-    """ParamError for create options an index could not honour (before any file is made)."""
-    _refuse_fit(params)
-    if needs_texts and not store_text:
-        raise ParamError(
-            f"verify={params.resolved_verify!r} re-checks borderline pairs on the stored "
-            "texts, and store_text=False keeps none, so every query would be refused; keep "
-            "the texts (store_text=True, --store-text) or choose a verification that needs "
-            "none (verify='sketch', 'exact' or 'none'; --verify)"
-        )
-    if params.keep != "first" or params.removal != "keep-aware":
-        asked = f"keep={params.keep!r}" if params.keep != "first" else f"removal={params.removal!r}"
-        raise ParamError(
-            f"an index keeps the first copy it is given (query, then add), so {asked} could "
-            "never apply; leave it at its default, or deduplicate the whole corpus at once with "
-            "neardup dedup (Deduplicator)"
-        )
-
-
-def _check_ids(ids: object, n: int | None) -> list[str]:
-    if isinstance(ids, str | bytes):
-        raise TypeError("ids must be a list of strings, not one string; wrap it: [id]")
-    items = list(ids)  # type: ignore[call-overload]
-    bad = [i for i in items if not isinstance(i, str)]
-    if bad:
-        raise InputError(f"ids must be strings, got {type(bad[0]).__name__} {bad[0]!r}")
-    if n is not None and len(items) != n:
-        raise InputError(f"{len(items)} ids for {n} texts; give one id per text")
-    try:
-        "".join(items).encode("utf-8")
-    except UnicodeEncodeError:
-        odd = next(i for i in items if not i.isascii() and _unencodable(i))
-        raise InputError(
-            f"id {odd!r} is not valid Unicode (a lone surrogate); give ids that are UTF-8 text"
-        ) from None
-    if len(set(items)) != len(items):
-        uniq, counts = np.unique(np.array(items, dtype=object), return_counts=True)
-        raise InputError(
-            f"id {uniq[counts > 1][0]!r} appears twice in one batch; ids must be unique"
-        )
-    return items
-
-
-def _unencodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _take(s: StoredDocs, rows: IntArray) -> StoredDocs:
-    r = rows.tolist()
-
-    def pick(xs: list[Any]) -> list[Any]:
-        return [xs[i] for i in r]
-
-    return StoredDocs(
-        s.docs[rows],
-        pick(s.ids),
-        s.hashes[rows],
-        pick(s.sigs),
-        pick(s.evidence),
-        pick(s.texts),
-        pick(s.meta),
-        pick(s.first_seen),
-        pick(s.last_seen),
-        pick(s.gone),
-    )
 
 
 def _neg_date(date: str | None) -> tuple[int, str]:

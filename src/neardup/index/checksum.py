@@ -24,6 +24,13 @@ _SEGMENT = struct.Struct("<4q")
 #: What a record whose fields have the wrong types checksums to (stored ones are >= 0).
 DAMAGED = -1
 
+#: The columns of a document row its checksum covers, in order (then ``crc`` itself).
+DOC_FIELDS = [
+    "doc", "id", "hash", "nkeys", "sig", "ev", "text", "meta", "first_seen", "last_seen", "gone"
+]  # fmt: skip
+#: Those columns and ``crc``, as a query selects them from ``docs d``.
+DOC_COLUMNS = ", ".join(f"d.{c}" for c in [*DOC_FIELDS, "crc"])
+
 
 def doc_crc(row: Sequence[Any]) -> int:
     """The checksum of a document row (doc, id, hash, nkeys, sig, ev, text, meta, first_seen,

@@ -29,21 +29,21 @@ import functools
 import json
 import os
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from hashlib import blake2b
 from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from ..candidates import key_matches, pairs_from_hits
 from ..errors import IndexCorrupt, IndexMismatchError, InputError, NeardupError, OutputError
 from ..methods.base import column_keys
-from .checksum import doc_crc, run_crc, segment_crc, stored_text
+from .checkpoint import Checkpointer
+from .checksum import DOC_COLUMNS, DOC_FIELDS, doc_crc, stored_text
 from .schema import SCHEMA_VERSION, UPGRADABLE
 from .segments import MAX_DOCS, Segments, schema
+from .sqlite_check import add_checksums, survey
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
 
 _SCHEMA = (
@@ -91,53 +91,8 @@ PAGE_SIZE = 16384
 _ID_TAG = np.int64(1 << 40)
 _HASH_TAG = np.int64((1 << 40) + 1)
 
-#: The columns of a document row its checksum covers, in order (then ``crc`` itself).
-_FIELDS = [
-    "doc", "id", "hash", "nkeys", "sig", "ev", "text", "meta", "first_seen", "last_seen", "gone"
-]  # fmt: skip
-_COLUMNS = ", ".join(f"d.{c}" for c in [*_FIELDS, "crc"])
-#: Damaged documents a check names in its message (``Damage`` lists them all).
-_SHOWN = 20
-#: Documents read per statement by ``check`` (bounds its memory, whatever the texts).
-_CHECK_ROWS = 4096
-
-
 #: WAL size past which a commit copies pages into the file itself (the checkpoint thread lags).
 WAL_LIMIT = 256 << 20
-
-
-class _Checkpointer:
-    """A thread with its own connection running passive WAL checkpoints when poked."""
-
-    def __init__(self, uri: str, timeout: float) -> None:
-        self._uri = uri
-        self._timeout = timeout
-        self._wake = threading.Event()
-        self._done = False
-        self._thread = threading.Thread(target=self._run, name="neardup-checkpoint", daemon=True)
-        self._thread.start()
-
-    def poke(self) -> None:
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._done = True
-        self._wake.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, timeout=self._timeout)
-        try:
-            while True:
-                self._wake.wait()
-                self._wake.clear()
-                if self._done:
-                    return
-                # busy or closing: the next poke, or the last connection's close, catches up
-                with contextlib.suppress(sqlite3.Error):
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-        finally:
-            db.close()
 
 
 #: SQLite errors of a write that found no room: a full disk (SQLITE_FULL), or a file size
@@ -236,7 +191,7 @@ class SqliteStore:
             ) from None
         self._in_tx = False
         self._uri = uri
-        self._checkpointer: _Checkpointer | None = None
+        self._checkpointer: Checkpointer | None = None
         self.post = Segments(self.db, "post", *POST_SHAPE, where=self.where)
         self.key = Segments(self.db, "key", *KEY_SHAPE, where=self.where)
         self._ids_hashed: tuple[Sequence[str], KeyArray] | None = None
@@ -326,7 +281,7 @@ class SqliteStore:
         batch is signed and written meanwhile; inline if that thread falls behind."""
         if self._checkpointer is None:
             self.db.execute("PRAGMA wal_autocheckpoint = 0")
-            self._checkpointer = _Checkpointer(self._uri, self.timeout)
+            self._checkpointer = Checkpointer(self._uri, self.timeout)
         wal = self.where + "-wal"
         if os.path.exists(wal) and os.path.getsize(wal) > WAL_LIMIT:
             self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
@@ -403,7 +358,7 @@ class SqliteStore:
             strict=True,
         )
         self.db.executemany(
-            f"INSERT INTO docs ({', '.join(_FIELDS)}, crc) VALUES ({', '.join('?' * 12)})",
+            f"INSERT INTO docs ({', '.join(DOC_FIELDS)}, crc) VALUES ({', '.join('?' * 12)})",
             ((*row, doc_crc(row)) for row in rows),
         )
         self.post.append(new.posting_key, docs[new.posting_row])
@@ -483,7 +438,7 @@ class SqliteStore:
     def _rows(self, docs: IntArray) -> dict[int, tuple[object, ...]]:
         """Document number -> its row (the checksummed fields), for those of ``docs`` stored;
         IndexCorrupt when a row's checksum fails."""
-        sql = f"SELECT {_COLUMNS} FROM json_each(?) j JOIN docs d ON d.doc = j.value"
+        sql = f"SELECT {DOC_COLUMNS} FROM json_each(?) j JOIN docs d ON d.doc = j.value"
         arg = (json.dumps(np.asarray(docs).tolist()),)
         try:
             rows = self.db.execute(sql, arg).fetchall()
@@ -571,142 +526,13 @@ class SqliteStore:
     def upgrade(self) -> None:
         """Add the checksum columns of schema 4 and fill them (in the open transaction)."""
         with self._lenient_text():  # checksums of the texts as stored
-            self._upgrade()
-
-    def _upgrade(self) -> None:
-        q = self.db.execute
-        problems = [r[0] for r in q("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
-        if problems:
-            raise IndexCorrupt(
-                f"SQLite finds {self.where} damaged ({problems[0]}); rebuild the index from its "
-                "corpus instead of upgrading it"
-            )
-        for table in ("docs", "post_runs", "key_runs", "post_segments", "key_segments"):
-            q(f"ALTER TABLE {table} ADD COLUMN crc INTEGER NOT NULL DEFAULT 0")
-        last = -1
-        while rows := q(
-            f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
-            (last, _CHECK_ROWS),
-        ).fetchall():
-            self.db.executemany(
-                "UPDATE docs SET crc = ? WHERE doc = ?", ((doc_crc(r[:-1]), r[0]) for r in rows)
-            )
-            last = rows[-1][0]
-        for table in ("post_runs", "key_runs"):
-            last = -(1 << 63)
-            while rows := q(
-                f"SELECT slot, postings FROM {table} WHERE slot > ? ORDER BY slot LIMIT ?",
-                (last, _CHECK_ROWS),
-            ).fetchall():
-                self.db.executemany(
-                    f"UPDATE {table} SET crc = ? WHERE slot = ?",
-                    ((run_crc(*r), r[0]) for r in rows),
-                )
-                last = rows[-1][0]
-        for family in ("post", "key"):
-            rows = q(f"SELECT seg, tier, bits, postings FROM {family}_segments").fetchall()
-            self.db.executemany(
-                f"UPDATE {family}_segments SET crc = ? WHERE seg = ?",
-                ((segment_crc(*r), r[0]) for r in rows),
-            )
+            add_checksums(self.db, self.where)
         self.write_meta({"schema_version": str(SCHEMA_VERSION)})
 
     def _survey(self) -> tuple[list[str], Damage]:
         """Problems found, and the damaged records (see ``Damage``)."""
-        q = self.db.execute
-        nothing = Damage(np.zeros(0, dtype=np.int64), [], {"post": [], "key": []})
-        problems = [r[0] for r in q("PRAGMA integrity_check").fetchall() if r[0] != "ok"]
-        if problems:
-            return [
-                "the file itself is damaged (SQLite: " + "; ".join(problems[:3]) + "); rebuild "
-                "the index from its corpus (neardup index create, then neardup index add)"
-            ], nothing
-        next_doc = self._counter("next_doc")
-        docs, nkeys, ids, bad = self._scan_docs()
-        want = {"post": nkeys, "key": np.full(len(docs), 2, dtype=np.int64)}
-        if len(docs) and int(docs.max()) >= next_doc:
-            return [f"document numbers reach {int(docs.max())}, past next_doc {next_doc}"], nothing
-        if len(docs) != self.count():
-            problems.append(f"the index counts {self.count()} documents but holds {len(docs)}")
-        twice = q("SELECT count(*) - count(DISTINCT id) FROM docs").fetchone()[0]
-        if twice:
-            problems.append(f"{twice} ids are stored more than once")
-        live = np.zeros(next_doc, dtype=bool)
-        live[docs] = True
-        removed = set(r[0] for r in q("SELECT doc FROM removed"))
-        short = np.zeros(len(docs), dtype=bool)
-        runs: dict[str, list[int]] = {}
-        misfit: dict[str, list[int]] = {}
-        for family in (self.post, self.key):
-            held, found, damaged, misfit[family.name] = family.check(next_doc)
-            problems += found
-            runs[family.name] = sorted(damaged)
-            off = held[docs] != want[family.name]
-            short |= off
-            if np.any(off & ~bad) and not damaged:
-                problems.append(
-                    f"{int(np.count_nonzero(off & ~bad))} documents have other {family.name} "
-                    "keys than they list"
-                )
-            dead = int(held[~live].sum())
-            if dead != family.dead and not damaged:
-                problems.append(
-                    f"{dead} {family.name} keys belong to removed documents, but the index "
-                    f"counts {family.dead}"
-                )
-            if not set(np.flatnonzero((held > 0) & ~live).tolist()) <= removed:
-                problems.append(f"{family.name} keys point to documents never removed")
-        if np.any(bad):
-            problems.append(
-                f"{int(np.count_nonzero(bad))} stored document record(s) are damaged (checksum "
-                "fails)"
-            )
-        hit = np.flatnonzero(bad | (short & any(runs.values())))
-        damage = Damage(docs[hit], [ids[i] for i in hit.tolist()], runs, misfit)
-        if damage.ids:
-            shown = ", ".join(repr(i) for i in damage.ids[:_SHOWN])
-            more = f" and {len(damage.ids) - _SHOWN} more" if len(damage.ids) > _SHOWN else ""
-            problems.append(
-                f"{len(damage.ids)} damaged documents to add again: {shown}{more}; repair with: "
-                f"neardup index repair {self.where} (removes them and lists their ids), then add "
-                f"them again from your corpus: neardup index add {self.where} FILE (ids stored "
-                "are replaced)"
-            )
-        elif damage:
-            problems.append(
-                "no stored document is lost (the damaged runs hold keys of removed documents "
-                f"only, segment rows are rebuilt from their runs); repair with: neardup index "
-                f"repair {self.where} (no document needs adding again)"
-            )
-        return problems, damage
-
-    def _scan_docs(self) -> tuple[IntArray, IntArray, list[str], npt.NDArray[np.bool_]]:
-        """(doc, nkeys, id, checksum fails) of every stored row, read a few thousand at a time
-        (inside ``_lenient_text``)."""
-        docs: list[int] = []
-        nkeys: list[int] = []
-        ids: list[str] = []
-        bad: list[bool] = []
-        last = -1
-        while True:
-            rows = self.db.execute(
-                f"SELECT {_COLUMNS} FROM docs d WHERE d.doc > ? ORDER BY d.doc LIMIT ?",
-                (last, _CHECK_ROWS),
-            ).fetchall()
-            if not rows:
-                break
-            for r in rows:
-                docs.append(r[0])
-                nkeys.append(r[3] if isinstance(r[3], int) else -1)
-                ids.append(r[1] if isinstance(r[1], str) else repr(r[1]))
-                bad.append(doc_crc(r[:-1]) != r[-1])
-            last = rows[-1][0]
-        return (
-            np.array(docs, dtype=np.int64),
-            np.array(nkeys, dtype=np.int64),
-            ids,
-            np.array(bad, dtype=bool),
-        )
+        families = (self.post, self.key)
+        return survey(self.db, families, self._counter("next_doc"), self.count(), self.where)
 
     def close(self) -> None:
         if self._checkpointer is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from .._types import IntArray, KeyArray
 
@@ -45,6 +45,26 @@ class StoredDocs:
     first_seen: list[str | None]
     last_seen: list[str | None]
     gone: list[str | None]
+
+    def take(self, rows: IntArray) -> StoredDocs:
+        """The documents at ``rows``, in that order."""
+        r = rows.tolist()
+
+        def pick(xs: list[Any]) -> list[Any]:
+            return [xs[i] for i in r]
+
+        return StoredDocs(
+            self.docs[rows],
+            pick(self.ids),
+            self.hashes[rows],
+            pick(self.sigs),
+            pick(self.evidence),
+            pick(self.texts),
+            pick(self.meta),
+            pick(self.first_seen),
+            pick(self.last_seen),
+            pick(self.gone),
+        )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,99 @@
+"""Checks of what an index is given: creation options it could not honour, ids, thresholds.
+
+Each raises a ``neardup.errors`` class whose message says what to give instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import InputError, ParamError
+from ..methods import needs_fit
+from ..params import DedupParams
+
+
+def refuse_fit(params: DedupParams) -> None:
+    """ParamError for a method that must learn from the whole corpus before signing it."""
+    if needs_fit(params):
+        raise ParamError(
+            "SimHash IDF weighting learns from the whole corpus before signing it, which a "
+            "growing index cannot do; use weighting 'binary' or 'count'"
+        )
+
+
+def refuse_conflicts(params: DedupParams, needs_texts: bool, store_text: bool) -> None:
+    """ParamError for create options an index could not honour (before any file is made)."""
+    refuse_fit(params)
+    if needs_texts and not store_text:
+        raise ParamError(
+            f"verify={params.resolved_verify!r} re-checks borderline pairs on the stored "
+            "texts, and store_text=False keeps none, so every query would be refused; keep "
+            "the texts (store_text=True, --store-text) or choose a verification that needs "
+            "none (verify='sketch', 'exact' or 'none'; --verify)"
+        )
+    if params.keep != "first" or params.removal != "keep-aware":
+        asked = f"keep={params.keep!r}" if params.keep != "first" else f"removal={params.removal!r}"
+        raise ParamError(
+            f"an index keeps the first copy it is given (query, then add), so {asked} could "
+            "never apply; leave it at its default, or deduplicate the whole corpus at once with "
+            "neardup dedup (Deduplicator)"
+        )
+
+
+def check_ids(ids: object, n: int | None) -> list[str]:
+    """``ids`` as a list of distinct UTF-8 strings (``n`` of them, when given), or InputError."""
+    if isinstance(ids, str | bytes):
+        raise TypeError("ids must be a list of strings, not one string; wrap it: [id]")
+    items = list(ids)  # type: ignore[call-overload]
+    bad = [i for i in items if not isinstance(i, str)]
+    if bad:
+        raise InputError(f"ids must be strings, got {type(bad[0]).__name__} {bad[0]!r}")
+    if n is not None and len(items) != n:
+        raise InputError(f"{len(items)} ids for {n} texts; give one id per text")
+    try:
+        "".join(items).encode("utf-8")
+    except UnicodeEncodeError:
+        odd = next(i for i in items if not i.isascii() and _unencodable(i))
+        raise InputError(
+            f"id {odd!r} is not valid Unicode (a lone surrogate); give ids that are UTF-8 text"
+        ) from None
+    if len(set(items)) != len(items):
+        uniq, counts = np.unique(np.array(items, dtype=object), return_counts=True)
+        raise InputError(
+            f"id {uniq[counts > 1][0]!r} appears twice in one batch; ids must be unique"
+        )
+    return items
+
+
+def _unencodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def query_floor(params: DedupParams, threshold: float | None) -> float:
+    """The score a query's matches must reach: ``threshold``, from the index's own to 1."""
+    if threshold is None:
+        return 0.0
+    base = params.resolved_threshold
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not math.isfinite(threshold)
+        or threshold > 1.0
+    ):
+        raise ParamError(
+            f"the query threshold must be a finite number from {base:g} to 1, got "
+            f"{threshold!r}; leave it out to use the index's own ({base:g})"
+        )
+    if threshold < base - 1e-12:
+        raise ParamError(
+            f"this index finds matches at {base:g} and above; a query can ask for a "
+            f"threshold from {base:g} to 1, not {threshold!r}; build an index with "
+            f"--threshold {threshold:g} for lower ones"
+        )
+    return float(threshold)

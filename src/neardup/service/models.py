@@ -1,0 +1,86 @@
+"""The bodies of the service's requests and answers (pydantic models, shown in /docs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Document(_Strict):
+    """A document to add: its id (a URL for lost and found), text, metadata, last-seen date."""
+
+    id: str
+    text: str
+    meta: dict[str, Any] | None = None
+    date: str | None = None
+
+
+class AddRequest(_Strict):
+    documents: list[Document]
+
+
+class QueryDocument(_Strict):
+    """A query: its text, and an id echoed in the answer."""
+
+    id: str | int | None = None
+    text: str
+
+
+class QueryRequest(_Strict):
+    documents: list[QueryDocument]
+    threshold: float | None = Field(None, description="at least the index's own threshold")
+    limit: int | None = Field(None, ge=1, description="at most this many matches per query")
+
+
+class IdsRequest(_Strict):
+    ids: list[str]
+
+
+class RetireRequest(_Strict):
+    urls: list[str]
+    date: str | None = None
+
+
+class AddResponse(BaseModel):
+    added: int
+    replaced: int
+
+
+class QueryResult(BaseModel):
+    id: str | int | None
+    matches: list[dict[str, Any]]
+
+
+class QueryResponse(BaseModel):
+    results: list[QueryResult]
+
+
+class DedupDocument(_Strict):
+    """A document to deduplicate: its id (echoed; its id in the index once added) and text."""
+
+    id: str
+    text: str
+
+
+class DedupRequest(_Strict):
+    documents: list[DedupDocument]
+    add: bool = Field(False, description="add the kept documents to the index (one transaction)")
+
+
+class DedupResult(BaseModel):
+    id: str
+    kept: bool
+
+
+class DedupResponse(BaseModel):
+    results: list[DedupResult]
+    documents: int
+    duplicates_of_index: int
+    duplicates_in_input: int
+    kept: int
+    added_to_index: int
