@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from ._kernels import candidates as _k
 from ._kernels.hashing import EMPTY
+from ._prefetch import ordered_map
 from .errors import InputError, ParamError
 
 #: Default bucket size above which a bucket is chained instead of emitting all its pairs.
@@ -199,8 +200,6 @@ def pairs_by_column(
         own = np.zeros(_k.N_STATS, dtype=np.int64)
         found = column_buckets(column(j), max_bucket, identical, in_big, own, collect)
         return found, own
-
-    from .io._prefetch import ordered_map
 
     stats = np.zeros(_k.N_STATS, dtype=np.int64)
     for _, ((pa, pb, bm, bs), own) in ordered_map(one, range(k), jobs):

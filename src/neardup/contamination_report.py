@@ -26,6 +26,7 @@ from .io._atomic import open_output
 from .io._report import MAX_RECORD_SIZE, OnError
 from .io._source import Fmt, Inputs
 from .report import _json_objects, _line_errors, _open_lines, _read_texts
+from .run import ReadOptions, _paths, _read_benchmark
 
 #: Default number of matches shown with their texts.
 SAMPLE = 200
@@ -204,8 +205,6 @@ def write_contamination_report(
     """Write the HTML page of a decontamination run to ``out`` (atomically); see the module
     docstring. ``inputs``, ``against`` and the field options must be what the run read, so
     ids and spans match."""
-    from .run import ReadOptions, _paths, _read_benchmark
-
     for name, value, lo in (("sample", sample, 0), ("max_chars", max_chars, 1)):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
             raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")

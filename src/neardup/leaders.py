@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _k
+from ._prefetch import ordered_map
 from ._types import FloatArray, IntArray
 from .errors import ParamError
 from .exact import SetStore, score_exactly
@@ -78,8 +79,6 @@ def bucket_lists(
     uint64[n]); at most ``jobs`` columns are in memory at once. Singleton buckets are dropped,
     so a collection without near-copies holds almost nothing. Each column's records are kept
     in 32 bits (below 2**31 documents) until the counting sort by document places them."""
-    from .io._prefetch import ordered_map
-
     narrow = np.int32 if n < 2**31 else np.int64
 
     def one(j: int) -> tuple[IntArray, IntArray, int]:

@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from ._kernels import _jit
+from ._prefetch import ordered_map, prefetch
+from ._types import IntArray
 from .errors import ParamError
 from .io import (
     DocBatch,
@@ -31,7 +34,7 @@ from .io import (
     write_clusters,
     write_pairs,
 )
-from .io._prefetch import ordered_map, prefetch
+from .methods import needs_fit
 from .paragraphs import Unit, Units, check_unit, rewrite, split
 from .params import DedupParams, check_int
 from .progress import Progress
@@ -45,11 +48,10 @@ from .run import (
     default_memory_limit,
     plan_dedup_outputs,
 )
+from .simhash import fit_idf_texts
 
 if TYPE_CHECKING:
     from .engine import SignedBatch
-
-from ._types import IntArray
 
 #: Units with fewer canonical tokens are left alone by default.
 DEFAULT_MIN_TOKENS = 5
@@ -166,8 +168,6 @@ def dedup_paragraphs(
                 f"input's format; name -o so (it names {kept_fmt})"
             )
         dedup = _build(None, params)
-        from ._kernels import _jit
-
         if _jit.mode() == "python":
             jobs = 1
         dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
@@ -178,10 +178,7 @@ def dedup_paragraphs(
         def eligible(found: Units) -> IntArray:
             return np.flatnonzero(found.tokens >= units.min_tokens).astype(np.int64)
 
-        from .methods import needs_fit
-
         if needs_fit(params):
-            from .simhash import fit_idf_texts
 
             def unit_texts() -> Iterator[str]:
                 for batch in read.batches(source):

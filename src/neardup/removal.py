@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +40,8 @@ from ._kernels import removal as _k
 from ._types import FloatArray, IntArray
 from .clusters import _as_index_array, cluster_labels
 from .errors import InputError, ParamError
-
-Strategy = Literal["first", "longest", "field"]
+from .priority import check_n
+from .priority import priority_ranks as priority_ranks  # re-exported: one of removal's public names
 
 #: Default bound on the comparisons each big-bucket member makes with its bucket's leaders.
 DEFAULT_MAX_CHECKS = 16
@@ -70,65 +69,6 @@ class Removal:
     def removed(self) -> int:
         """Number of documents removed."""
         return int(self.kept.shape[0] - self.kept.sum())
-
-
-def _check_n(n: int) -> int:
-    if not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 0:
-        raise ParamError(f"number of documents n must be a non-negative integer, got {n!r}")
-    return int(n)
-
-
-def _value_ranks(key: npt.ArrayLike, n: int, name: str) -> IntArray:
-    """Dense ranks (0 = smallest) of one value per document; equal values share a rank."""
-    arr = np.asarray(key)
-    if arr.shape != (n,):
-        raise InputError(f"{name} must have one value per document ({n}), got shape {arr.shape}")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise InputError(f"{name} contains NaN; fill missing values before choosing what to keep")
-    if arr.dtype.kind not in "biufUSM":
-        raise InputError(f"{name} must be numbers, booleans, strings or datetimes, got {arr.dtype}")
-    _, inverse = np.unique(arr, return_inverse=True)
-    return inverse.ravel().astype(np.int64)
-
-
-def priority_ranks(
-    n: int,
-    strategy: Strategy = "first",
-    *,
-    lengths: npt.ArrayLike | None = None,
-    key: npt.ArrayLike | None = None,
-    prefer: Literal["max", "min"] = "max",
-) -> IntArray:
-    """Keep priority of every document: int64[n], a permutation of 0..n-1, 0 = most preferred.
-
-    strategy:
-      "first"   the smallest document index first (the earliest seen).
-      "longest" the largest ``lengths`` value first (e.g. characters): the most complete copy.
-      "field"   the largest ``key`` value first (numbers, strings or datetimes, e.g. a quality
-                score), or the smallest with ``prefer="min"`` (e.g. the oldest date).
-    Ties are broken by the smallest document index, so the order is deterministic.
-    """
-    n = _check_n(n)
-    if prefer not in ("max", "min"):
-        raise ParamError(f"prefer must be 'max' or 'min', got {prefer!r}")
-    if strategy == "first":
-        return np.arange(n, dtype=np.int64)
-    if strategy == "longest":
-        if lengths is None:
-            raise ParamError("strategy 'longest' needs lengths=<one length per document>")
-        value = -_value_ranks(lengths, n, "lengths")
-    elif strategy == "field":
-        if key is None:
-            raise ParamError("strategy 'field' needs key=<one value per document>")
-        value = _value_ranks(key, n, "key")
-        if prefer == "max":
-            value = -value
-    else:
-        raise ParamError(f"strategy must be 'first', 'longest' or 'field', got {strategy!r}")
-    order = np.lexsort((np.arange(n), value))
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n, dtype=np.int64)
-    return rank
 
 
 # -- shared input handling ----------------------------------------------------------------------
@@ -202,7 +142,7 @@ def _nodes(
     priority: npt.ArrayLike,
     groups: npt.ArrayLike | None,
 ) -> Nodes:
-    n = _check_n(n)
+    n = check_n(n)
     aa = _as_index_array("a", a, n)
     bb = _as_index_array("b", b, n)
     ss = np.asarray(score, dtype=np.float64).ravel()

@@ -42,6 +42,7 @@ from .io import open_source, plan_outputs
 from .io._atomic import open_output
 from .io._report import MAX_RECORD_SIZE, OnError
 from .io._source import Fmt, Inputs
+from .paragraphs import split
 from .params import ShingleParams
 from .shingles import shingle_sequence
 
@@ -358,8 +359,6 @@ def _read_texts(
             n_input += len(batch)
             for rid, text in zip(batch.ids, batch.texts, strict=True):
                 if units is not None and rid in units:
-                    from .paragraphs import split
-
                     found = split([text])
                     for part, name in units[rid]:
                         if part < len(found):

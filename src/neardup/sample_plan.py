@@ -32,7 +32,7 @@ import numpy.typing as npt
 from .errors import NeardupError, ParamError
 from .features import FeatureParams, acceptance, features
 from .minhash import sketch
-from .params import ShingleParams, SketchParams, Verify
+from .params import DedupParams, MinhashParams, ShingleParams, SketchParams, Verify
 from .planner import features_for, plan
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
@@ -286,8 +286,6 @@ def plan_with_sample(
         out.append(
             est.forecast(plan(threshold, max_t=max_t).params, threshold, "planned (equal costs)")
         )
-    from .params import DedupParams, MinhashParams
-
     run = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t), verify=verify)
     dedup = features_for(run)
     out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))

@@ -28,11 +28,12 @@ import io
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .._heap import trim
+from ..decontaminate import Decontaminator, Matches, match_lines
 from ..errors import ParamError
 from ..params import DecontaminateParams
 from ..text import Utf8Texts
@@ -60,9 +61,6 @@ from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block, text
 from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put_part
 from .tables import Docs
 from .workdir import WorkDir
-
-if TYPE_CHECKING:
-    from ..decontaminate import Decontaminator, Matches
 
 #: Input bytes per destination of the ids shuffle (ids are a small part of a record).
 ID_DEST_BYTES = 16 * DEST_BYTES
@@ -125,8 +123,6 @@ def _matches_table(found: list[tuple[int, Matches]]) -> Any:
 def _matches_of(table: Any) -> Matches:
     """``_matches_table``'s table back as ``Matches``."""
     import pyarrow.compute as pc
-
-    from ..decontaminate import Matches
 
     def num(name: str, dtype: Any) -> np.ndarray:
         return np.asarray(table.column(name).to_numpy(), dtype=dtype)
@@ -215,8 +211,6 @@ def write_block(
 ) -> dict[str, Any]:
     """One block's clean records (copied byte for byte) and matches lines, each a part file;
     ``dropped``: its records dropped for a repeated id (neither clean nor matched)."""
-    from ..decontaminate import match_lines
-
     work = layout.work
     rel = f"write/part-{index:05d}.json"
     if work.exists(rel):
@@ -300,8 +294,6 @@ def run_decontaminate(
     """Decontaminate ``files`` (from ``check_job``) against the benchmark ``bench`` (ids,
     texts, skipped records) on the cluster of ``client``; returns the summary (also in every
     output folder's manifest)."""
-    from ..decontaminate import Decontaminator
-
     started = time.perf_counter()
     if not isinstance(params, DecontaminateParams):
         raise TypeError(f"params must be a DecontaminateParams, got {params!r}")

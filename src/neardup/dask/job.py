@@ -45,7 +45,7 @@ from ..io._report import (
     ErrorReport,
 )
 from ..io._source import _DUPLICATE_FIX
-from ..methods import needs_fit
+from ..methods import make_method, needs_fit
 from ..params import DedupParams
 from .bundles import regroup
 from .inputs import BLOCK_BYTES, Block, InputFile, filesystem, is_url, list_inputs, plan_blocks
@@ -477,8 +477,6 @@ def _summary(
     started: float,
     n_blocks: int,
 ) -> dict[str, Any]:
-    from ..methods import make_method
-
     stats: dict[str, Any] = {}
     for part in finished.values():
         for key, value in part.items():
