@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -46,6 +45,8 @@ Removal = Literal["keep-aware", "components"]
 def table_version() -> str:
     """The Unicode version the tokeniser's tables are built from (those of the running Python,
     ``text.py``); part of the fingerprint format."""
+    import unicodedata  # here, not at module top: ``import neardup`` and --help never need it
+
     return unicodedata.unidata_version
 
 

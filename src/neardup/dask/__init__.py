@@ -21,7 +21,8 @@ from ..params import DecontaminateParams, DedupParams
 from ..run import ReadOptions, _paths, _read_benchmark
 from .cluster import cluster_errors, connect, import_distributed
 from .decontaminate import DecontaminateFolders, check_job, run_decontaminate
-from .job import ClusterOutputs, JobOptions, read_output, run_job
+from .folders import read_output
+from .job import ClusterOutputs, JobOptions, run_job
 
 __all__ = [
     "ClusterOutputs",
