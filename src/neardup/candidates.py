@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from ._kernels import candidates as _k
 from ._kernels.hashing import EMPTY
+from ._prefetch import ordered_map
 from .errors import InputError, ParamError
 
 #: Default bucket size above which a bucket is chained instead of emitting all its pairs.
@@ -172,6 +173,31 @@ def candidate_pairs(
     )
 
 
+def _add_stats(stats: npt.NDArray[np.int64], own: npt.NDArray[np.int64]) -> None:
+    """Add one column's kernel statistics to ``stats`` (the largest bucket: a maximum)."""
+    largest = max(int(stats[_k.LARGEST]), int(own[_k.LARGEST]))
+    stats += own
+    stats[_k.LARGEST] = largest  # a maximum, not a sum
+
+
+def _column_stats(
+    n: int, k: int, raw: int, pairs: int, stats: npt.NDArray[np.int64], big_docs: int
+) -> CandidateStats:
+    """The statistics of a pass over the key columns (``stats``: the kernels', summed)."""
+    return CandidateStats(
+        n_docs=int(n),
+        n_keys=int(k),
+        raw_pairs=raw,
+        pairs=pairs,
+        big_buckets=int(stats[_k.BIG_BUCKETS]),
+        big_bucket_slots=int(stats[_k.BIG_SLOTS]),
+        big_bucket_docs=big_docs,
+        big_bucket_pairs=int(stats[_k.BIG_PAIRS]),
+        big_bucket_quadratic_pairs=int(stats[_k.BIG_QUADRATIC]),
+        largest_bucket=int(stats[_k.LARGEST]),
+    )
+
+
 def pairs_by_column(
     column: Callable[[int], npt.NDArray[np.uint64]],
     n: int,
@@ -200,17 +226,13 @@ def pairs_by_column(
         found = column_buckets(column(j), max_bucket, identical, in_big, own, collect)
         return found, own
 
-    from .io._prefetch import ordered_map
-
     stats = np.zeros(_k.N_STATS, dtype=np.int64)
     for _, ((pa, pb, bm, bs), own) in ordered_map(one, range(k), jobs):
         parts_a.append(pa)
         parts_b.append(pb)
         big_parts.append(bm)
         size_parts.append(bs)
-        largest = max(int(stats[_k.LARGEST]), int(own[_k.LARGEST]))
-        stats += own
-        stats[_k.LARGEST] = largest  # a maximum, not a sum
+        _add_stats(stats, own)
 
     raw = sum(int(p.shape[0]) for p in parts_a)
     a, b, count = shared_pairs(
@@ -219,18 +241,7 @@ def pairs_by_column(
         n,
         int(r),
     )
-    st = CandidateStats(
-        n_docs=int(n),
-        n_keys=int(k),
-        raw_pairs=raw,
-        pairs=int(a.shape[0]),
-        big_buckets=int(stats[_k.BIG_BUCKETS]),
-        big_bucket_slots=int(stats[_k.BIG_SLOTS]),
-        big_bucket_docs=int(in_big.sum()),
-        big_bucket_pairs=int(stats[_k.BIG_PAIRS]),
-        big_bucket_quadratic_pairs=int(stats[_k.BIG_QUADRATIC]),
-        largest_bucket=int(stats[_k.LARGEST]),
-    )
+    st = _column_stats(n, k, raw, int(a.shape[0]), stats, int(in_big.sum()))
     if not collect:
         return CandidateResult(a=a, b=b, count=count, stats=st)
     big_members, big_offsets = distinct_buckets(big_parts, size_parts)

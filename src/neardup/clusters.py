@@ -15,8 +15,7 @@ import numpy.typing as npt
 from ._kernels import clusters as _k
 from ._types import IntArray
 from .errors import InputError, ParamError
-
-Strategy = Literal["first", "longest", "field"]
+from .priority import Strategy, priority_ranks
 
 
 def _as_index_array(name: str, values: npt.ArrayLike, n: int) -> IntArray:
@@ -95,8 +94,6 @@ def choose_representatives(
                 score or a date) is largest, or smallest with ``prefer="min"`` (e.g. the oldest).
     Ties are always broken by the smallest document index, so the choice is deterministic.
     """
-    from .removal import priority_ranks  # removal builds on this module: import when used
-
     lab = np.asarray(labels)
     if lab.ndim != 1:
         raise InputError(f"labels must be a 1-D array, got shape {lab.shape}")

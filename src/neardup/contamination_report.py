@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from .errors import InputError, ParamError
+from .errors import InputError
 from .io import plan_outputs
 from .io._atomic import open_output
 from .io._report import MAX_RECORD_SIZE, OnError
 from .io._source import Fmt, Inputs
-from .report import _json_objects, _line_errors, _open_lines, _read_texts
+from .report_files import check_minimums, json_objects, line_errors, on_disk, open_lines, read_texts
+from .run import ReadOptions, _paths, _read_benchmark
 
 #: Default number of matches shown with their texts.
 SAMPLE = 200
@@ -67,17 +68,17 @@ _MATCHES_ROWS = (
 def _lines(path: str | Path) -> list[bytes]:
     """A matches file's lines, or a cluster run's matches folder read back whole."""
     if Path(path).is_dir():
-        from .dask.job import read_output
+        from .dask.folders import read_output
 
         return read_output(str(path)).splitlines()
-    return list(_open_lines(path))
+    return list(open_lines(path))
 
 
 def read_matches(path: str | Path) -> list[MatchRow]:
     """Rows of a matches JSONL file (or folder); InputError names a bad line."""
     rows: list[MatchRow] = []
-    error = _line_errors(path, _MATCHES_ROWS)
-    for n, obj in _json_objects(_lines(path), error):
+    error = line_errors(path, _MATCHES_ROWS)
+    for n, obj in json_objects(_lines(path), error):
         ids = [obj.get("id"), obj.get("benchmark_id")]
         for k, value in enumerate(ids):
             if isinstance(value, int) and not isinstance(value, bool):
@@ -184,6 +185,44 @@ def _match_sections(
     return "".join(out)
 
 
+def _benchmark(
+    against: str | Sequence[str], options: ReadOptions, rows: list[MatchRow], matches: str | Path
+) -> tuple[list[str], list[str]]:
+    """The benchmark's ids and texts, or InputError when a match names an item not in it."""
+    bench_ids, bench_texts, _ = _read_benchmark(against, options)
+    unknown = sorted({r.benchmark_id for r in rows} - set(bench_ids))
+    if unknown:
+        raise InputError(
+            f"{len(unknown)} benchmark items of {matches} are not in the benchmark (e.g. id "
+            f"{unknown[0]!r}); give the same --against and --against-id-field as the run"
+        )
+    return bench_ids, bench_texts
+
+
+def _per_item(rows: list[MatchRow]) -> tuple[dict[str, int], dict[str, float]]:
+    """Matches of each benchmark item, and its highest containment."""
+    counts: dict[str, int] = {}
+    best: dict[str, float] = {}
+    for r in rows:
+        counts[r.benchmark_id] = counts.get(r.benchmark_id, 0) + 1
+        best[r.benchmark_id] = max(best.get(r.benchmark_id, 0.0), r.containment)
+    return counts, best
+
+
+def _summary(
+    n_input: int, contaminated: int, matches: int, items: int, found: int, shown: int
+) -> list[tuple[str, str]]:
+    """The page's summary rows."""
+    return [
+        ("training documents", f"{n_input:,}"),
+        ("contaminated documents", f"{contaminated:,}"),
+        ("documents kept", f"{n_input - contaminated:,}"),
+        ("matches (document, item)", f"{matches:,}"),
+        ("benchmark items", f"{items:,} ({found:,} found in the training data)"),
+        ("matches shown", f"{shown:,}"),
+    ]
+
+
 def write_contamination_report(
     inputs: Inputs,
     matches: str | Path,
@@ -204,53 +243,25 @@ def write_contamination_report(
     """Write the HTML page of a decontamination run to ``out`` (atomically); see the module
     docstring. ``inputs``, ``against`` and the field options must be what the run read, so
     ids and spans match."""
-    from .run import ReadOptions, _paths, _read_benchmark
-
-    for name, value, lo in (("sample", sample, 0), ("max_chars", max_chars, 1)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-            raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")
-    sources: list[str | Path] = [matches, *_paths(against)]
-    if isinstance(inputs, str | Path):
-        sources.append(inputs)
-    elif isinstance(inputs, Sequence):
-        sources.extend(inputs)
-    plan = plan_outputs(sources, {"-o": out})
+    check_minimums(("sample", sample, 0), ("max_chars", max_chars, 1))
+    plan = plan_outputs([matches, *_paths(against), *on_disk(inputs)], {"-o": out})
     rows = read_matches(matches)
-    bench_ids, bench_texts, _ = _read_benchmark(
-        against,
-        ReadOptions(
-            text_field=against_text_field or text_field,
-            id_field=against_id_field or id_field,
-            on_error=on_error,
-            max_record_size=max_record_size,
-        ),
+    bench_options = ReadOptions(
+        text_field=against_text_field or text_field,
+        id_field=against_id_field or id_field,
+        on_error=on_error,
+        max_record_size=max_record_size,
     )
+    bench_ids, bench_texts = _benchmark(against, bench_options, rows, matches)
     bench = dict(zip(bench_ids, bench_texts, strict=True))
-    unknown = sorted({r.benchmark_id for r in rows} - bench.keys())
-    if unknown:
-        raise InputError(
-            f"{len(unknown)} benchmark items of {matches} are not in the benchmark (e.g. id "
-            f"{unknown[0]!r}); give the same --against and --against-id-field as the run"
-        )
-    counts: dict[str, int] = {}
-    best: dict[str, float] = {}
-    for r in rows:
-        counts[r.benchmark_id] = counts.get(r.benchmark_id, 0) + 1
-        best[r.benchmark_id] = max(best.get(r.benchmark_id, 0.0), r.containment)
+    counts, best = _per_item(rows)
     shown = sample_matches(rows, counts, sample)
-    texts, n_input = _read_texts(
+    texts, n_input = read_texts(
         inputs, {rows[k].id for k in shown}, fmt, text_field, id_field, on_error,
         max_record_size, what=f"the matches file {matches}", run="decontaminate",
     )  # fmt: skip
     contaminated = len({r.id for r in rows})
-    summary = [
-        ("training documents", f"{n_input:,}"),
-        ("contaminated documents", f"{contaminated:,}"),
-        ("documents kept", f"{n_input - contaminated:,}"),
-        ("matches (document, item)", f"{len(rows):,}"),
-        ("benchmark items", f"{len(bench_ids):,} ({len(counts):,} found in the training data)"),
-        ("matches shown", f"{len(shown):,}"),
-    ]
+    summary = _summary(n_input, contaminated, len(rows), len(bench_ids), len(counts), len(shown))
     fills = {
         "TITLE": html.escape(title),
         "SUMMARY": "".join(

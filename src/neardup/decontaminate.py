@@ -23,8 +23,7 @@ from ._kernels import contain as _k
 from ._types import IntArray
 from .params import DecontaminateParams
 from .shingles import shingle_batch, shingle_sequence
-from .text import Utf8Texts, token_spans
-from .textbatch import check_texts
+from .text import Utf8Texts, check_texts, token_spans
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,51 @@ def _layout(f: int, k: int, b: int) -> tuple[tuple[tuple[int, int], ...], list[t
     return tuple(blocks), tables
 
 
+def _block_counts(
+    k: int, n: int, f: int, mode: PlanMode, blocks: int | None, max_tables: int, max_memory: int
+) -> list[int]:
+    """The block counts ``plan_tables`` prices: ``blocks`` when forced, else every b from k+1
+    within ``max_tables`` tables (and, for queries, ``max_memory``)."""
+    if blocks is not None:
+        if not isinstance(blocks, int) or not k < blocks <= min(f, MAX_BLOCKS):
+            raise ParamError(
+                f"blocks must be an integer from k+1={k + 1} to {min(f, MAX_BLOCKS)}, "
+                f"got {blocks!r}: the pigeonhole argument needs more blocks than k"
+            )
+        return [blocks]
+    return [
+        b
+        for b in range(k + 1, min(f, MAX_BLOCKS) + 1)
+        if b == k + 1
+        or (
+            k > 0
+            and math.comb(b, k) <= max_tables
+            and (mode == "batch" or math.comb(b, k) * n * TABLE_BYTES <= max_memory)
+        )
+    ]  # k = 0: one table keyed on every bit; more blocks would change nothing
+
+
+def _price(
+    f: int, k: int, n: int, mode: PlanMode, b: int
+) -> tuple[float, float, tuple[int, ...], tuple, list[tuple[int, ...]]]:
+    """(cost ns, expected candidates, key bits, layout, tables) of b blocks (the cost model
+    of ``plan_tables``)."""
+    layout, tables = _layout(f, k, b)
+    key_bits = tuple(f - sum(layout[j][1] for j in dropped) for dropped in tables)
+    cost = 0.0
+    cand = 0.0
+    for p in key_bits:
+        if mode == "batch":
+            c = n * (n - 1) / 2 * 2.0**-p
+            cost += n * (COST_PERMUTE_NS + COST_PASS_NS * math.ceil(p / 8))
+        else:
+            c = n * 2.0**-p
+            cost += COST_TABLE_QUERY_NS
+        cost += COST_CANDIDATE_NS * c
+        cand += c
+    return cost, cand, key_bits, layout, tables
+
+
 def plan_tables(
     k: int,
     n: int,
@@ -181,42 +226,8 @@ def plan_tables(
         raise ParamError(f"collection size n must be a non-negative integer, got {n!r}")
     if mode not in ("batch", "query"):
         raise ParamError(f"plan mode must be 'batch' or 'query', got {mode!r}")
-    if blocks is not None:
-        if not isinstance(blocks, int) or not k < blocks <= min(f, MAX_BLOCKS):
-            raise ParamError(
-                f"blocks must be an integer from k+1={k + 1} to {min(f, MAX_BLOCKS)}, "
-                f"got {blocks!r}: the pigeonhole argument needs more blocks than k"
-            )
-        candidates_b = [blocks]
-    else:
-        candidates_b = [
-            b
-            for b in range(k + 1, min(f, MAX_BLOCKS) + 1)
-            if b == k + 1
-            or (
-                k > 0
-                and math.comb(b, k) <= max_tables
-                and (mode == "batch" or math.comb(b, k) * n * TABLE_BYTES <= max_memory)
-            )
-        ]  # k = 0: one table keyed on every bit; more blocks would change nothing
-
-    def price(b: int) -> tuple[float, float, tuple[int, ...], tuple, list[tuple[int, ...]]]:
-        layout, tables = _layout(f, k, b)
-        key_bits = tuple(f - sum(layout[j][1] for j in dropped) for dropped in tables)
-        cost = 0.0
-        cand = 0.0
-        for p in key_bits:
-            if mode == "batch":
-                c = n * (n - 1) / 2 * 2.0**-p
-                cost += n * (COST_PERMUTE_NS + COST_PASS_NS * math.ceil(p / 8))
-            else:
-                c = n * 2.0**-p
-                cost += COST_TABLE_QUERY_NS
-            cost += COST_CANDIDATE_NS * c
-            cand += c
-        return cost, cand, key_bits, layout, tables
-
-    priced = [(b, *price(b)) for b in candidates_b]
+    candidates_b = _block_counts(k, n, f, mode, blocks, max_tables, max_memory)
+    priced = [(b, *_price(f, k, n, mode, b)) for b in candidates_b]
     best = min(priced, key=lambda r: (r[1], len(r[5])))
     _, cost, cand, key_bits, layout, tables = best
     return HammingPlan(

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _k
+from ._prefetch import ordered_map
 from ._types import FloatArray, IntArray
 from .errors import ParamError
 from .exact import SetStore, score_exactly
@@ -78,8 +79,6 @@ def bucket_lists(
     uint64[n]); at most ``jobs`` columns are in memory at once. Singleton buckets are dropped,
     so a collection without near-copies holds almost nothing. Each column's records are kept
     in 32 bits (below 2**31 documents) until the counting sort by document places them."""
-    from .io._prefetch import ordered_map
-
     narrow = np.int32 if n < 2**31 else np.int64
 
     def one(j: int) -> tuple[IntArray, IntArray, int]:
@@ -164,6 +163,63 @@ class _ExactScores:
         self.scores = np.concatenate([self.scores, scores])[order]
 
 
+@dataclass
+class _Passes:
+    """What the leader passes decided so far: each row's fate (the kernel updates these in
+    place), the accepted pairs, and the passes and comparisons made."""
+
+    kept: npt.NDArray[np.bool_]
+    dup: IntArray
+    score: FloatArray
+    pa: IntArray
+    pb: IntArray
+    ps: FloatArray
+    rounds: int = 0
+    checks: int = 0
+    exact_checks: int = 0
+
+    @classmethod
+    def start(cls, m: int) -> _Passes:
+        """Every row kept, no pair yet."""
+        none = np.zeros(0, dtype=np.int64)
+        return cls(
+            np.ones(m, dtype=np.bool_),
+            np.full(m, -1, dtype=np.int64),
+            np.full(m, np.nan, dtype=np.float64),
+            none,
+            none,
+            np.zeros(0, dtype=np.float64),
+        )
+
+    def merge(
+        self, run: npt.NDArray[np.bool_], a: IntArray, b: IntArray, s: FloatArray, stats: IntArray
+    ) -> None:
+        """Count a pass, and take its pairs in place of those of the components it ran."""
+        self.rounds += 1
+        self.checks += int(stats[_k.CHECKS])
+        self.exact_checks += int(stats[_k.EXACT])
+        settled = ~run[self.pa]  # pairs of components that did not run again
+        self.pa = np.concatenate([self.pa[settled], a])
+        self.pb = np.concatenate([self.pb[settled], b])
+        self.ps = np.concatenate([self.ps[settled], s])
+
+    def result(self, sets: SetStore | None) -> LeaderResult:
+        """The removal, with what it cost (``sets``: the exact sets computed and held)."""
+        return LeaderResult(
+            self.kept,
+            self.dup,
+            self.score,
+            self.pa,
+            self.pb,
+            self.ps,
+            checks=self.checks,
+            exact=self.exact_checks,
+            sets=0 if sets is None else sets.computed,
+            set_bytes=0 if sets is None else sets.held + sets.spilled,
+            rounds=self.rounds,
+        )
+
+
 def remove_by_leaders(
     buckets: Buckets,
     rank: IntArray,
@@ -196,12 +252,8 @@ def remove_by_leaders(
     # score are settled, and only the others run again.
     component = _k.bucket_components(buckets.offsets, buckets.buckets, buckets.n_buckets)
     run = np.ones(m, dtype=np.bool_)
-    kept = np.ones(m, dtype=np.bool_)
-    dup = np.full(m, -1, dtype=np.int64)
-    score = np.full(m, np.nan, dtype=np.float64)
-    pa = pb = np.zeros(0, dtype=np.int64)
-    ps = np.zeros(0, dtype=np.float64)
-    rounds = checks = exact_checks = 0
+    state = _Passes.start(m)
+    count_ok = np.ascontiguousarray(count_ok, dtype=np.bool_)
     while True:
         a, b, s, wa, wb, stats = _k.leader_pass(
             order,
@@ -210,35 +262,18 @@ def remove_by_leaders(
             buckets.buckets,
             buckets.n_buckets,
             int(min_shared),
-            np.ascontiguousarray(count_ok, dtype=np.bool_),
+            count_ok,
             check.kernel_args(count_score, exact.codes, exact.scores),
             run,
-            kept,
-            dup,
-            score,
+            state.kept,
+            state.dup,
+            state.score,
             keep_pairs,
             int(max_leaders),
         )
-        rounds += 1
-        checks += int(stats[_k.CHECKS])
-        exact_checks += int(stats[_k.EXACT])
-        settled = ~run[pa]  # pairs of components that did not run again
-        pa, pb, ps = (np.concatenate([pa[settled], a]), np.concatenate([pb[settled], b]),
-                      np.concatenate([ps[settled], s]))  # fmt: skip
+        state.merge(run, a, b, s, stats)
         if len(wa) == 0:
             break
         exact.add(wa, wb)
         run = np.isin(component, np.unique(component[wa]))
-    return LeaderResult(
-        kept,
-        dup,
-        score,
-        pa,
-        pb,
-        ps,
-        checks=checks,
-        exact=exact_checks,
-        sets=0 if sets is None else sets.computed,
-        set_bytes=0 if sets is None else sets.held + sets.spilled,
-        rounds=rounds,
-    )
+    return state.result(sets)

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
+from ._kernels import _jit
+from ._prefetch import ordered_map, prefetch
+from ._types import IntArray
 from .errors import ParamError
 from .io import (
     DocBatch,
@@ -31,7 +35,7 @@ from .io import (
     write_clusters,
     write_pairs,
 )
-from .io._prefetch import ordered_map, prefetch
+from .methods import needs_fit
 from .paragraphs import Unit, Units, check_unit, rewrite, split
 from .params import DedupParams, check_int
 from .progress import Progress
@@ -45,11 +49,12 @@ from .run import (
     default_memory_limit,
     plan_dedup_outputs,
 )
+from .simhash import fit_idf_texts
 
 if TYPE_CHECKING:
-    from .engine import SignedBatch
-
-from ._types import IntArray
+    from .engine import Deduplicator, SignedBatch
+    from .io._convert import OutFmt
+    from .io._outputs import OutputPlan
 
 #: Units with fewer canonical tokens are left alone by default.
 DEFAULT_MIN_TOKENS = 5
@@ -128,6 +133,195 @@ def _unit_texts(
     return list(found.texts(rows.astype(np.int64)))
 
 
+def _eligible(found: Units, min_tokens: int) -> IntArray:
+    """The units of ``found`` with at least ``min_tokens`` canonical tokens."""
+    return np.flatnonzero(found.tokens >= min_tokens).astype(np.int64)
+
+
+def _check_outputs(
+    inputs: str | Sequence[str], outputs: DedupOutputs, source: Source, unit: Unit
+) -> tuple[OutputPlan, OutFmt | None]:
+    """The output plan and the kept output's format, refused unless documents can be written
+    back in the input's own format (rewritten units keep every other field)."""
+    if source.fmt not in EDITABLE:
+        raise ParamError(
+            f"--unit {unit} rewrites documents in their own format: JSONL, Parquet "
+            f"or text files, not {source.fmt}; run dedup on the pages first, then on its "
+            "JSONL output"
+        )
+    plan, kept_fmt = plan_dedup_outputs(inputs, outputs, source.fmt)
+    native = {"jsonl": "jsonl", "parquet": "parquet", "text": "folder"}[source.fmt]
+    if kept_fmt not in (None, native):
+        raise ParamError(
+            f"--unit {unit} writes the rewritten documents as {source.fmt}, the "
+            f"input's format; name -o so (it names {kept_fmt})"
+        )
+    return plan, kept_fmt
+
+
+def _unit_engine(
+    params: DedupParams,
+    units: UnitOptions,
+    read: ReadOptions,
+    source: Source,
+    jobs: int,
+    memory_limit: int | None,
+    all_pairs: bool,
+) -> Deduplicator:
+    """The engine whose documents are units, its method built (and SimHash's IDF fitted over
+    the eligible units) before threads share it; ``jobs`` is set on it (1 interpreted)."""
+    dedup = _build(None, params)
+    if _jit.mode() == "python":
+        jobs = 1
+    dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
+    dedup.jobs = jobs
+    dedup.pairs = "all" if all_pairs else "removal"
+    if needs_fit(params):
+
+        def unit_texts() -> Iterator[str]:
+            for batch in read.batches(source):
+                found = split(batch.texts, units.unit, params.shingle.tokens)
+                yield from found.texts(_eligible(found, units.min_tokens))
+
+        dedup.idf = fit_idf_texts(unit_texts(), params.simhash_params(), read.docs_hint)
+    dedup.method  # built once, before threads share it  # noqa: B018
+    return dedup
+
+
+@dataclass
+class _UnitMap:
+    """Where the units are: each document's first global unit number (int64[docs+1]), the
+    global unit number and document of each engine document, and all units counted."""
+
+    first: IntArray
+    unit_of: IntArray
+    doc_of: IntArray
+    seen: int
+    keys: list[object]
+
+    def removed(self, kept: npt.NDArray[np.bool_]) -> _Edits:
+        """What removing the engine documents not ``kept`` does to the documents."""
+        removed = np.zeros(self.seen, dtype=np.bool_)
+        removed[self.unit_of[~kept]] = True
+        counts = np.diff(self.first)
+        removed_so_far = np.zeros(self.seen + 1, dtype=np.int64)
+        np.cumsum(removed, out=removed_so_far[1:])
+        per_doc = removed_so_far[self.first[1:]] - removed_so_far[self.first[:-1]]
+        changed = per_doc > 0
+        return _Edits(removed, changed, changed & (per_doc == counts))
+
+
+@dataclass
+class _Edits:
+    """Removed units (bool per global unit), and the documents changed and dropped (all their
+    units removed)."""
+
+    removed: npt.NDArray[np.bool_]
+    changed: npt.NDArray[np.bool_]
+    dropped: npt.NDArray[np.bool_]
+
+
+def _sign_units(
+    dedup: Deduplicator,
+    source: Source,
+    read: ReadOptions,
+    units: UnitOptions,
+    jobs: int,
+    progress: bool,
+) -> _UnitMap:
+    """Split each batch into units and append the eligible ones to ``dedup`` as its
+    documents (``jobs`` batches at once, in input order); where the units are."""
+    mode = dedup.params.shingle.tokens
+
+    def sign(batch: DocBatch) -> tuple[IntArray, IntArray, SignedBatch]:
+        found = split(batch.texts, units.unit, mode)
+        rows = _eligible(found, units.min_tokens)
+        return found.counts, rows, dedup.sign(found.texts(rows))
+
+    layout = _Layout([], [])
+    seen = 0
+    keys: list[object] = []
+    bar = Progress(progress, source.input_bytes)
+    try:
+        batches: Iterator[DocBatch] = read.batches(source)
+        if jobs > 1:
+            batches = prefetch(batches)
+        for batch, (counts, rows, signed) in ordered_map(sign, batches, jobs):
+            dedup.append(signed, batch.nbytes)
+            layout.counts.append(counts)
+            layout.unit_of.append(rows + seen)
+            seen += int(counts.sum())
+            if batch.keys is not None:
+                keys.extend(batch.keys)
+            bar.update(int(batch.positions[-1]) + 1 if len(batch) else 0, dedup.n_bytes)
+    finally:
+        bar.close()
+    return _UnitMap(*layout.arrays(), seen, keys)
+
+
+def _write_unit_rows(
+    plan: OutputPlan,
+    outputs: DedupOutputs,
+    dedup: Deduplicator,
+    ids: Sequence[str],
+    where: _UnitMap,
+) -> None:
+    """The clusters and pairs outputs: one row per unit, its document's id and number in it."""
+    unit_of, doc_of = where.unit_of, where.doc_of
+    parts = unit_of - where.first[doc_of]
+    unit_ids = UnitIds(ids, doc_of)
+    if outputs.clusters:
+        # Cluster labels: the global unit number of each cluster's first unit.
+        labels = unit_of[dedup.clusters_]
+        sizes = np.bincount(dedup.clusters_, minlength=len(unit_of))
+        rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
+        write_clusters(
+            plan["--clusters"], unit_ids, labels, dedup.kept_, rows,
+            duplicate_of=dedup.duplicate_of_, score=dedup.duplicate_score_, parts=parts,
+        )  # fmt: skip
+    if outputs.pairs:
+        a, b, score = dedup.all_pairs() if outputs.all_pairs else dedup.pairs_
+        write_pairs(plan["--pairs"], unit_ids, a, b, score, parts=parts)
+
+
+def _summary(
+    dedup: Deduplicator,
+    units: UnitOptions,
+    where: _UnitMap,
+    edits: _Edits,
+    written: int | None,
+    skipped: int,
+    seconds: float,
+) -> dict[str, Any]:
+    """The run's summary (printed by ``format_summary``, written by ``--summary-json``)."""
+    groups = dedup.groups_
+    gone = np.flatnonzero(~dedup.kept_)
+    of = dedup.duplicate_of_[gone]  # -1: no direct pair (components removal)
+    exact = int(((of >= 0) & (groups[gone] == groups[np.maximum(of, 0)])).sum())
+    seen, compared = where.seen, len(where.unit_of)
+    return {
+        "unit": units.unit,
+        "min_tokens": units.min_tokens,
+        "documents": len(where.first) - 1,
+        "paragraphs": seen,
+        "paragraphs_compared": compared,
+        "paragraphs_short": seen - compared,
+        "paragraphs_removed": len(gone),
+        "removed_exact": exact,
+        "removed_near": len(gone) - exact,
+        "documents_rewritten": int((edits.changed & ~edits.dropped).sum()),
+        "documents_dropped": int(edits.dropped.sum()),
+        "written": written,
+        "skipped_records": skipped,
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(dedup.n_bytes / 1e6 / max(seconds, 1e-9), 2),
+        "peak_memory_mb": round(_peak_memory_mb(), 1),
+        "method": dedup.method.describe(),
+        "params": dedup.params.fingerprint(),
+        "engine": dedup.stats_.as_dict(),
+    }
+
+
 def dedup_paragraphs(
     inputs: str | Sequence[str],
     params: DedupParams,
@@ -152,73 +346,14 @@ def dedup_paragraphs(
         raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
     started = time.perf_counter()
     with read.open(inputs, key_field=read.key_field) as source:
-        if source.fmt not in EDITABLE:
-            raise ParamError(
-                f"--unit {units.unit} rewrites documents in their own format: JSONL, Parquet "
-                f"or text files, not {source.fmt}; run dedup on the pages first, then on its "
-                "JSONL output"
-            )
-        plan, kept_fmt = plan_dedup_outputs(inputs, outputs, source.fmt)
-        native = {"jsonl": "jsonl", "parquet": "parquet", "text": "folder"}[source.fmt]
-        if kept_fmt not in (None, native):
-            raise ParamError(
-                f"--unit {units.unit} writes the rewritten documents as {source.fmt}, the "
-                f"input's format; name -o so (it names {kept_fmt})"
-            )
-        dedup = _build(None, params)
-        from ._kernels import _jit
-
-        if _jit.mode() == "python":
-            jobs = 1
-        dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
-        dedup.jobs = jobs
-        dedup.pairs = "all" if outputs.all_pairs else "removal"
-        mode = params.shingle.tokens
-
-        def eligible(found: Units) -> IntArray:
-            return np.flatnonzero(found.tokens >= units.min_tokens).astype(np.int64)
-
-        from .methods import needs_fit
-
-        if needs_fit(params):
-            from .simhash import fit_idf_texts
-
-            def unit_texts() -> Iterator[str]:
-                for batch in read.batches(source):
-                    found = split(batch.texts, units.unit, mode)
-                    yield from found.texts(eligible(found))
-
-            dedup.idf = fit_idf_texts(unit_texts(), params.simhash_params(), read.docs_hint)
-        dedup.method  # built once, before threads share it  # noqa: B018
-
-        def sign(batch: DocBatch) -> tuple[IntArray, IntArray, SignedBatch]:
-            found = split(batch.texts, units.unit, mode)
-            rows = eligible(found)
-            return found.counts, rows, dedup.sign(found.texts(rows))
-
-        layout = _Layout([], [])
-        seen = 0
-        keys: list[object] = []
-        bar = Progress(progress, source.input_bytes)
-        try:
-            batches: Iterator[DocBatch] = read.batches(source)
-            if jobs > 1:
-                batches = prefetch(batches)
-            for batch, (counts, rows, signed) in ordered_map(sign, batches, jobs):
-                dedup.append(signed, batch.nbytes)
-                layout.counts.append(counts)
-                layout.unit_of.append(rows + seen)
-                seen += int(counts.sum())
-                if batch.keys is not None:
-                    keys.extend(batch.keys)
-                bar.update(int(batch.positions[-1]) + 1 if len(batch) else 0, dedup.n_bytes)
-        finally:
-            bar.close()
-        first, unit_of, doc_of = layout.arrays()
-        del layout
+        plan, kept_fmt = _check_outputs(inputs, outputs, source, units.unit)
+        dedup = _unit_engine(params, units, read, source, jobs, memory_limit, outputs.all_pairs)
+        jobs = dedup.jobs
+        where = _sign_units(dedup, source, read, units, jobs, progress)
+        first, unit_of = where.first, where.unit_of
         key = None
         if read.key_field:
-            key = key_ranks(keys, params.keep_prefer)[doc_of]
+            key = key_ranks(where.keys, params.keep_prefer)[where.doc_of]
         dedup.finish(
             key,
             lambda docs: _unit_texts(
@@ -226,65 +361,21 @@ def dedup_paragraphs(
             ),
         )
         _jit.settle()
-        removed = np.zeros(seen, dtype=np.bool_)
-        removed[unit_of[~dedup.kept_]] = True
-        n_docs = len(first) - 1
-        counts = np.diff(first)
-        removed_so_far = np.zeros(seen + 1, dtype=np.int64)
-        np.cumsum(removed, out=removed_so_far[1:])
-        removed_per_doc = removed_so_far[first[1:]] - removed_so_far[first[:-1]]
-        changed = removed_per_doc > 0
-        dropped = changed & (removed_per_doc == counts)
-        unit = units.unit
+        edits = where.removed(dedup.kept_)
 
         def edit(position: int, text: str) -> str:
-            return rewrite(text, removed[first[position] : first[position + 1]], unit)
+            return rewrite(text, edits.removed[first[position] : first[position + 1]], units.unit)
 
         ids: Sequence[str] = source.ids if source.ids is not None else []
-        parts = unit_of - first[doc_of]
         with plan.commit():
             written = None
             if outputs.kept:
-                written = source.write_kept(~dropped, plan["-o"], kept_fmt, changed, edit)
-            unit_ids = UnitIds(ids, doc_of)
-            if outputs.clusters:
-                # Cluster labels: the global unit number of each cluster's first unit.
-                labels = unit_of[dedup.clusters_]
-                sizes = np.bincount(dedup.clusters_, minlength=len(unit_of))
-                rows = np.flatnonzero(sizes[dedup.clusters_] >= 2)
-                write_clusters(
-                    plan["--clusters"], unit_ids, labels, dedup.kept_, rows,
-                    duplicate_of=dedup.duplicate_of_, score=dedup.duplicate_score_, parts=parts,
-                )  # fmt: skip
-            if outputs.pairs:
-                a, b, score = dedup.all_pairs() if outputs.all_pairs else dedup.pairs_
-                write_pairs(plan["--pairs"], unit_ids, a, b, score, parts=parts)
-            groups = dedup.groups_
-            gone = np.flatnonzero(~dedup.kept_)
-            of = dedup.duplicate_of_[gone]  # -1: no direct pair (components removal)
-            exact = int(((of >= 0) & (groups[gone] == groups[np.maximum(of, 0)])).sum())
+                written = source.write_kept(
+                    ~edits.dropped, plan["-o"], kept_fmt, edits.changed, edit
+                )
+            _write_unit_rows(plan, outputs, dedup, ids, where)
             seconds = time.perf_counter() - started
-            summary: dict[str, Any] = {
-                "unit": unit,
-                "min_tokens": units.min_tokens,
-                "documents": n_docs,
-                "paragraphs": seen,
-                "paragraphs_compared": len(unit_of),
-                "paragraphs_short": seen - len(unit_of),
-                "paragraphs_removed": len(gone),
-                "removed_exact": exact,
-                "removed_near": len(gone) - exact,
-                "documents_rewritten": int((changed & ~dropped).sum()),
-                "documents_dropped": int(dropped.sum()),
-                "written": written,
-                "skipped_records": source.errors.total,
-                "seconds": round(seconds, 3),
-                "mb_per_s": round(dedup.n_bytes / 1e6 / max(seconds, 1e-9), 2),
-                "peak_memory_mb": round(_peak_memory_mb(), 1),
-                "method": dedup.method.describe(),
-                "params": params.fingerprint(),
-                "engine": dedup.stats_.as_dict(),
-            }
+            summary = _summary(dedup, units, where, edits, written, source.errors.total, seconds)
             if outputs.summary_json:
                 with atomic_write(plan["--summary-json"], "w") as fh:
                     json.dump(summary, fh, indent=1)

@@ -42,11 +42,17 @@ Keep = Literal["first", "longest", "field"]
 Removal = Literal["keep-aware", "components"]
 
 
+def table_version() -> str:
+    """The Unicode version the tokeniser's tables are built from (those of the running Python,
+    ``text.py``); part of the fingerprint format."""
+    import unicodedata  # here, not at module top: ``import neardup`` and --help never need it
+
+    return unicodedata.unidata_version
+
+
 def _fingerprint(obj: object) -> str:
     """A stable, human-readable string naming every field, the format and the Unicode version
     of the tokeniser's tables: equal strings mean equal outputs."""
-    from .text import table_version
-
     fields = dataclasses.asdict(obj)  # type: ignore[call-overload]
     fields["format"] = FORMAT_VERSION
     fields["unicode"] = table_version()

@@ -14,6 +14,7 @@ import numpy as np
 
 from .errors import NeardupError, ParamError
 from .features import acceptance, rejection
+from .io import atomic_write
 from .params import FeatureParams
 from .planner import Plan, check_threshold
 from .sample_plan import Forecast, SampleEstimate
@@ -84,8 +85,6 @@ def save_figure(fig: Any, path: str | Path) -> Path:
         raise ParamError(
             f"cannot draw {out}: unknown picture type '.{kind}'; name a .png, .svg or .pdf file"
         )
-    from .io import atomic_write
-
     with atomic_write(out, "wb") as handle:
         fig.savefig(handle, dpi=110, format=kind)
     return out

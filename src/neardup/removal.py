@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -41,8 +40,8 @@ from ._kernels import removal as _k
 from ._types import FloatArray, IntArray
 from .clusters import _as_index_array, cluster_labels
 from .errors import InputError, ParamError
-
-Strategy = Literal["first", "longest", "field"]
+from .priority import check_n
+from .priority import priority_ranks as priority_ranks  # re-exported: one of removal's public names
 
 #: Default bound on the comparisons each big-bucket member makes with its bucket's leaders.
 DEFAULT_MAX_CHECKS = 16
@@ -70,65 +69,6 @@ class Removal:
     def removed(self) -> int:
         """Number of documents removed."""
         return int(self.kept.shape[0] - self.kept.sum())
-
-
-def _check_n(n: int) -> int:
-    if not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 0:
-        raise ParamError(f"number of documents n must be a non-negative integer, got {n!r}")
-    return int(n)
-
-
-def _value_ranks(key: npt.ArrayLike, n: int, name: str) -> IntArray:
-    """Dense ranks (0 = smallest) of one value per document; equal values share a rank."""
-    arr = np.asarray(key)
-    if arr.shape != (n,):
-        raise InputError(f"{name} must have one value per document ({n}), got shape {arr.shape}")
-    if arr.dtype.kind == "f" and np.isnan(arr).any():
-        raise InputError(f"{name} contains NaN; fill missing values before choosing what to keep")
-    if arr.dtype.kind not in "biufUSM":
-        raise InputError(f"{name} must be numbers, booleans, strings or datetimes, got {arr.dtype}")
-    _, inverse = np.unique(arr, return_inverse=True)
-    return inverse.ravel().astype(np.int64)
-
-
-def priority_ranks(
-    n: int,
-    strategy: Strategy = "first",
-    *,
-    lengths: npt.ArrayLike | None = None,
-    key: npt.ArrayLike | None = None,
-    prefer: Literal["max", "min"] = "max",
-) -> IntArray:
-    """Keep priority of every document: int64[n], a permutation of 0..n-1, 0 = most preferred.
-
-    strategy:
-      "first"   the smallest document index first (the earliest seen).
-      "longest" the largest ``lengths`` value first (e.g. characters): the most complete copy.
-      "field"   the largest ``key`` value first (numbers, strings or datetimes, e.g. a quality
-                score), or the smallest with ``prefer="min"`` (e.g. the oldest date).
-    Ties are broken by the smallest document index, so the order is deterministic.
-    """
-    n = _check_n(n)
-    if prefer not in ("max", "min"):
-        raise ParamError(f"prefer must be 'max' or 'min', got {prefer!r}")
-    if strategy == "first":
-        return np.arange(n, dtype=np.int64)
-    if strategy == "longest":
-        if lengths is None:
-            raise ParamError("strategy 'longest' needs lengths=<one length per document>")
-        value = -_value_ranks(lengths, n, "lengths")
-    elif strategy == "field":
-        if key is None:
-            raise ParamError("strategy 'field' needs key=<one value per document>")
-        value = _value_ranks(key, n, "key")
-        if prefer == "max":
-            value = -value
-    else:
-        raise ParamError(f"strategy must be 'first', 'longest' or 'field', got {strategy!r}")
-    order = np.lexsort((np.arange(n), value))
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n, dtype=np.int64)
-    return rank
 
 
 # -- shared input handling ----------------------------------------------------------------------
@@ -202,7 +142,7 @@ def _nodes(
     priority: npt.ArrayLike,
     groups: npt.ArrayLike | None,
 ) -> Nodes:
-    n = _check_n(n)
+    n = check_n(n)
     aa = _as_index_array("a", a, n)
     bb = _as_index_array("b", b, n)
     ss = np.asarray(score, dtype=np.float64).ravel()
@@ -365,6 +305,136 @@ class BucketResolution:
 Verify = Callable[[IntArray, IntArray], npt.ArrayLike]
 
 
+def _check_budget(max_checks: int, max_rounds: int, threshold: float) -> None:
+    """ParamError unless both bounds are integers >= 1 and the threshold is in [0, 1]."""
+    for name, value in (("max_checks", max_checks), ("max_rounds", max_rounds)):
+        if not isinstance(value, int | np.integer) or isinstance(value, bool):
+            raise ParamError(f"{name} must be an integer >= 1, got {value!r}")
+        if value < 1:
+            raise ParamError(f"{name} must be an integer >= 1, got {value!r}")
+    if not 0.0 <= float(threshold) <= 1.0:
+        raise ParamError(f"threshold must be in [0, 1], got {threshold!r}")
+
+
+def _bucket_offsets(offsets: npt.ArrayLike, n_members: int) -> IntArray:
+    """The big buckets' CSR offsets as int64, or InputError unless they run from 0 to
+    ``n_members`` without decreasing."""
+    off = np.asarray(offsets)
+    if (
+        off.ndim != 1
+        or off.size < 1
+        or not np.issubdtype(off.dtype, np.integer)
+        or off[0] != 0
+        or off[-1] != n_members
+        or (np.diff(off) < 0).any()
+    ):
+        raise InputError(
+            f"offsets must be a non-decreasing integer array from 0 to len(members) "
+            f"({n_members}), one more entry than there are buckets"
+        )
+    return off.astype(np.int64)
+
+
+def _bucket_nodes(nodes: Nodes, mem: IntArray, off: IntArray) -> IntArray:
+    """Each bucket's members as nodes, in node priority order (bucket by bucket)."""
+    node_mem = nodes.groups[mem]
+    bucket_of = np.repeat(np.arange(off.size - 1, dtype=np.int64), np.diff(off))
+    return np.ascontiguousarray(node_mem[np.lexsort((nodes.rank[node_mem], bucket_of))])
+
+
+def _verify_round(
+    ca: IntArray, cb: IntArray, n: int, verify: Verify
+) -> tuple[IntArray, IntArray, IntArray, FloatArray]:
+    """One round's checks, each unordered pair once: (codes lo*n+hi, lo, hi, scores)."""
+    lo, hi = np.minimum(ca, cb), np.maximum(ca, cb)
+    codes = np.unique(lo * np.int64(n) + hi)
+    lo, hi = codes // n, codes % n
+    s = np.asarray(verify(lo, hi), dtype=np.float64).ravel()
+    if s.shape != lo.shape:
+        raise InputError(f"verify returned {s.size} scores for {lo.size} pairs")
+    return codes, lo, hi, s
+
+
+@dataclass
+class _Greedy:
+    """The pairs so far (those given, then those found in rounds) and the keep-aware rule's
+    outcome over them, on nodes."""
+
+    nodes: Nodes
+    a: IntArray
+    b: IntArray
+    score: FloatArray
+    kept: npt.NDArray[np.bool_]
+    dup: IntArray
+    dup_score: FloatArray
+
+    @classmethod
+    def over(cls, nodes: Nodes) -> _Greedy:
+        """The rule over the given pairs."""
+        return cls(
+            nodes,
+            nodes.a,
+            nodes.b,
+            nodes.score,
+            *_greedy_nodes(nodes, nodes.a, nodes.b, nodes.score),
+        )
+
+    def add(self, a: IntArray, b: IntArray, score: FloatArray) -> None:
+        """Add verified pairs and recompute the rule over all of them."""
+        self.a = np.concatenate([self.a, a])
+        self.b = np.concatenate([self.b, b])
+        self.score = np.concatenate([self.score, score])
+        self.kept, self.dup, self.dup_score = _greedy_nodes(self.nodes, self.a, self.b, self.score)
+
+
+def _rounds(
+    nodes: Nodes,
+    node_mem: IntArray,
+    off: IntArray,
+    verify: Verify,
+    threshold: float,
+    max_checks: int,
+    max_rounds: int,
+) -> tuple[_Greedy, BigBucketStats]:
+    """Compare big-bucket members with their kept leaders in rounds until no check is left
+    (or ``max_rounds``); the rule over every pair found, and what the rounds did."""
+    n = nodes.n
+    used = np.zeros(node_mem.size, dtype=np.int64)
+    checked = np.zeros(0, dtype=np.int64)
+    state = _Greedy.over(nodes)
+    rounds = checks = found = 0
+    starved = pending = 0
+    while True:
+        # Round r lets each member make 2**r new comparisons: a bucket of copies is settled by
+        # one comparison per member, a bucket of distinct texts in about log2(max_checks) rounds.
+        ca, cb, starved_now = _k.bucket_checks(
+            node_mem, off, state.kept, used, checked, n, max_checks, 1 << min(rounds, 40)
+        )
+        starved = int(starved_now)
+        if len(ca) == 0:
+            break
+        if rounds == max_rounds:
+            pending = len(ca)
+            break
+        codes, lo, hi, s = _verify_round(ca, cb, n, verify)
+        checked = np.union1d(checked, codes)
+        ok = s >= threshold
+        checks += len(codes)
+        found += int(ok.sum())
+        state.add(lo[ok], hi[ok], s[ok])
+        rounds += 1
+    stats = BigBucketStats(
+        buckets=int(off.size - 1),
+        slots=int(node_mem.size),
+        rounds=rounds,
+        checks=checks,
+        found=found,
+        starved=starved,
+        pending=pending,
+    )
+    return state, stats
+
+
 def resolve_big_buckets(
     n: int,
     a: npt.ArrayLike,
@@ -389,79 +459,13 @@ def resolve_big_buckets(
     called once per round with every check of that round; pairs scoring >= threshold are added.
     See the module docstring for the rounds and what the stats mean.
     """
-    if not isinstance(max_checks, int | np.integer) or isinstance(max_checks, bool):
-        raise ParamError(f"max_checks must be an integer >= 1, got {max_checks!r}")
-    if max_checks < 1:
-        raise ParamError(f"max_checks must be an integer >= 1, got {max_checks!r}")
-    if not isinstance(max_rounds, int | np.integer) or isinstance(max_rounds, bool):
-        raise ParamError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
-    if max_rounds < 1:
-        raise ParamError(f"max_rounds must be an integer >= 1, got {max_rounds!r}")
-    if not 0.0 <= float(threshold) <= 1.0:
-        raise ParamError(f"threshold must be in [0, 1], got {threshold!r}")
+    _check_budget(max_checks, max_rounds, threshold)
     nodes = _nodes(n, a, b, score, priority, groups)
     n = nodes.n
     mem = _as_index_array("members", members, n)
-    off = np.asarray(offsets)
-    if (
-        off.ndim != 1
-        or off.size < 1
-        or not np.issubdtype(off.dtype, np.integer)
-        or off[0] != 0
-        or off[-1] != mem.size
-        or (np.diff(off) < 0).any()
-    ):
-        raise InputError(
-            f"offsets must be a non-decreasing integer array from 0 to len(members) "
-            f"({mem.size}), one more entry than there are buckets"
-        )
-    off = off.astype(np.int64)
-    # Each bucket's members as nodes, in node priority order.
-    node_mem = nodes.groups[mem]
-    bucket_of = np.repeat(np.arange(off.size - 1, dtype=np.int64), np.diff(off))
-    node_mem = np.ascontiguousarray(node_mem[np.lexsort((nodes.rank[node_mem], bucket_of))])
-    used = np.zeros(node_mem.size, dtype=np.int64)
-    checked = np.zeros(0, dtype=np.int64)
-    pa, pb, ps = nodes.a, nodes.b, nodes.score
-    n_given = len(pa)
-    node_kept, node_dup, node_score = _greedy_nodes(nodes, pa, pb, ps)
-    rounds = checks = found = 0
-    starved = pending = 0
-    while True:
-        # Round r lets each member make 2**r new comparisons: a bucket of copies is settled by
-        # one comparison per member, a bucket of distinct texts in about log2(max_checks) rounds.
-        ca, cb, starved_now = _k.bucket_checks(
-            node_mem, off, node_kept, used, checked, n, int(max_checks), 1 << min(rounds, 40)
-        )
-        starved = int(starved_now)
-        if len(ca) == 0:
-            break
-        if rounds == max_rounds:
-            pending = len(ca)
-            break
-        lo, hi = np.minimum(ca, cb), np.maximum(ca, cb)
-        codes = np.unique(lo * np.int64(n) + hi)
-        lo, hi = codes // n, codes % n
-        s = np.asarray(verify(lo, hi), dtype=np.float64).ravel()
-        if s.shape != lo.shape:
-            raise InputError(f"verify returned {s.size} scores for {lo.size} pairs")
-        checked = np.union1d(checked, codes)
-        ok = s >= threshold
-        checks += len(codes)
-        found += int(ok.sum())
-        pa = np.concatenate([pa, lo[ok]])
-        pb = np.concatenate([pb, hi[ok]])
-        ps = np.concatenate([ps, s[ok]])
-        node_kept, node_dup, node_score = _greedy_nodes(nodes, pa, pb, ps)
-        rounds += 1
-    stats = BigBucketStats(
-        buckets=int(off.size - 1),
-        slots=int(mem.size),
-        rounds=rounds,
-        checks=checks,
-        found=found,
-        starved=starved,
-        pending=pending,
-    )
-    removal = expand(nodes, node_kept, node_dup, node_score)
-    return BucketResolution(removal, pa[n_given:], pb[n_given:], ps[n_given:], stats)
+    off = _bucket_offsets(offsets, mem.size)
+    node_mem = _bucket_nodes(nodes, mem, off)
+    state, stats = _rounds(nodes, node_mem, off, verify, threshold, int(max_checks), max_rounds)
+    removal = expand(nodes, state.kept, state.dup, state.dup_score)
+    given = len(nodes.a)
+    return BucketResolution(removal, state.a[given:], state.b[given:], state.score[given:], stats)

@@ -22,12 +22,11 @@ paragraph's text (its document split again by ``neardup.paragraphs``).
 from __future__ import annotations
 
 import base64
-import gzip
 import html
 import io
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -37,12 +36,13 @@ import numpy as np
 import numpy.typing as npt
 
 from .compare import word_spans
-from .errors import InputError, NeardupError, ParamError
-from .io import open_source, plan_outputs
+from .errors import InputError, NeardupError
+from .io import plan_outputs
 from .io._atomic import open_output
 from .io._report import MAX_RECORD_SIZE, OnError
 from .io._source import Fmt, Inputs
 from .params import ShingleParams
+from .report_files import check_minimums, json_objects, line_errors, on_disk, open_lines, read_texts
 from .shingles import shingle_sequence
 
 #: Default number of largest clusters whose texts are embedded (the rest list ids and scores).
@@ -79,48 +79,6 @@ class ReportStats:
     bytes: int
 
 
-def _open_lines(path: str | Path) -> Iterator[bytes]:
-    p = Path(path)
-    try:
-        raw = p.open("rb")
-    except FileNotFoundError:
-        raise InputError(f"{p}: file not found; check the path") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read it ({exc.strerror or exc})") from None
-    with raw:
-        magic = raw.read(2)
-        raw.seek(0)
-        handle = gzip.GzipFile(fileobj=raw) if magic == b"\x1f\x8b" else raw
-        yield from handle
-
-
-def _json_objects(
-    lines: Iterable[bytes], error: Callable[[int, str], InputError]
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each non-blank line's JSON object with its line number (from 1); a line that is none
-    raises ``error(line, problem)``, the InputError that says what the file should hold."""
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise error(n, f"not valid JSON ({exc})") from None
-        if not isinstance(obj, dict):
-            raise error(n, "not a JSON object")
-        yield n, obj
-
-
-def _line_errors(path: str | Path, holds: str) -> Callable[[int, str], InputError]:
-    """The InputError for a bad line of ``path``: the line, what is wrong with it, then
-    ``holds`` (what a line of such a file holds and what writes it)."""
-
-    def error(line: int, problem: str) -> InputError:
-        return InputError(f"{path} line {line}: {problem}; {holds}")
-
-    return error
-
-
 _CLUSTERS_ROWS = (
     'a clusters file has one JSON object per line with "id", "cluster", "kept" and optionally '
     '"duplicate_of" and "score" (neardup dedup --clusters writes it)'
@@ -130,8 +88,8 @@ _CLUSTERS_ROWS = (
 def read_clusters(path: str | Path) -> list[ClusterRow]:
     """Rows of a clusters JSONL file (optionally gzipped); InputError names a bad line."""
     rows: list[ClusterRow] = []
-    error = _line_errors(path, _CLUSTERS_ROWS)
-    for n, obj in _json_objects(_open_lines(path), error):
+    error = line_errors(path, _CLUSTERS_ROWS)
+    for n, obj in json_objects(open_lines(path), error):
         rid, label, kept = obj.get("id"), obj.get("cluster"), obj.get("kept")
         if isinstance(rid, int) and not isinstance(rid, bool):
             rid = str(rid)
@@ -178,7 +136,7 @@ def unit_key(doc: str, paragraph: int) -> str:
 def read_pairs(path: str | Path) -> list[tuple[str, str, float]]:
     """Rows (id_a, id_b, score) of a pairs JSONL file (``neardup dedup --pairs``)."""
     out = []
-    for n, line in enumerate(_open_lines(path), 1):
+    for n, line in enumerate(open_lines(path), 1):
         if not line.strip():
             continue
         try:
@@ -329,53 +287,6 @@ def _script_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def _read_texts(
-    inputs: Inputs,
-    need: set[str],
-    fmt: Fmt | None,
-    text_field: str,
-    id_field: str,
-    on_error: OnError,
-    max_record_size: int,
-    units: dict[str, list[tuple[int, str]]] | None = None,
-    what: str = "the clusters file",
-    run: str = "dedup",
-) -> tuple[dict[str, str], int]:
-    """The texts of the documents ``need`` names, and the number of input documents; with
-    ``units`` (document id -> [(paragraph, name)]), those paragraphs' texts by name. ``what``
-    names the file that needs them and ``run`` the command that read the input, for errors."""
-    texts: dict[str, str] = {}
-    n_input = 0
-    with open_source(
-        inputs,
-        fmt,
-        text_field=text_field,
-        id_field=id_field,
-        on_error=on_error,
-        max_record_size=max_record_size,
-    ) as source:
-        for batch in source.batches(5000):
-            n_input += len(batch)
-            for rid, text in zip(batch.ids, batch.texts, strict=True):
-                if units is not None and rid in units:
-                    from .paragraphs import split
-
-                    found = split([text])
-                    for part, name in units[rid]:
-                        if part < len(found):
-                            texts[name] = found.texts()[part]
-                elif rid in need:
-                    texts[rid] = text
-    missing = need - texts.keys()
-    if missing:
-        raise InputError(
-            f"{len(missing)} documents of {what} are not in the input (e.g. id "
-            f"{sorted(missing)[0]!r}); give the same input and --format/--id-field/--text-field "
-            f"as the {run} run"
-        )
-    return texts, n_input
-
-
 @dataclass
 class _Layout:
     """What the page shows: clusters as [label, size, kept docs, pairs], documents as
@@ -500,6 +411,49 @@ def _page(title: str, summary: list[tuple[str, str]], figures: list[str], data: 
     return page.encode("utf-8")
 
 
+def _by_size(rows: list[ClusterRow]) -> tuple[dict[int, list[int]], list[int]]:
+    """The rows of each cluster label (in file order), and the labels largest first."""
+    by_label: dict[int, list[int]] = {}
+    for k, row in enumerate(rows):
+        by_label.setdefault(row.cluster, []).append(k)
+    return by_label, sorted(by_label, key=lambda c: (-len(by_label[c]), c))
+
+
+def _partners(rows: list[ClusterRow], pairs: str | Path | None) -> dict[str, tuple[str, float]]:
+    """Each removed row's best partner from the pairs file, read only when the clusters file
+    has no ``duplicate_of`` for some removed row."""
+    if pairs is None or not any(r.duplicate_of is None and not r.kept for r in rows):
+        return {}
+    return _best_partners(rows, read_pairs(pairs))
+
+
+def _shown_units(
+    rows: list[ClusterRow], shown: Sequence[int], by_label: dict[int, list[int]]
+) -> dict[str, list[tuple[int, str]]] | None:
+    """For a paragraph run's clusters file: (paragraph number, row id) of each document's
+    paragraphs in the ``shown`` clusters; None for whole documents."""
+    if not any(r.paragraph is not None for r in rows):
+        return None
+    units: dict[str, list[tuple[int, str]]] = {}
+    for c in shown:
+        for k in by_label[c]:
+            row = rows[k]
+            if row.doc is not None and row.paragraph is not None:
+                units.setdefault(row.doc, []).append((row.paragraph, row.id))
+    return units
+
+
+def _as_paragraphs(summary: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The summary rows of a run whose members are paragraphs."""
+    out = [
+        (k.replace("documents", "paragraphs"), v.replace("document", "paragraph"))
+        for k, v in summary
+        if k != "documents kept"
+    ]
+    out[0] = ("input documents", out[0][1])
+    return out
+
+
 def write_report(
     inputs: Inputs,
     clusters: str | Path,
@@ -526,51 +480,26 @@ def write_report(
     file) is read only for clusters files without ``duplicate_of``; ``run_summary`` (its
     ``--summary-json``) adds parameters and timing to the summary.
     """
-    for name, value, lo in (
+    check_minimums(
         ("max_chars", max_chars, 1),
         ("text_clusters", text_clusters, 0),
         ("page_size", page_size, 1),
-    ):
-        if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-            raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")
-    # The page is checked against every file the report reads before any is read.
-    sources: list[str | Path] = []
-    if isinstance(inputs, str | Path):
-        sources.append(inputs)
-    elif isinstance(inputs, Sequence):  # else a stream: nothing on disk to protect
-        sources.extend(inputs)
-    sources += [x for x in (clusters, pairs, run_summary) if x is not None]
+    )
+    sources = [*on_disk(inputs), *(x for x in (clusters, pairs, run_summary) if x is not None)]
     plan = plan_outputs(sources, {"-o": out})
     rows = read_clusters(clusters)
-    by_label: dict[int, list[int]] = {}
-    for k, row in enumerate(rows):
-        by_label.setdefault(row.cluster, []).append(k)
-    order = sorted(by_label, key=lambda c: (-len(by_label[c]), c))  # largest first
+    by_label, order = _by_size(rows)
     need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
-    units: dict[str, list[tuple[int, str]]] | None = None
-    if any(r.paragraph is not None for r in rows):
-        units = {}
-        for c in order[:text_clusters]:
-            for k in by_label[c]:
-                row = rows[k]
-                if row.doc is not None and row.paragraph is not None:
-                    units.setdefault(row.doc, []).append((row.paragraph, row.id))
-    texts, n_input = _read_texts(
+    units = _shown_units(rows, order[:text_clusters], by_label)
+    texts, n_input = read_texts(
         inputs, need, fmt, text_field, id_field, on_error, max_record_size, units
     )
-    from_pairs: dict[str, tuple[str, float]] = {}
-    if pairs is not None and any(r.duplicate_of is None and not r.kept for r in rows):
-        from_pairs = _best_partners(rows, read_pairs(pairs))
+    from_pairs = _partners(rows, pairs)
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
     summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run_summary)
     if units is not None:  # the members are paragraphs
-        summary = [
-            (k.replace("documents", "paragraphs"), v.replace("document", "paragraph"))
-            for k, v in summary
-            if k != "documents kept"
-        ]
-        summary[0] = ("input documents", summary[0][1])
+        summary = _as_paragraphs(summary)
     data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}
     encoded = _page(title, summary, _figures(layout.scores, sizes), data)
     with plan.commit(), open_output(plan["-o"]) as fh:

@@ -32,7 +32,7 @@ import numpy.typing as npt
 from .errors import NeardupError, ParamError
 from .features import FeatureParams, acceptance, features
 from .minhash import sketch
-from .params import ShingleParams, SketchParams, Verify
+from .params import DedupParams, MinhashParams, ShingleParams, SketchParams, Verify
 from .planner import features_for, plan
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
@@ -194,6 +194,59 @@ def _matches(
     return keep // (len(q_owner) + 1), keep % (len(q_owner) + 1)
 
 
+@dataclass
+class _Queries:
+    """The sampled query documents: their shingle sets and their features sorted by key, so
+    each corpus batch finds the queries it resembles by sorting, never all pairs."""
+
+    positions: npt.NDArray[np.int64]  # global positions, sorted
+    sets: ShingleBatch
+    keys: npt.NDArray[np.uint64]
+    owner: npt.NDArray[np.int64]  # the query of each key
+    shingle: ShingleParams
+    sketch: SketchParams
+    search: FeatureParams
+
+    @classmethod
+    def of(
+        cls,
+        texts: list[str],
+        positions: npt.NDArray[np.int64],
+        shingle: ShingleParams,
+        sp: SketchParams,
+        search: FeatureParams,
+    ) -> _Queries:
+        """The queries ``texts`` (at ``positions``), featured under ``search``."""
+        sets = shingle_batch(texts, shingle)
+        feats = features(sketch(sets.fps, sets.offsets, sp), search)
+        owner_all = np.repeat(np.arange(len(texts), dtype=np.int64), search.k)
+        flat = feats.ravel()
+        valid = flat != np.uint64(0xFFFFFFFFFFFFFFFF)  # empty documents have no features
+        order = np.argsort(flat[valid], kind="stable")
+        return cls(
+            positions, sets, flat[valid][order], owner_all[valid][order], shingle, sp, search
+        )
+
+    def scores(
+        self, texts: Sequence[str], pos: npt.NDArray[np.int64], floor: float
+    ) -> npt.NDArray[np.float64]:
+        """Jaccard of the (query, document) candidate pairs of one batch at ``floor`` or
+        above; a pair of two queries counts once, from its later member."""
+        sets = shingle_batch(texts, self.shingle)
+        feats = features(sketch(sets.fps, sets.offsets, self.sketch), self.search)
+        rows, qs = _matches(self.keys, self.owner, feats, self.search.r)
+        d_pos = pos[rows]
+        q_pos = self.positions[qs]
+        # a pair of two queries is seen from both sides: count it from its later member only
+        keep = (d_pos != q_pos) & ~(np.isin(d_pos, self.positions) & (d_pos < q_pos))
+        rows, qs = rows[keep], qs[keep]
+        if not rows.size:
+            return np.zeros(0, np.float64)
+        both = _merged(self.sets, sets)
+        score = pair_scores(both, qs, rows + len(self.positions), "jaccard")
+        return score[score >= floor]
+
+
 def estimate_from_sample(
     batches: Batches,
     n: int = 1000,
@@ -210,9 +263,7 @@ def estimate_from_sample(
     """
     floor = max(0.3, threshold / 2) if floor is None else floor
     _check(n, floor)
-    total = 0
-    for texts, _ in batches():
-        total += len(texts)
+    total = sum(len(texts) for texts, _ in batches())
     if total < 2:
         raise NeardupError(f"the corpus has {total} document(s); a sample needs at least 2")
     m = min(n, total)
@@ -223,28 +274,8 @@ def estimate_from_sample(
         for i in np.flatnonzero(np.isin(pos, queries)).tolist():
             q_texts.append(texts[i])
     search = plan(floor, cost_fn=1000.0).params
-    sp = SketchParams(t=search.t, seed=seed)
-    q_sets = shingle_batch(q_texts, shingle)
-    q_feats = features(sketch(q_sets.fps, q_sets.offsets, sp), search)
-    q_owner_all = np.repeat(np.arange(m, dtype=np.int64), search.k)
-    flat = q_feats.ravel()
-    valid = flat != np.uint64(0xFFFFFFFFFFFFFFFF)  # empty documents have no features
-    order = np.argsort(flat[valid], kind="stable")
-    q_keys, q_owner = flat[valid][order], q_owner_all[valid][order]
-    rho: list[npt.NDArray[np.float64]] = []
-    for texts, pos in batches():
-        sets = shingle_batch(texts, shingle)
-        feats = features(sketch(sets.fps, sets.offsets, sp), search)
-        rows, qs = _matches(q_keys, q_owner, feats, search.r)
-        d_pos = pos[rows]
-        q_pos = queries[qs]
-        # a pair of two queries is seen from both sides: count it from its later member only
-        keep = (d_pos != q_pos) & ~(np.isin(d_pos, queries) & (d_pos < q_pos))
-        rows, qs = rows[keep], qs[keep]
-        if rows.size:
-            both = _merged(q_sets, sets)
-            score = pair_scores(both, qs, rows + m, "jaccard")
-            rho.append(score[score >= floor])
+    probe = _Queries.of(q_texts, queries, shingle, SketchParams(t=search.t, seed=seed), search)
+    rho = [score for texts, pos in batches() if len(score := probe.scores(texts, pos, floor))]
     measured = np.concatenate(rho) if rho else np.zeros(0, np.float64)
     all_pairs = total * (total - 1) / 2
     observed = m * (total - m) + m * (m - 1) // 2
@@ -286,8 +317,6 @@ def plan_with_sample(
         out.append(
             est.forecast(plan(threshold, max_t=max_t).params, threshold, "planned (equal costs)")
         )
-    from .params import DedupParams, MinhashParams
-
     run = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t), verify=verify)
     dedup = features_for(run)
     out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))

@@ -21,6 +21,7 @@ from ._kernels import simhash as _ks
 from ._kernels.shingles import distinct_per_doc, unique_per_doc
 from .errors import IndexMismatchError, InputError, ParamError
 from .params import ShingleParams, SimhashParams, check_seed
+from .shingles import shingle_sequence
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,6 @@ def fit_idf(
 
 def fit_idf_texts(texts: Iterable[str], params: SimhashParams, batch_size: int = 2000) -> IdfTable:
     """``fit_idf`` over the features ``params`` extracts from ``texts``, in batches."""
-    from .shingles import shingle_sequence
-
     sp = params.shingle_params()
 
     def gen() -> Iterable[tuple[npt.ArrayLike, npt.ArrayLike]]:
@@ -203,8 +202,6 @@ def simhash_batch(
     texts: Sequence[str], params: SimhashParams = SimhashParams(), idf: IdfTable | None = None
 ) -> SimhashBatch:
     """Fingerprints of ``texts`` and their empty-document mask (see ``simhash``)."""
-    from .shingles import shingle_sequence
-
     if isinstance(texts, str):
         raise InputError("texts must be a sequence of strings, not one string; wrap it in a list")
     fps, offsets = shingle_sequence(texts, params.shingle_params())

@@ -22,7 +22,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import overload
 
 import numpy as np
 
-from .params import TokenMode
+from .params import TokenMode, table_version
 
 _WORD_RUN = re.compile(r"\w+")
 _NUM_CODE_POINTS = 0x110000
@@ -67,7 +67,7 @@ def tables() -> tuple[np.ndarray, np.ndarray]:
     (``$NEARDUP_CACHE_DIR``, else ``$XDG_CACHE_HOME/neardup``, else ``~/.cache/neardup``);
     an unreadable or unwritable cache is ignored and the tables are simply rebuilt.
     """
-    path = _cache_dir() / f"unicode-tables-{unicodedata.unidata_version}-v{_TABLES_VERSION}.npz"
+    path = _cache_dir() / f"unicode-tables-{table_version()}-v{_TABLES_VERSION}.npz"
     loaded = _load_tables(path)
     is_word, fold = loaded if loaded is not None else _build_tables()
     if loaded is None:
@@ -120,11 +120,6 @@ def _build_tables() -> tuple[np.ndarray, np.ndarray]:
         if c.casefold() != c or c.lower() != c:
             fold[i] = ord(fold_char(c))
     return is_word, fold
-
-
-def table_version() -> str:
-    """The Unicode version the tables were built from; part of the fingerprint format."""
-    return unicodedata.unidata_version
 
 
 def _code_points(s: str) -> np.ndarray:
@@ -247,3 +242,22 @@ class Utf8Texts(Sequence[str]):
     def __reduce__(self) -> tuple[type[Utf8Texts], tuple[np.ndarray, np.ndarray]]:
         lo, hi = int(self.offsets[0]), int(self.offsets[-1])
         return Utf8Texts, (self.buf[lo:hi].copy(), self.offsets - lo)
+
+
+def check_texts(texts: object, what: str = "texts") -> Sequence[str]:
+    """A sequence of strings, or a TypeError naming the first element that is not one."""
+    if isinstance(texts, Utf8Texts):  # strings by construction
+        return texts
+    if isinstance(texts, str | bytes):
+        raise TypeError(
+            f"{what} must be a list of strings, not one {type(texts).__name__}; wrap it: [text]"
+        )
+    if not isinstance(texts, Sequence):
+        if not isinstance(texts, Iterable):
+            raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}")
+        texts = list(texts)
+    seq: Sequence[object] = texts
+    for i, t in enumerate(seq):
+        if not isinstance(t, str):
+            raise TypeError(f"{what}[{i}] is {type(t).__name__}, not str; pass texts as strings")
+    return seq  # type: ignore[return-value]

@@ -7,35 +7,18 @@ comes from the stage modules (``shingles``, ``minhash``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from ._kernels.hashing import EMPTY
 from ._kernels.shingles import unique_per_doc
+from .minhash import sketch
 from .params import ShingleParams, SketchParams
 from .shingles import ShingleBatch, shingle_sequence, shingle_texts
 from .text import Utf8Texts
-
-
-def check_texts(texts: object, what: str = "texts") -> Sequence[str]:
-    """A sequence of strings, or a TypeError naming the first element that is not one."""
-    if isinstance(texts, Utf8Texts):  # strings by construction
-        return texts
-    if isinstance(texts, str | bytes):
-        raise TypeError(
-            f"{what} must be a list of strings, not one {type(texts).__name__}; wrap it: [text]"
-        )
-    if not isinstance(texts, Sequence):
-        if not isinstance(texts, Iterable):
-            raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}")
-        texts = list(texts)
-    seq: Sequence[object] = texts
-    for i, t in enumerate(seq):
-        if not isinstance(t, str):
-            raise TypeError(f"{what}[{i}] is {type(t).__name__}, not str; pass texts as strings")
-    return seq  # type: ignore[return-value]
+from .text import check_texts as check_texts  # re-exported: engine and index import it here
 
 
 class TextBatch:
@@ -88,8 +71,6 @@ class TextBatch:
     def sketch(self, params: SketchParams) -> npt.NDArray[np.uint64]:
         """The MinHash sketch uint64[n, t] of each document's shingle set."""
         if params not in self._sketches:
-            from .minhash import sketch
-
             self._sketches[params] = sketch(*self.shingles(), params)
         return self._sketches[params]
 

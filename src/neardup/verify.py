@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ._kernels import leaders as _lk
+from ._prefetch import ordered_map
 from ._types import BoolArray, FloatArray, IntArray
 from .errors import NeardupError, ParamError
 from .minhash import estimate_pairs
@@ -388,8 +389,6 @@ class HybridVerification(SketchVerification):
         kernels release the GIL): a re-check may shingle tens of thousands of texts."""
         if jobs <= 1 or len(texts) < 2 * RECHECK_CHUNK:
             return shingle_batch(texts, self.shingle)
-        from .io._prefetch import ordered_map
-
         chunks = [texts[i : i + RECHECK_CHUNK] for i in range(0, len(texts), RECHECK_CHUNK)]
         done = ordered_map(lambda c: shingle_batch(c, self.shingle), chunks, jobs)
         return ShingleBatch.concat([b for _, b in done])

@@ -15,15 +15,14 @@ See ``job`` for the stages and docs/DASK.md for running on a cluster.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..params import DecontaminateParams, DedupParams
-from .cluster import cluster_errors, connect
-from .decontaminate import DecontaminateFolders
-from .job import ClusterOutputs, JobOptions, read_output, run_job
-
-if TYPE_CHECKING:
-    from ..run import ReadOptions
+from ..run import ReadOptions, _paths, _read_benchmark
+from .cluster import cluster_errors, connect, import_distributed
+from .decontaminate import DecontaminateFolders, check_job, run_decontaminate
+from .folders import read_output
+from .job import ClusterOutputs, JobOptions, run_job
 
 __all__ = [
     "ClusterOutputs",
@@ -49,8 +48,6 @@ def dedup(
     (None: the current one); part files and a manifest go to each output folder. Returns the
     summary."""
     if client is None:
-        from .cluster import import_distributed
-
         client = import_distributed().get_client()
     paths = [inputs] if isinstance(inputs, str) else list(inputs)
     with cluster_errors():
@@ -74,9 +71,6 @@ def decontaminate(
     default ``options``'); clean and matches part files and a manifest go to each output
     folder. ``client``: a Client, ``"local:N"`` or a scheduler address (connected once the
     inputs and outputs are checked), None for the current one. Returns the summary."""
-    from ..run import ReadOptions, _paths, _read_benchmark
-    from .decontaminate import check_job, run_decontaminate
-
     options = options or JobOptions()
     paths = [inputs] if isinstance(inputs, str) else list(inputs)
     files = check_job(paths, outputs, options, tuple(_paths(against)))
@@ -88,8 +82,6 @@ def decontaminate(
     )
     benchmark = _read_benchmark(against, bench)
     if client is None:
-        from .cluster import import_distributed
-
         client = import_distributed().get_client()
     with connect(client, info, worker_memory) as connected, cluster_errors():
         return run_decontaminate(files, benchmark, params, outputs, options, connected, info)

@@ -56,6 +56,66 @@ def cluster_errors() -> Iterator[None]:
         ) from exc
 
 
+def _local_workers(spec: str) -> int:
+    """N of ``"local:N"`` (the CPU count for ``"local"``), or ParamError."""
+    _, _, count = spec.partition(":")
+    try:
+        n = int(count) if count else os.cpu_count() or 1
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ParamError(f"--dask {spec!r}: write local:N with N >= 1 worker processes")
+    return n
+
+
+def _local_cluster(
+    distributed: Any,
+    spec: str,
+    info: Callable[[str], None] | None,
+    memory_limit: str | int | None,
+) -> Iterator[Any]:
+    """A Client of a LocalCluster of one-thread worker processes, closed afterwards; the
+    workers start with ``WORKER_ENVIRON`` (and without ``DROPPED_ENVIRON``)."""
+    n = _local_workers(spec)
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
+    for name in DROPPED_ENVIRON:
+        environ.pop(name, None)
+    environ.update(WORKER_ENVIRON)
+    with (
+        dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+        distributed.LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=memory_limit or "auto",
+            dashboard_address=":0",
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        if info is not None:
+            info(f"Dask: local cluster of {n} workers, dashboard {client.dashboard_link}")
+        yield client
+
+
+def _scheduler(distributed: Any, spec: str, info: Callable[[str], None] | None) -> Iterator[Any]:
+    """A Client of the scheduler at address ``spec``, or NeardupError within
+    ``CONNECT_TIMEOUT`` seconds when it cannot be reached."""
+    try:
+        client = distributed.Client(spec, timeout=CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        raise NeardupError(
+            f"cannot reach the Dask scheduler at {spec} ({type(exc).__name__}: {exc}); check "
+            "the address and that `dask scheduler` is running there"
+        ) from exc
+    with client:
+        if info is not None:
+            workers = len(client.scheduler_info().get("workers", {}))
+            info(f"Dask: {spec}, {workers} workers, dashboard {client.dashboard_link}")
+        yield client
+
+
 @contextlib.contextmanager
 def connect(
     spec: str | Any,
@@ -76,47 +136,10 @@ def connect(
         yield spec
         return
     if spec.startswith("local"):
-        _, _, count = spec.partition(":")
-        try:
-            n = int(count) if count else os.cpu_count() or 1
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ParamError(f"--dask {spec!r}: write local:N with N >= 1 worker processes")
-        import dask
-
-        environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
-        for name in DROPPED_ENVIRON:
-            environ.pop(name, None)
-        environ.update(WORKER_ENVIRON)
-        with (
-            dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
-            distributed.LocalCluster(
-                n_workers=n,
-                threads_per_worker=1,
-                processes=True,
-                memory_limit=memory_limit or "auto",
-                dashboard_address=":0",
-            ) as cluster,
-            distributed.Client(cluster) as client,
-        ):
-            if info is not None:
-                info(f"Dask: local cluster of {n} workers, dashboard {client.dashboard_link}")
-            yield client
+        yield from _local_cluster(distributed, spec, info, memory_limit)
         return
     if "://" not in spec:
         raise ParamError(
             f"--dask {spec!r}: give local:N or a scheduler address such as tcp://host:8786"
         )
-    try:
-        client = distributed.Client(spec, timeout=CONNECT_TIMEOUT)
-    except (OSError, TimeoutError) as exc:
-        raise NeardupError(
-            f"cannot reach the Dask scheduler at {spec} ({type(exc).__name__}: {exc}); check "
-            "the address and that `dask scheduler` is running there"
-        ) from exc
-    with client:
-        if info is not None:
-            workers = len(client.scheduler_info().get("workers", {}))
-            info(f"Dask: {spec}, {workers} workers, dashboard {client.dashboard_link}")
-        yield client
+    yield from _scheduler(distributed, spec, info)

@@ -28,41 +28,41 @@ import io
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .._heap import trim
+from ..decontaminate import Decontaminator, Matches, match_lines
 from ..errors import ParamError
 from ..params import DecontaminateParams
 from ..text import Utf8Texts
 from .bundles import Pieces, regroup
+from .folders import (
+    Folder,
+    check_folders,
+    check_written,
+    unmark,
+    write_manifests,
+    write_summary_json,
+)
 from .inputs import Block, InputFile, list_inputs, plan_blocks
 from .job import (
     DEST_BYTES,
     MIN_DESTS,
-    Folder,
     JobOptions,
     _Clock,
     _dup_problems,
     _line_offsets,
     _problems,
     _stage,
-    check_folders,
-    check_written,
     start_work,
-    unmark,
     work_folder,
-    write_manifests,
-    write_summary_json,
 )
 from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block, text_batches
 from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put_part
 from .tables import Docs
 from .workdir import WorkDir
-
-if TYPE_CHECKING:
-    from ..decontaminate import Decontaminator, Matches
 
 #: Input bytes per destination of the ids shuffle (ids are a small part of a record).
 ID_DEST_BYTES = 16 * DEST_BYTES
@@ -125,8 +125,6 @@ def _matches_table(found: list[tuple[int, Matches]]) -> Any:
 def _matches_of(table: Any) -> Matches:
     """``_matches_table``'s table back as ``Matches``."""
     import pyarrow.compute as pc
-
-    from ..decontaminate import Matches
 
     def num(name: str, dtype: Any) -> np.ndarray:
         return np.asarray(table.column(name).to_numpy(), dtype=dtype)
@@ -215,8 +213,6 @@ def write_block(
 ) -> dict[str, Any]:
     """One block's clean records (copied byte for byte) and matches lines, each a part file;
     ``dropped``: its records dropped for a repeated id (neither clean nor matched)."""
-    from ..decontaminate import match_lines
-
     work = layout.work
     rel = f"write/part-{index:05d}.json"
     if work.exists(rel):
@@ -288,6 +284,59 @@ def check_job(
     return files
 
 
+def _run_key(
+    params: DecontaminateParams, bench_ids: list[str], bench_texts: list[str], options: JobOptions
+) -> dict[str, Any]:
+    """What a resumed run must share with the one that started the work folder."""
+    return {
+        "params": params.fingerprint(),
+        "benchmark": benchmark_hash(bench_ids, bench_texts),
+        "read": [
+            "decontaminate",
+            options.text_field,
+            options.id_field,
+            options.on_error,
+            options.max_record_size,
+        ],
+    }
+
+
+def _scan(client: Any, layout: Layout, finder: Any) -> list[Any]:
+    """Each block's scan metadata: scanned on the cluster, or read back when a run before
+    this one finished the stage."""
+    work, n_blocks = layout.work, len(layout.blocks)
+    if work.done("scan"):
+        return [work.read_json(f"scan/part-{b:05d}.json") for b in range(n_blocks)]
+    futures = client.map(scan_block, range(n_blocks), layout=layout, finder=finder, pure=False)
+    metas: list[Any] = client.gather(futures)
+    work.mark("scan")
+    return metas
+
+
+def _write(
+    client: Any,
+    layout: Layout,
+    out: list[Folder],
+    dropped: dict[int, list[int]],
+    names: Any,
+    folders: DecontaminateFolders,
+    gz: bool,
+) -> dict[int, Any]:
+    """What each block wrote to the clean and matches folders: written on the cluster, or
+    read back when a run before this one finished the stage."""
+    work, n_blocks, storage = layout.work, len(layout.blocks), layout.storage_options
+    if work.done("write"):
+        return {b: work.read_json(f"write/part-{b:05d}.json") for b in range(n_blocks)}
+    unmark(out, storage)
+    futures = client.map(
+        write_block, range(n_blocks), [dropped.get(b, []) for b in range(n_blocks)],
+        layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False,
+    )  # fmt: skip
+    written = dict(enumerate(client.gather(futures)))
+    work.mark("write")
+    return written
+
+
 def run_decontaminate(
     files: list[InputFile],
     bench: tuple[list[str], list[str], int],
@@ -300,8 +349,6 @@ def run_decontaminate(
     """Decontaminate ``files`` (from ``check_job``) against the benchmark ``bench`` (ids,
     texts, skipped records) on the cluster of ``client``; returns the summary (also in every
     output folder's manifest)."""
-    from ..decontaminate import Decontaminator
-
     started = time.perf_counter()
     if not isinstance(params, DecontaminateParams):
         raise TypeError(f"params must be a DecontaminateParams, got {params!r}")
@@ -310,17 +357,7 @@ def run_decontaminate(
     storage = dict(options.storage_options)
     with work_folder(options, info) as work:
         blocks = plan_blocks(files, options.block_bytes)
-        run = {
-            "params": params.fingerprint(),
-            "benchmark": benchmark_hash(bench_ids, bench_texts),
-            "read": [
-                "decontaminate",
-                options.text_field,
-                options.id_field,
-                options.on_error,
-                options.max_record_size,
-            ],
-        }
+        run = _run_key(params, bench_ids, bench_texts, options)
         spec = start_work(work, files, options, say, run)
         layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
         n_ids = max(
@@ -335,13 +372,7 @@ def run_decontaminate(
         )
         names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
         empty_items = client.submit(_without_shingles, finder, pure=False)
-        if work.done("scan"):
-            metas = [work.read_json(f"scan/part-{b:05d}.json") for b in range(len(blocks))]
-        else:
-            futures = client.map(scan_block, range(len(blocks)), layout=layout, finder=finder,
-                                 pure=False)  # fmt: skip
-            metas = client.gather(futures)
-            work.mark("scan")
+        metas = _scan(client, layout, finder)
         layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
         clock.start("ids: finding repeated ids")
@@ -357,16 +388,7 @@ def run_decontaminate(
         gz = all(f.gzip for f in files)
         out: list[Folder] = [(folders.clean, gz, "kept"), (folders.matches, False, "matches")]
         check_written(work, out, len(blocks), storage)
-        if not work.done("write"):
-            unmark(out, storage)
-            futures = client.map(
-                write_block, range(len(blocks)), [dropped.get(b, []) for b in range(len(blocks))],
-                layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False,
-            )  # fmt: skip
-            written = dict(enumerate(client.gather(futures)))
-            work.mark("write")
-        else:
-            written = {b: work.read_json(f"write/part-{b:05d}.json") for b in range(len(blocks))}
+        written = _write(client, layout, out, dropped, names, folders, gz)
         clock.start("")
         items = (len(bench_texts), int(empty_items.result()), bench_skipped)
         summary = _summary(written, report, items, params, started, folders)

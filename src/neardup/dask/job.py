@@ -23,7 +23,6 @@ parts are concatenated in order (gzip parts decompressed).
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 import time
 import uuid
@@ -45,10 +44,18 @@ from ..io._report import (
     ErrorReport,
 )
 from ..io._source import _DUPLICATE_FIX
-from ..methods import needs_fit
+from ..methods import make_method, needs_fit
 from ..params import DedupParams
 from .bundles import regroup
-from .inputs import BLOCK_BYTES, Block, InputFile, filesystem, is_url, list_inputs, plan_blocks
+from .folders import (
+    Folder,
+    check_folders,
+    check_written,
+    unmark,
+    write_manifests,
+    write_summary_json,
+)
+from .inputs import BLOCK_BYTES, Block, InputFile, list_inputs, plan_blocks
 from .scan import ReadSpec, scan_block
 from .stages import (
     Layout,
@@ -59,13 +66,10 @@ from .stages import (
     finish_take,
     graph_pieces,
     graph_take,
-    part_name,
     write_pieces,
     write_take,
 )
-from .workdir import WorkDir, write_whole
-
-MANIFEST = "manifest.json"
+from .workdir import WorkDir
 
 
 class Placed(Protocol):
@@ -139,69 +143,6 @@ def _check_outputs(
         {"-o": outputs.kept, "--clusters": outputs.clusters, "--pairs": outputs.pairs},
         outputs.summary_json, files, work, storage,
     )  # fmt: skip
-
-
-def check_folders(
-    folders: dict[str, str | None],
-    summary_json: str | None,
-    files: list[InputFile],
-    work: str | None,
-    storage: dict[str, Any],
-) -> None:
-    """Output folders (by flag) are not inputs, not each other, not the work folder or the
-    summary file, and hold nothing but an earlier neardup output (replaced) when they exist."""
-    named = {
-        flag: value
-        for flag, value in (
-            *folders.items(),
-            ("--work-dir", work),
-            ("--summary-json", summary_json),
-        )
-        if value
-    }
-    seen: dict[str, str] = {}
-    inputs = {_norm(f.url) for f in files}
-    for flag, value in named.items():
-        where = _norm(value if is_url(value) else str(value))
-        if where in seen:
-            raise ParamError(
-                f"{flag} and {seen[where]} name the same folder {value}; give each its own"
-            )
-        if where in inputs:
-            raise ParamError(f"{flag} {value} is an input; write the output somewhere else")
-        seen[where] = flag
-        if flag == "--work-dir":
-            continue
-        fs, path = filesystem(value, storage)
-        if flag == "--summary-json":
-            if fs.isdir(path):
-                raise ParamError(f"--summary-json {value} is a folder; give a file name")
-            continue
-        if fs.exists(path) and not fs.isdir(path):
-            raise ParamError(
-                f"{flag} {value} is a file; with --dask outputs are folders of part files"
-            )
-        if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
-            raise ParamError(
-                f"{flag} {value} is a folder that holds other files; give an empty or new folder"
-            )
-
-
-#: The files of an output folder: its parts (or one being written when a run was killed).
-_OURS = re.compile(r"part-\d{5}\.jsonl(\.gz)?(\.tmp-[0-9a-f]{32})?")
-
-
-def _ours(path: str) -> bool:
-    """True for a file a cluster run writes into an output folder: the manifest, a part, or
-    a part of an unfinished run (killed while writing: no manifest yet)."""
-    name = path.rstrip("/").rsplit("/", 1)[-1]
-    return name == MANIFEST or _OURS.fullmatch(name) is not None
-
-
-def _norm(path: str) -> str:
-    import os
-
-    return path.rstrip("/") if is_url(path) else os.path.abspath(path)
 
 
 def _problems(
@@ -360,12 +301,55 @@ def start_work(
     )
 
 
-def write_summary_json(where: str | None, summary: dict[str, Any], storage: dict[str, Any]) -> None:
-    """The run's summary as an indented JSON file at ``where`` (None: none), written whole."""
-    if where:
-        fs, path = filesystem(where, storage)
-        body = (json.dumps(summary, indent=1) + "\n").encode()
-        write_whole(fs, path, body, is_url(where))
+def _start(
+    files: list[InputFile],
+    params: DedupParams,
+    outputs: ClusterOutputs,
+    options: JobOptions,
+    say: Any,
+    work: WorkDir,
+) -> Layout:
+    """The run's layout: its blocks planned and its work folder started (or resumed, when
+    the parameters and read options are those of the run that started it)."""
+    blocks = plan_blocks(files, options.block_bytes)
+    read = [
+        options.text_field,
+        options.id_field,
+        options.on_error,
+        outputs.all_pairs,
+        options.max_record_size,
+    ]
+    spec = start_work(work, files, options, say, {"params": params.fingerprint(), "read": read})
+    return Layout(
+        files, blocks, spec, params, work, dict(options.storage_options), [0] * len(blocks),
+        "all" if outputs.all_pairs else "removal",
+    )  # fmt: skip
+
+
+def _first_records(metas: list[Any], dropped: dict[int, np.ndarray]) -> list[int]:
+    """The number of each block's first record, counting the records read less those dropped
+    for a repeated id."""
+    records = np.asarray([int(m["records"]) for m in metas], dtype=np.int64)
+    for b, v in dropped.items():
+        records[b] -= len(v)
+    return np.concatenate([[0], np.cumsum(records)[:-1]]).astype(np.int64).tolist()
+
+
+def _write(
+    layout: Layout, outs: Outputs, finished: dict[int, Any], dropped: dict[int, list[int]]
+) -> dict[int, Any]:
+    """The write stage: each block's kept records, and the clusters and pairs of each finish
+    piece, written to the output folders (their earlier parts cleared unless resuming it)."""
+    work, n_blocks, storage = layout.work, len(layout.blocks), layout.storage_options
+    check_written(work, _folders(outs), n_blocks, storage)
+    if not work.done("write"):
+        unmark(_folders(outs), storage)
+    items = [("finish", d) for d in sorted(finished)] + [("block", b) for b in range(n_blocks)]
+    return _stage(
+        layout, "write",
+        lambda: regroup(items, write_pieces, (layout,), n_blocks, write_take,
+                        (layout, outs, dropped), "neardup-write"),
+    )  # fmt: skip
 
 
 def _run(
@@ -379,21 +363,9 @@ def _run(
     started: float,
 ) -> dict[str, Any]:
     say = info or (lambda message: None)
-    storage = dict(options.storage_options)
-    blocks = plan_blocks(files, options.block_bytes)
-    read = [
-        options.text_field,
-        options.id_field,
-        options.on_error,
-        outputs.all_pairs,
-        options.max_record_size,
-    ]
-    spec = start_work(work, files, options, say, {"params": params.fingerprint(), "read": read})
+    layout = _start(files, params, outputs, options, say, work)
+    blocks, storage = layout.blocks, layout.storage_options
     n_dests = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // DEST_BYTES))
-    layout = Layout(
-        files, blocks, spec, params, work, storage, [0] * len(blocks),
-        "all" if outputs.all_pairs else "removal",
-    )  # fmt: skip
 
     clock = _Clock(say)
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
@@ -412,10 +384,7 @@ def _run(
     report = _problems(metas, layout, dups, options.on_error)
     dropped_arrays = dropped_of(layout.work, n_graph)
     dropped = {b: v.tolist() for b, v in dropped_arrays.items()}
-    records = np.asarray([int(m["records"]) for m in metas], dtype=np.int64)
-    for b, v in dropped_arrays.items():
-        records[b] -= len(v)
-    offsets = np.concatenate([[0], np.cumsum(records)[:-1]]).astype(np.int64).tolist()
+    offsets = _first_records(metas, dropped_arrays)
 
     clock.start("components")
     if not work.done("components"):
@@ -431,17 +400,8 @@ def _run(
     )  # fmt: skip
 
     clock.start("write: kept records, clusters and pairs")
-    gz = all(f.gzip for f in files)
-    outs = Outputs(outputs.kept, outputs.clusters, outputs.pairs, gz)
-    check_written(work, _folders(outs), len(blocks), storage)
-    if not work.done("write"):
-        unmark(_folders(outs), storage)
-    items = [("finish", d) for d in sorted(finished)] + [("block", b) for b in range(len(blocks))]
-    written = _stage(
-        layout, "write",
-        lambda: regroup(items, write_pieces, (layout,), len(blocks), write_take,
-                        (layout, outs, dropped), "neardup-write"),
-    )  # fmt: skip
+    outs = Outputs(outputs.kept, outputs.clusters, outputs.pairs, all(f.gzip for f in files))
+    written = _write(layout, outs, finished, dropped)
     clock.start("")
     summary = _summary(params, finished, written, report, started, len(blocks))
     summary["stage_seconds"] = clock.seconds
@@ -477,8 +437,6 @@ def _summary(
     started: float,
     n_blocks: int,
 ) -> dict[str, Any]:
-    from ..methods import make_method
-
     stats: dict[str, Any] = {}
     for part in finished.values():
         for key, value in part.items():
@@ -510,88 +468,6 @@ def _summary(
     }
 
 
-#: An output folder of a run: (folder or None, gzip parts, the block answer's record count).
-Folder = tuple[str | None, bool, str]
-
-
 def _folders(outs: Outputs) -> list[Folder]:
     return [(outs.kept, outs.gzip, "kept"), (outs.clusters, False, "clusters"),
             (outs.pairs, False, "pairs")]  # fmt: skip
-
-
-def check_written(
-    work: WorkDir, folders: list[Folder], n_blocks: int, storage: dict[str, Any]
-) -> None:
-    """Written parts count as done only while they are where this run writes them: other
-    output folders, or parts deleted since, write the stage again."""
-    record: dict[str, Any] = {count: folder for folder, _, count in folders}
-    record["gz"] = any(gz for _, gz, _ in folders)
-    if work.exists("write") and (
-        not work.exists("write/outputs.json") or work.read_json("write/outputs.json") != record
-    ):
-        work.forget("write")
-    if work.done("write"):
-        for folder, gz, _ in folders:
-            if folder is None:
-                continue
-            fs, root = filesystem(folder, storage)
-            have = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root.rstrip('/')}/part-*")}
-            if any(part_name(b, gz) not in have for b in range(n_blocks)):
-                work.forget("write")
-                break
-    if not work.exists("write/outputs.json"):
-        work.write_json("write/outputs.json", record)
-
-
-def unmark(folders: list[Folder], storage: dict[str, Any]) -> None:
-    """Remove an earlier manifest from the output folders: not whole while parts are written."""
-    for folder, _, _ in folders:
-        if folder is not None:
-            fs, root = filesystem(folder, storage)
-            manifest = f"{root.rstrip('/')}/{MANIFEST}"
-            if fs.exists(manifest):
-                fs.rm(manifest)
-
-
-def write_manifests(
-    folders: list[Folder],
-    written: dict[int, dict[str, Any]],
-    summary: dict[str, Any],
-    n_blocks: int,
-    storage: dict[str, Any],
-) -> None:
-    """Each output folder's manifest, last: the folder is whole from then on."""
-    for folder, gz, count in folders:
-        if folder is None:
-            continue
-        parts = [
-            {"file": part_name(b, gz), "records": int(written[b][count])} for b in range(n_blocks)
-        ]
-        fs, root = filesystem(folder, storage)
-        stale = [
-            p for p in fs.glob(f"{root.rstrip('/')}/part-*")
-            if p.rsplit("/", 1)[-1] not in {x["file"] for x in parts}
-        ]  # fmt: skip
-        for p in stale:  # parts of an earlier, larger output in the same folder
-            fs.rm(p)
-        body = {"format": 1, "parts": parts, "summary": summary}
-        data = (json.dumps(body, indent=1) + "\n").encode()
-        write_whole(fs, f"{root.rstrip('/')}/{MANIFEST}", data, is_url(folder))
-
-
-def read_output(folder: str, storage_options: dict[str, Any] | None = None) -> bytes:
-    """A finished output folder's content: its parts in manifest order, gzip parts
-    decompressed — the single-machine run's file, byte for byte. An unfinished folder (no
-    manifest) is an InputError."""
-    import gzip
-
-    fs, root = filesystem(folder, dict(storage_options or {}))
-    root = root.rstrip("/")
-    if not fs.exists(f"{root}/{MANIFEST}"):
-        raise InputError(f"{folder} has no {MANIFEST}: not a finished neardup output")
-    manifest = json.loads(fs.cat_file(f"{root}/{MANIFEST}"))
-    data = bytearray()
-    for part in manifest["parts"]:
-        raw = fs.cat_file(f"{root}/{part['file']}")
-        data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
-    return bytes(data)

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._kernels.links import key_minimum
+from .._kernels.shingles import raw_hash_kernel
 from .._types import IntArray
 from ..clusters import cluster_labels
 from ..engine import Deduplicator, SignedBatch
@@ -80,8 +81,6 @@ def fill_ids(docs: Docs, name: str, line_offset: int, many: bool) -> Docs:
 
 
 def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
-    from .._kernels.shingles import raw_hash_kernel
-
     return np.asarray(raw_hash_kernel(ids.buf, ids.offsets), dtype=np.uint64)
 
 

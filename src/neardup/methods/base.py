@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from .._kernels.hashing import EMPTY, GOLDEN, M1, M2
 from .._types import FloatArray, IntArray
+from ..candidates import cross_pairs, pairs_by_column, pairs_from_hits
 from ..textbatch import TextBatch
 
 
@@ -171,8 +172,6 @@ def keyed_candidates(
     time by ``column(j)`` (uint64[n]): pairs sharing ``min_shared`` keys in a column, big
     buckets chained and listed, scored by ``candidate_scores``. Its ``candidates`` gives the
     key matrix's columns; the engine gives columns gathered from spilled blocks."""
-    from ..candidates import pairs_by_column
-
     found = pairs_by_column(
         column,
         n,
@@ -217,8 +216,6 @@ def query_candidates(
     least ``method.min_shared`` keys are scored by the method and kept when it accepts them.
     Sorted by query row, then stored row.
     """
-    from ..candidates import cross_pairs
-
     if hasattr(method, "lookup_postings"):
         q, s = _posting_pairs(method, stored, queries)
     else:
@@ -236,8 +233,6 @@ def _posting_pairs(
     method: Method, stored: Signatures, queries: Signatures
 ) -> tuple[IntArray, IntArray]:
     """(query row, stored row) sharing at least ``min_shared`` (column, key) postings."""
-    from ..candidates import pairs_from_hits
-
     sr, sc, sk = postings(method, stored)
     qr, qc, qk = postings(method, queries)
     return pairs_from_hits(qr, column_keys(qc, qk), column_keys(sc, sk), sr, method.min_shared)

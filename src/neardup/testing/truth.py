@@ -11,6 +11,7 @@ agree bit for bit.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import numpy as np
@@ -124,6 +125,104 @@ def _upper_products(
         start = stop
 
 
+def _check_method(method: str, measure: str, block_nnz: int) -> None:
+    """ParamError for an unknown method, prefix filtering of containment, or a bad block."""
+    if method not in ("auto", "full", "prefix"):
+        raise ParamError(f"method must be 'auto', 'full' or 'prefix', got {method!r}")
+    if method == "prefix" and measure == "containment":
+        raise ParamError("prefix filtering cannot bound containment; use method='full'")
+    if not isinstance(block_nnz, int) or block_nnz < 1:
+        raise ParamError(f"block_nnz must be a positive integer, got {block_nnz!r}")
+
+
+_Products = Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.ArrayLike]]
+
+
+@dataclass
+class _Incidence:
+    """The documents as a sparse 0/1 matrix (rows: documents, columns: distinct shingles)."""
+
+    x: Any  # scipy.sparse.csr_matrix
+    n_cols: int
+    col_idx: npt.NDArray[np.int64]  # column of each shingle of f
+    offsets: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+    sizes_f: npt.NDArray[np.float64]
+    df: npt.NDArray[np.int64]  # documents holding each column
+
+    @classmethod
+    def of(cls, f: npt.NDArray[np.uint64], o: npt.NDArray[np.int64]) -> _Incidence:
+        """The matrix of the sets ``f[o[i]:o[i+1]]``."""
+        from scipy import sparse  # test/bench dependency only
+
+        n = len(o) - 1
+        cols, col_idx = np.unique(f, return_inverse=True)
+        col_idx = col_idx.ravel().astype(np.int64)
+        sizes = np.diff(o)
+        x = sparse.csr_matrix(
+            (np.ones(len(f), dtype=np.int32), col_idx.astype(np.int32), o), shape=(n, len(cols))
+        )
+        df = np.bincount(col_idx, minlength=len(cols)).astype(np.int64)
+        return cls(x, len(cols), col_idx, o, sizes, sizes.astype(np.float64), df)
+
+
+def _full_products(docs: _Incidence, block_nnz: int) -> _Products:
+    """Every nonzero intersection of X @ X.T above the diagonal, block by block."""
+    # work per row ~ sum over its shingles of their document frequency
+    work_cum = np.concatenate(([0], np.cumsum(docs.df[docs.col_idx])))
+    x = docs.x
+    yield from _upper_products(x, x.T.tocsr(), work_cum, docs.offsets, block_nnz)
+
+
+def _prefix_matrix(
+    docs: _Incidence, tj: float
+) -> tuple[Any, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Each document's |A| - ceil(tj|A|) + 1 rarest shingles (ties by column id): as a sparse
+    matrix, their columns rarest first, and the row offsets."""
+    from scipy import sparse  # test/bench dependency only
+
+    n, n_cols, col_idx, o = len(docs.sizes), docs.n_cols, docs.col_idx, docs.offsets
+    alpha = np.maximum(1, np.ceil(tj * docs.sizes_f - 1e-9)).astype(np.int64)
+    plen = np.clip(docs.sizes - alpha + 1, 0, docs.sizes)
+    rank = np.empty(n_cols, dtype=np.int64)
+    rank[np.lexsort((np.arange(n_cols), docs.df))] = np.arange(n_cols)
+    row = np.repeat(np.arange(n), docs.sizes)
+    order = np.lexsort((rank[col_idx], row))
+    pos = np.arange(len(col_idx)) - o[row]
+    keep = pos < plen[row]
+    p_cols = col_idx[order][keep]
+    p_off = np.concatenate(([0], np.cumsum(plen)))
+    pm = sparse.csr_matrix(
+        (np.ones(len(p_cols), dtype=np.int32), p_cols.astype(np.int32), p_off),
+        shape=(n, n_cols),
+    )
+    pm.sort_indices()
+    return pm, p_cols, p_off
+
+
+def _prefix_products(docs: _Incidence, tj: float, block_nnz: int) -> _Products:
+    """The intersections of the pairs sharing a prefix shingle that pass the size filter,
+    computed exactly in chunks of about ``block_nnz`` gathered entries."""
+    pm, p_cols, p_off = _prefix_matrix(docs, tj)
+    p_df = np.bincount(p_cols, minlength=docs.n_cols).astype(np.int64)
+    work_cum = np.concatenate(([0], np.cumsum(p_df[p_cols])))
+    x, sizes, sizes_f = docs.x, docs.sizes, docs.sizes_f
+    for i, j, _ in _upper_products(pm, pm.T.tocsr(), work_cum, p_off, block_nnz):
+        # size filter: J >= t needs t|B| <= |A| <= |B|/t
+        small = np.minimum(sizes_f[i], sizes_f[j])
+        large = np.maximum(sizes_f[i], sizes_f[j])
+        ok = small >= tj * large - 1e-9 * large
+        i, j = i[ok], j[ok]
+        cost = np.cumsum(sizes[i] + sizes[j])
+        lo = 0
+        while lo < len(i):
+            hi = int(np.searchsorted(cost, (cost[lo - 1] if lo else 0) + block_nnz, "right"))
+            hi = min(len(i), max(hi, lo + 1))
+            inter = np.asarray(x[i[lo:hi]].multiply(x[j[lo:hi]]).sum(axis=1)).ravel()
+            yield i[lo:hi], j[lo:hi], inter
+            lo = hi
+
+
 def exact_similar_pairs(
     fps: npt.ArrayLike | _HasShingles,
     offsets: npt.ArrayLike | None = None,
@@ -148,79 +247,30 @@ def exact_similar_pairs(
     candidates are many and each costs |A| + |B| to verify. Rows are processed in blocks
     of about `block_nnz` products to bound memory.
     """
-    from scipy import sparse  # test/bench dependency only
-
     _check(threshold, measure)
-    if method not in ("auto", "full", "prefix"):
-        raise ParamError(f"method must be 'auto', 'full' or 'prefix', got {method!r}")
-    if method == "prefix" and measure == "containment":
-        raise ParamError("prefix filtering cannot bound containment; use method='full'")
-    if not isinstance(block_nnz, int) or block_nnz < 1:
-        raise ParamError(f"block_nnz must be a positive integer, got {block_nnz!r}")
+    _check_method(method, measure, block_nnz)
     f, o = _as_arrays(fps, offsets)
     n = len(o) - 1
     empty: Pairs = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
     if n < 2 or len(f) == 0:
         return empty
-    cols, col_idx = np.unique(f, return_inverse=True)
-    col_idx = col_idx.ravel().astype(np.int64)
-    sizes = np.diff(o)
-    sizes_f = sizes.astype(np.float64)
-    x = sparse.csr_matrix(
-        (np.ones(len(f), dtype=np.int32), col_idx.astype(np.int32), o), shape=(n, len(cols))
-    )
-    df = np.bincount(col_idx, minlength=len(cols)).astype(np.int64)
+    docs = _Incidence.of(f, o)
     out_a: list[npt.NDArray[np.int64]] = [empty[0]]
     out_b: list[npt.NDArray[np.int64]] = [empty[1]]
     out_s: list[npt.NDArray[np.float64]] = [empty[2]]
-
-    def emit(i: npt.NDArray[np.int64], j: npt.NDArray[np.int64], inter: npt.ArrayLike) -> None:
-        score = _score(np.asarray(inter, dtype=np.float64), sizes_f[i], sizes_f[j], measure)
+    if method in ("full", "auto"):
+        products = _full_products(docs, block_nnz)
+    else:
+        tj = threshold if measure == "jaccard" else threshold / (2.0 - threshold)
+        products = _prefix_products(docs, tj, block_nnz)
+    for i, j, inter in products:
+        score = _score(
+            np.asarray(inter, dtype=np.float64), docs.sizes_f[i], docs.sizes_f[j], measure
+        )
         hit = score >= threshold
         out_a.append(i[hit])
         out_b.append(j[hit])
         out_s.append(score[hit])
-
-    if method in ("full", "auto"):
-        # work per row ~ sum over its shingles of their document frequency
-        work_cum = np.concatenate(([0], np.cumsum(df[col_idx])))
-        for i, j, inter in _upper_products(x, x.T.tocsr(), work_cum, o, block_nnz):
-            emit(i, j, inter)
-    else:
-        tj = threshold if measure == "jaccard" else threshold / (2.0 - threshold)
-        alpha = np.maximum(1, np.ceil(tj * sizes_f - 1e-9)).astype(np.int64)
-        plen = np.clip(sizes - alpha + 1, 0, sizes)
-        # order each document's shingles rarest first (ties by column id), keep the prefix
-        rank = np.empty(len(cols), dtype=np.int64)
-        rank[np.lexsort((np.arange(len(cols)), df))] = np.arange(len(cols))
-        row = np.repeat(np.arange(n), sizes)
-        order = np.lexsort((rank[col_idx], row))
-        pos = np.arange(len(f)) - o[row]
-        keep = pos < plen[row]
-        p_cols = col_idx[order][keep]
-        p_off = np.concatenate(([0], np.cumsum(plen)))
-        pm = sparse.csr_matrix(
-            (np.ones(len(p_cols), dtype=np.int32), p_cols.astype(np.int32), p_off),
-            shape=(n, len(cols)),
-        )
-        pm.sort_indices()
-        p_df = np.bincount(p_cols, minlength=len(cols)).astype(np.int64)
-        work_cum = np.concatenate(([0], np.cumsum(p_df[p_cols])))
-        for i, j, _ in _upper_products(pm, pm.T.tocsr(), work_cum, p_off, block_nnz):
-            # size filter: J >= t needs t|B| <= |A| <= |B|/t
-            small = np.minimum(sizes_f[i], sizes_f[j])
-            large = np.maximum(sizes_f[i], sizes_f[j])
-            ok = small >= tj * large - 1e-9 * large
-            i, j = i[ok], j[ok]
-            # exact intersections, in chunks of about block_nnz gathered entries
-            cost = np.cumsum(sizes[i] + sizes[j])
-            lo = 0
-            while lo < len(i):
-                hi = int(np.searchsorted(cost, (cost[lo - 1] if lo else 0) + block_nnz, "right"))
-                hi = min(len(i), max(hi, lo + 1))
-                inter = np.asarray(x[i[lo:hi]].multiply(x[j[lo:hi]]).sum(axis=1)).ravel()
-                emit(i[lo:hi], j[lo:hi], inter)
-                lo = hi
     a = np.concatenate(out_a)
     b = np.concatenate(out_b)
     s_ = np.concatenate(out_s)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -123,6 +124,44 @@ def random_pages(n: int, seed: int = 0, words: tuple[int, int] = (150, 600)) -> 
     return site_pages(random_documents(n, seed, words), seed)
 
 
+def _write_request(writer: Any, page: Page) -> None:
+    """A request record for ``page`` (as a crawler writes before the response)."""
+    from warcio.statusandheaders import StatusAndHeaders
+
+    req = StatusAndHeaders("GET / HTTP/1.1", [("Host", "news.example.com")], is_http_request=True)
+    writer.write_record(
+        writer.create_warc_record(
+            page.url,
+            "request",
+            http_headers=req,
+            warc_headers_dict={"WARC-Date": page.date},
+        )
+    )
+
+
+def _write_response(
+    writer: Any, url: str, date: str, ctype: str, body: bytes, *, sized: bool
+) -> None:
+    """A response record of ``body`` (an HTTP 200 of type ``ctype``; ``sized``: with a
+    Content-Length header)."""
+    from warcio.statusandheaders import StatusAndHeaders
+
+    fields = [("Content-Type", ctype)]
+    if sized:
+        fields.append(("Content-Length", str(len(body))))
+    headers = StatusAndHeaders("200 OK", fields, protocol="HTTP/1.1")
+    writer.write_record(
+        writer.create_warc_record(
+            url,
+            "response",
+            payload=io.BytesIO(body),
+            length=len(body),
+            http_headers=headers,
+            warc_headers_dict={"WARC-Date": date},
+        )
+    )
+
+
 def write_warc(
     path: str | Path,
     pages: Sequence[Page],
@@ -137,7 +176,6 @@ def write_warc(
     (image/png) and a JSON response; ``broken`` appends that many response records whose HTTP
     header block is garbage. Needs warcio.
     """
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     buf = io.BytesIO()
@@ -147,50 +185,22 @@ def write_warc(
             writer.create_warcinfo_record("crawl.warc", {"software": "neardup tests"})
         )
     for page in pages:
-        body = page.html.encode("utf-8")
         if extras:
-            req = StatusAndHeaders(
-                "GET / HTTP/1.1", [("Host", "news.example.com")], is_http_request=True
-            )
-            writer.write_record(
-                writer.create_warc_record(
-                    page.url,
-                    "request",
-                    http_headers=req,
-                    warc_headers_dict={"WARC-Date": page.date},
-                )
-            )
-        headers = StatusAndHeaders(
-            "200 OK",
-            [("Content-Type", "text/html; charset=utf-8"), ("Content-Length", str(len(body)))],
-            protocol="HTTP/1.1",
-        )
-        writer.write_record(
-            writer.create_warc_record(
-                page.url,
-                "response",
-                payload=io.BytesIO(body),
-                length=len(body),
-                http_headers=headers,
-                warc_headers_dict={"WARC-Date": page.date},
-            )
+            _write_request(writer, page)
+        _write_response(
+            writer,
+            page.url,
+            page.date,
+            "text/html; charset=utf-8",
+            page.html.encode("utf-8"),
+            sized=True,
         )
     if extras:
         for url, ctype, body in (
             ("https://news.example.com/logo.png", "image/png", b"\x89PNG\r\n\x1a\n" + bytes(64)),
             ("https://news.example.com/api.json", "application/json", b'{"a": 1}'),
         ):
-            headers = StatusAndHeaders("200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1")
-            writer.write_record(
-                writer.create_warc_record(
-                    url,
-                    "response",
-                    payload=io.BytesIO(body),
-                    length=len(body),
-                    http_headers=headers,
-                    warc_headers_dict={"WARC-Date": "2024-06-01T00:00:00Z"},
-                )
-            )
+            _write_response(writer, url, "2024-06-01T00:00:00Z", ctype, body, sized=False)
     for i in range(broken):
         buf.write(_broken_record(i, gzip))
     Path(path).write_bytes(buf.getvalue())

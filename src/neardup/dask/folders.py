@@ -1,0 +1,167 @@
+"""A cluster run's output folders: checked before anything runs, earlier parts and manifests
+cleared, each folder's manifest written last (the folder is whole from then on), and a
+finished folder read back as the single-machine run's file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+from typing import Any
+
+from ..errors import InputError, ParamError
+from .inputs import InputFile, filesystem, is_url
+from .stages import part_name
+from .workdir import WorkDir, write_whole
+
+MANIFEST = "manifest.json"
+
+
+def check_folders(
+    folders: dict[str, str | None],
+    summary_json: str | None,
+    files: list[InputFile],
+    work: str | None,
+    storage: dict[str, Any],
+) -> None:
+    """Output folders (by flag) are not inputs, not each other, not the work folder or the
+    summary file, and hold nothing but an earlier neardup output (replaced) when they exist."""
+    named = {
+        flag: value
+        for flag, value in (
+            *folders.items(),
+            ("--work-dir", work),
+            ("--summary-json", summary_json),
+        )
+        if value
+    }
+    seen: dict[str, str] = {}
+    inputs = {_norm(f.url) for f in files}
+    for flag, value in named.items():
+        where = _norm(value if is_url(value) else str(value))
+        if where in seen:
+            raise ParamError(
+                f"{flag} and {seen[where]} name the same folder {value}; give each its own"
+            )
+        if where in inputs:
+            raise ParamError(f"{flag} {value} is an input; write the output somewhere else")
+        seen[where] = flag
+        if flag == "--work-dir":
+            continue
+        fs, path = filesystem(value, storage)
+        if flag == "--summary-json":
+            if fs.isdir(path):
+                raise ParamError(f"--summary-json {value} is a folder; give a file name")
+            continue
+        if fs.exists(path) and not fs.isdir(path):
+            raise ParamError(
+                f"{flag} {value} is a file; with --dask outputs are folders of part files"
+            )
+        if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
+            raise ParamError(
+                f"{flag} {value} is a folder that holds other files; give an empty or new folder"
+            )
+
+
+#: The files of an output folder: its parts (or one being written when a run was killed).
+_OURS = re.compile(r"part-\d{5}\.jsonl(\.gz)?(\.tmp-[0-9a-f]{32})?")
+
+
+def _ours(path: str) -> bool:
+    """True for a file a cluster run writes into an output folder: the manifest, a part, or
+    a part of an unfinished run (killed while writing: no manifest yet)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    return name == MANIFEST or _OURS.fullmatch(name) is not None
+
+
+def _norm(path: str) -> str:
+    return path.rstrip("/") if is_url(path) else os.path.abspath(path)
+
+
+def write_summary_json(where: str | None, summary: dict[str, Any], storage: dict[str, Any]) -> None:
+    """The run's summary as an indented JSON file at ``where`` (None: none), written whole."""
+    if where:
+        fs, path = filesystem(where, storage)
+        body = (json.dumps(summary, indent=1) + "\n").encode()
+        write_whole(fs, path, body, is_url(where))
+
+
+#: An output folder of a run: (folder or None, gzip parts, the block answer's record count).
+Folder = tuple[str | None, bool, str]
+
+
+def check_written(
+    work: WorkDir, folders: list[Folder], n_blocks: int, storage: dict[str, Any]
+) -> None:
+    """Written parts count as done only while they are where this run writes them: other
+    output folders, or parts deleted since, write the stage again."""
+    record: dict[str, Any] = {count: folder for folder, _, count in folders}
+    record["gz"] = any(gz for _, gz, _ in folders)
+    if work.exists("write") and (
+        not work.exists("write/outputs.json") or work.read_json("write/outputs.json") != record
+    ):
+        work.forget("write")
+    if work.done("write"):
+        for folder, gz, _ in folders:
+            if folder is None:
+                continue
+            fs, root = filesystem(folder, storage)
+            have = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root.rstrip('/')}/part-*")}
+            if any(part_name(b, gz) not in have for b in range(n_blocks)):
+                work.forget("write")
+                break
+    if not work.exists("write/outputs.json"):
+        work.write_json("write/outputs.json", record)
+
+
+def unmark(folders: list[Folder], storage: dict[str, Any]) -> None:
+    """Remove an earlier manifest from the output folders: not whole while parts are written."""
+    for folder, _, _ in folders:
+        if folder is not None:
+            fs, root = filesystem(folder, storage)
+            manifest = f"{root.rstrip('/')}/{MANIFEST}"
+            if fs.exists(manifest):
+                fs.rm(manifest)
+
+
+def write_manifests(
+    folders: list[Folder],
+    written: dict[int, dict[str, Any]],
+    summary: dict[str, Any],
+    n_blocks: int,
+    storage: dict[str, Any],
+) -> None:
+    """Each output folder's manifest, last: the folder is whole from then on."""
+    for folder, gz, count in folders:
+        if folder is None:
+            continue
+        parts = [
+            {"file": part_name(b, gz), "records": int(written[b][count])} for b in range(n_blocks)
+        ]
+        fs, root = filesystem(folder, storage)
+        stale = [
+            p for p in fs.glob(f"{root.rstrip('/')}/part-*")
+            if p.rsplit("/", 1)[-1] not in {x["file"] for x in parts}
+        ]  # fmt: skip
+        for p in stale:  # parts of an earlier, larger output in the same folder
+            fs.rm(p)
+        body = {"format": 1, "parts": parts, "summary": summary}
+        data = (json.dumps(body, indent=1) + "\n").encode()
+        write_whole(fs, f"{root.rstrip('/')}/{MANIFEST}", data, is_url(folder))
+
+
+def read_output(folder: str, storage_options: dict[str, Any] | None = None) -> bytes:
+    """A finished output folder's content: its parts in manifest order, gzip parts
+    decompressed — the single-machine run's file, byte for byte. An unfinished folder (no
+    manifest) is an InputError."""
+    fs, root = filesystem(folder, dict(storage_options or {}))
+    root = root.rstrip("/")
+    if not fs.exists(f"{root}/{MANIFEST}"):
+        raise InputError(f"{folder} has no {MANIFEST}: not a finished neardup output")
+    manifest = json.loads(fs.cat_file(f"{root}/{MANIFEST}"))
+    data = bytearray()
+    for part in manifest["parts"]:
+        raw = fs.cat_file(f"{root}/{part['file']}")
+        data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
+    return bytes(data)

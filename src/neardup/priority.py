@@ -1,0 +1,77 @@
+"""Documents -> keep priority: int64 ranks, 0 = kept first (earliest, longest or best field).
+
+Which copy of a near-duplicate group survives is decided by these ranks, both in keep-aware
+removal (``removal.py``) and when a cluster chooses its representative (``clusters.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from ._types import IntArray
+from .errors import InputError, ParamError
+
+Strategy = Literal["first", "longest", "field"]
+
+
+def check_n(n: int) -> int:
+    """``n`` as an int: a number of documents (a non-negative integer), else ParamError."""
+    if not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 0:
+        raise ParamError(f"number of documents n must be a non-negative integer, got {n!r}")
+    return int(n)
+
+
+def _value_ranks(key: npt.ArrayLike, n: int, name: str) -> IntArray:
+    """Dense ranks (0 = smallest) of one value per document; equal values share a rank."""
+    arr = np.asarray(key)
+    if arr.shape != (n,):
+        raise InputError(f"{name} must have one value per document ({n}), got shape {arr.shape}")
+    if arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise InputError(f"{name} contains NaN; fill missing values before choosing what to keep")
+    if arr.dtype.kind not in "biufUSM":
+        raise InputError(f"{name} must be numbers, booleans, strings or datetimes, got {arr.dtype}")
+    _, inverse = np.unique(arr, return_inverse=True)
+    return inverse.ravel().astype(np.int64)
+
+
+def priority_ranks(
+    n: int,
+    strategy: Strategy = "first",
+    *,
+    lengths: npt.ArrayLike | None = None,
+    key: npt.ArrayLike | None = None,
+    prefer: Literal["max", "min"] = "max",
+) -> IntArray:
+    """Keep priority of every document: int64[n], a permutation of 0..n-1, 0 = most preferred.
+
+    strategy:
+      "first"   the smallest document index first (the earliest seen).
+      "longest" the largest ``lengths`` value first (e.g. characters): the most complete copy.
+      "field"   the largest ``key`` value first (numbers, strings or datetimes, e.g. a quality
+                score), or the smallest with ``prefer="min"`` (e.g. the oldest date).
+    Ties are broken by the smallest document index, so the order is deterministic.
+    """
+    n = check_n(n)
+    if prefer not in ("max", "min"):
+        raise ParamError(f"prefer must be 'max' or 'min', got {prefer!r}")
+    if strategy == "first":
+        return np.arange(n, dtype=np.int64)
+    if strategy == "longest":
+        if lengths is None:
+            raise ParamError("strategy 'longest' needs lengths=<one length per document>")
+        value = -_value_ranks(lengths, n, "lengths")
+    elif strategy == "field":
+        if key is None:
+            raise ParamError("strategy 'field' needs key=<one value per document>")
+        value = _value_ranks(key, n, "key")
+        if prefer == "max":
+            value = -value
+    else:
+        raise ParamError(f"strategy must be 'first', 'longest' or 'field', got {strategy!r}")
+    order = np.lexsort((np.arange(n), value))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    return rank
