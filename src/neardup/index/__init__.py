@@ -31,9 +31,9 @@ import numpy.typing as npt
 
 from .. import planner  # noqa: F401 - each batch's Deduplicator plans its features
 from .._kernels.hashing import EMPTY
+from .._prefetch import ordered_map
 from ..engine import Deduplicator
 from ..errors import InputError, NeardupError, UnknownIdError
-from ..io._prefetch import ordered_map
 from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
 from ..params import DedupParams

@@ -14,10 +14,10 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from .._prefetch import prefetch
 from ..errors import ParamError
 from ..io import DocBatch, Source, atomic_write, plan_outputs
 from ..io._atomic import open_output
-from ..io._prefetch import prefetch
 from ..progress import Progress
 from ..run import ReadOptions, _check_jobs, _kept_format, _paths
 from . import Index
