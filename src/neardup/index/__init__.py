@@ -361,24 +361,27 @@ class Index:
     ) -> Deduplicated:
         """``dedup`` over batches of (ids, texts) in order, as if they were one: without
         ``add`` the kept documents of earlier batches are held in memory and matched too; with
-        it they are added, one transaction per batch. The kept set does not depend on where
-        the batches end; a copy of a document kept in an earlier batch is counted among the
-        duplicates of the index."""
+        it they are added, one transaction per batch. Neither the kept set nor the counts
+        depend on where the batches end: a duplicate of the index resembles a document stored
+        before the call; the other removed documents duplicate a kept one of the input."""
         seen = self if add else Index.create(None, self.params, store_text=self.store_text)
         kept_parts: list[npt.NDArray[np.bool_]] = []
+        added_ids: set[str] = set()
         in_index = in_input = 0
         try:
             for ids, texts in batches:
-                hit = self._stored(texts, None if add else seen)
+                hit, of_index = self._stored(texts, None if add else seen, added_ids)
                 fresh = np.flatnonzero(~hit)
                 kept = np.zeros(len(texts), dtype=bool)
                 if len(fresh):
                     within = Deduplicator(self.params).fit([texts[i] for i in fresh.tolist()])
                     kept[fresh[within.kept_]] = True
-                in_index += int(hit.sum())
-                in_input += int(len(fresh) - kept.sum())
+                in_index += int(of_index.sum())
+                in_input += int(len(texts) - kept.sum() - of_index.sum())
                 rows = np.flatnonzero(kept).tolist()
                 seen.add([ids[i] for i in rows], [texts[i] for i in rows])
+                if add:
+                    added_ids.update(ids[i] for i in rows)
                 kept_parts.append(kept)
         finally:
             if seen is not self:
@@ -387,12 +390,17 @@ class Index:
         added = int(mask.sum()) if add else 0
         return Deduplicated(mask, in_index, in_input, added)
 
-    def _stored(self, texts: Sequence[str], held: Index | None) -> npt.NDArray[np.bool_]:
-        """Which texts duplicate a stored document, or one ``held`` apart (when it has any)."""
-        hit = np.array([bool(m) for m in self.query(texts)], dtype=bool)
+    def _stored(
+        self, texts: Sequence[str], held: Index | None, added: set[str]
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """Which texts duplicate a stored document or one ``held`` apart (when it has any), and
+        which duplicate a document stored before this dedup (not one of the ``added`` ids)."""
+        found = self.query(texts)
+        hit = np.array([bool(m) for m in found], dtype=bool)
+        of_index = np.array([any(x.id not in added for x in m) for m in found], dtype=bool)
         if held is not None and len(held):
             hit |= np.array([bool(m) for m in held.query(texts)], dtype=bool)
-        return hit
+        return hit, of_index
 
     def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
         """A query batch's content hashes, signatures and evidence: no store is touched."""
