@@ -13,11 +13,14 @@ file, line and fix, or with ``on_error="skip"`` is skipped and counted in ``Sour
 from __future__ import annotations
 
 from ._atomic import atomic_dir, atomic_write, output_group
+from ._batches import DocBatch
 from ._keys import key_ranks
+from ._open import open_source
 from ._outputs import OutputPlan, plan_outputs
 from ._report import ErrorReport
-from ._source import FORMATS, DocBatch, Fmt, Source, detect_format, open_source
+from ._source import Source
 from ._writers import write_clusters, write_pairs
+from .formats import FORMATS, Fmt, detect_format
 
 __all__ = [
     "FORMATS",
