@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -180,18 +179,10 @@ class RecordFormat:
         raise ParamError(f"{self.name} input cannot be written with edited texts")
 
 
-def folder_of(out: Output) -> str | Path:
-    """``out`` as a folder to copy kept files into; ParamError for a stream or ``-``."""
-    if not isinstance(out, str | Path) or str(out) == "-":
-        raise ParamError("text-file input writes kept files to a folder: name one")
-    return out
-
-
 __all__ = [
     "Fields",
     "Format",
     "Part",
     "Record",
     "RecordFormat",
-    "folder_of",
 ]

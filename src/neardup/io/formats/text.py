@@ -4,16 +4,18 @@ an output folder under their paths relative to the inputs' common folder."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from ...errors import ParamError
 from .._atomic import Output, atomic_dir
 from .._edit import edit_text
 from .._report import Entry, Problems
 from .._text import copy_kept_text, scan_text
-from .base import Fields, Part, Record, RecordFormat, folder_of
+from .base import Fields, Part, Record, RecordFormat
 
 if TYPE_CHECKING:
     from .._edit import Edit
@@ -70,6 +72,13 @@ class Text(RecordFormat):
         with atomic_dir(folder_of(out)) as folder:
             for entry in entries:
                 edit_text(entry, part(entry), part(entry, changed), edit, folder)
+
+
+def folder_of(out: Output) -> str | Path:
+    """``out`` as a folder to copy kept files into; ParamError for a stream or ``-``."""
+    if not isinstance(out, str | Path) or str(out) == "-":
+        raise ParamError("text-file input writes kept files to a folder: name one")
+    return out
 
 
 TEXT = Text()

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from abc import abstractmethod
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, BinaryIO, cast
 
 import numpy as np
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .._sinks import Sink
 
 
-class Pages(RecordFormat):
+class Pages(RecordFormat, ABC):
     """Pages whose main text is extracted; the kept ones become JSON Lines."""
 
     @abstractmethod
