@@ -14,7 +14,7 @@ import os
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, BinaryIO, Literal
 
 from ..errors import OutputError
@@ -283,15 +283,3 @@ class LineRecords:
         if self.records:
             self.take(self.records)
             self.records = []
-
-
-def batched(records: Iterator[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """Records in lists of BATCH."""
-    batch: list[dict[str, Any]] = []
-    for record in records:
-        batch.append(record)
-        if len(batch) == BATCH:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
