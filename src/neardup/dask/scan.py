@@ -294,7 +294,6 @@ def copy_kept(
     """Write the kept records, as they were (JSONL lines byte for byte), to ``out``."""
     entry = file_entry(file, storage_options)
     entry.spans = [(starts, ends, firsts)]
-    entry.n_docs = len(starts)
     format_of(file.name).write_kept([entry], lambda _entry: keep, out, Fields(), None)
 
 

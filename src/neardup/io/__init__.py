@@ -1,5 +1,7 @@
-"""Edge I/O: JSONL / gzip JSONL / Parquet / text files / stdin -> document batches (pass 1);
-kept mask -> the kept records in the input's own format (pass 2); result writers; atomic output.
+"""Edge I/O: JSONL / gzip JSONL / Parquet / CSV / TSV / text files / WARC / HTML / stdin ->
+document batches (pass 1); kept mask -> the kept records in the input's own format (pass 2);
+result writers; atomic output. Each input format is one module of ``formats/`` behind one
+``Format`` protocol, which ``Source`` and the cluster backend call.
 ``plan_outputs`` checks every output against the inputs and each other before anything is read;
 ``OutputPlan.commit()`` (``output_group()``) renames all outputs into place together, or none.
 
