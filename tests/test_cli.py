@@ -432,10 +432,10 @@ def test_hybrid_rechecks_in_several_threads_keep_what_one_thread_keeps(
     """With ``--jobs 3`` the re-check reads the borderline lines and shingles them in chunks,
     in threads (chunks made tiny here so there are many): the outputs are byte-identical."""
     from neardup import verify
-    from neardup.io import _source
+    from neardup.io.formats import jsonl
 
     monkeypatch.setattr(verify, "RECHECK_CHUNK", 7)
-    monkeypatch.setattr(_source, "TEXTS_AT_CHUNK", 5)
+    monkeypatch.setattr(jsonl, "TEXTS_AT_CHUNK", 5)
     base = random_documents(200, seed=31, words=(30, 120))
     texts = near_duplicate_corpus(base, 400, 0.6, seed=32).texts
     src = tmp_path / "in.jsonl"

@@ -75,7 +75,7 @@ def test_the_table_grows_and_keeps_every_claim() -> None:
 
 
 def test_records_claimed_one_by_one_and_blocks_see_each_others_ids() -> None:
-    from neardup.io._source import _Claims
+    from neardup.io._ids import Claims as _Claims
 
     claims = _Claims()
     assert claims.one("a", 1) == -1 and claims.one("b", 2) == -1 and claims.one("a", 3) == 1

@@ -10,8 +10,10 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -69,6 +71,8 @@ def ordered_map(fn: Callable[[T], R], items: Iterable[T], jobs: int) -> Iterator
         for item in items:
             yield item, fn(item)
         return
+    from concurrent.futures import ThreadPoolExecutor  # loaded when threads are first used
+
     pending: queue.SimpleQueue[tuple[T, Future[R]]] = queue.SimpleQueue()
     in_flight = 0
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="neardup-sign") as pool:

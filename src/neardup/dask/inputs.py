@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, ParamError
-from ..io._source import detect_format
+from ..io.formats import format_of
 
 #: Bytes of a plain JSONL file per block by default.
 BLOCK_BYTES = 32 << 20
@@ -103,11 +103,11 @@ def list_inputs(
             raise InputError(f"{raw}: file not found; check the path")
         files.extend(_files_under(fs, raw, path, given=raw))
     for f in files:
-        fmt = detect_format(f.name)
-        if fmt != "jsonl":
+        fmt = format_of(f.name)
+        if not fmt.splits:
             raise ParamError(
-                f"{f.name}: a cluster run reads JSONL files (optionally gzipped), not {fmt}; "
-                "convert it, or run without --dask"
+                f"{f.name}: a cluster run reads JSONL files (optionally gzipped), not "
+                f"{fmt.name}; convert it, or run without --dask"
             )
     return files
 

@@ -1,7 +1,7 @@
 """A block of an input file on a worker -> its signed documents; kept lines and texts by span.
 
-The worker reads its block through fsspec with the single-machine reader itself
-(``io._jsonl_blocks``: the same parser, the same bad-record messages), signs it with the
+The worker reads its block through fsspec with the single-machine reader itself (the file's
+``io.formats`` format: the same parser, the same bad-record messages), signs it with the
 engine's ``Deduplicator.sign`` (the method's signatures, the verifier's evidence), and keeps the
 result in the work folder. Problems are collected, not raised: whether a run stops is decided
 on the client once every block's first problem is known, so the one reported is the first in
@@ -20,10 +20,13 @@ import numpy.typing as npt
 
 from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
-from ..io._jsonl_blocks import LineBlock, copy_kept_spans, scan_jsonl_blocks, texts_at_spans
+from ..io._jsonl_blocks import LineBlock
 from ..io._report import MAX_EXAMPLES, MAX_RECORD_SIZE, Entry, ErrorReport, Problems
+from ..io.formats import Fields, format_of
+from ..methods import Signatures
 from ..params import DedupParams
 from ..text import Utf8Texts
+from ..verify import concat_evidence
 from .inputs import Block, InputFile, filesystem
 from .tables import Docs, Rows, doc_keys, evidence_rows, signature_rows
 from .workdir import WorkDir
@@ -41,6 +44,10 @@ class ReadSpec:
     id_field: str
     many: bool
     limit: int = MAX_RECORD_SIZE  # the largest record read (--max-record-size)
+
+    @property
+    def fields(self) -> Fields:
+        return Fields(self.text_field, self.id_field)
 
 
 class Collected(Problems):
@@ -135,9 +142,7 @@ class OwnedLines(io.RawIOBase):
 def file_entry(file: InputFile, storage_options: dict[str, Any] | None) -> Entry:
     """An Entry whose bytes come from fsspec (gzip recognised by its first bytes)."""
     fs, path = filesystem(file.url, storage_options)
-    return Entry(
-        name=file.name, fmt="jsonl", path=None, opener=lambda: cast(BinaryIO, fs.open(path, "rb"))
-    )
+    return Entry(name=file.name, path=None, opener=lambda: cast(BinaryIO, fs.open(path, "rb")))
 
 
 def scan_block(
@@ -178,11 +183,9 @@ def read_block(
         entry = file_entry(file, storage_options)
         entry.max_record = spec.limit
     else:
-        entry = Entry(
-            name=file.name, fmt="jsonl", path=None, plain=True, opener=owned, max_record=spec.limit
-        )
+        entry = Entry(name=file.name, path=None, plain=True, opener=owned, max_record=spec.limit)
     collected = Collected()
-    parts = list(scan_jsonl_blocks(entry, spec.text_field, spec.id_field, collected))
+    parts = list(format_of(file.name).blocks(entry, spec.fields, collected))
     return parts, collected, readers[-1] if readers else None
 
 
@@ -252,9 +255,6 @@ def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Doc
     docs, texts = placed_docs(block, parts, base)
     dedup = Deduplicator(params)
     signed: list[SignedBatch] = [dedup.sign(texts[lo:hi]) for lo, hi in text_batches(texts)]
-    from ..methods import Signatures
-    from ..verify import concat_evidence
-
     sigs = Signatures.concat([s.signatures for s in signed])
     ev = concat_evidence([s.evidence for s in signed])
     return replace(
@@ -278,7 +278,7 @@ def texts_of(
     """The texts of records ``wanted`` (indices into the spans, ascending) read again."""
     entry = file_entry(file, storage_options)
     entry.spans = [(starts, ends, firsts)]
-    texts = texts_at_spans(entry, wanted, spec.text_field, spec.id_field)
+    texts = format_of(file.name).texts_at(entry, wanted, spec.fields, 1)
     return Utf8Texts.from_strings(texts)
 
 
@@ -291,10 +291,10 @@ def copy_kept(
     out: Any,
     storage_options: dict[str, Any] | None,
 ) -> None:
-    """Write the kept records' lines, byte for byte, to ``out``."""
+    """Write the kept records, as they were (JSONL lines byte for byte), to ``out``."""
     entry = file_entry(file, storage_options)
     entry.spans = [(starts, ends, firsts)]
-    copy_kept_spans(entry, keep, out)
+    format_of(file.name).write_kept([entry], lambda _entry: keep, out, Fields(), None)
 
 
 __all__ = ["Collected", "ReadSpec", "Rows", "copy_kept", "scan_block", "texts_of"]

@@ -1,5 +1,7 @@
-"""Edge I/O: JSONL / gzip JSONL / Parquet / text files / stdin -> document batches (pass 1);
-kept mask -> the kept records in the input's own format (pass 2); result writers; atomic output.
+"""Edge I/O: JSONL / gzip JSONL / Parquet / CSV / TSV / text files / WARC / HTML / stdin ->
+document batches (pass 1); kept mask -> the kept records in the input's own format (pass 2);
+result writers; atomic output. Each input format is one module of ``formats/`` behind one
+``Format`` protocol, which ``Source`` and the cluster backend call.
 ``plan_outputs`` checks every output against the inputs and each other before anything is read;
 ``OutputPlan.commit()`` (``output_group()``) renames all outputs into place together, or none.
 
@@ -13,11 +15,14 @@ file, line and fix, or with ``on_error="skip"`` is skipped and counted in ``Sour
 from __future__ import annotations
 
 from ._atomic import atomic_dir, atomic_write, output_group
+from ._batches import DocBatch
 from ._keys import key_ranks
+from ._open import open_source
 from ._outputs import OutputPlan, plan_outputs
 from ._report import ErrorReport
-from ._source import FORMATS, DocBatch, Fmt, Source, detect_format, open_source
+from ._source import Source
 from ._writers import write_clusters, write_pairs
+from .formats import FORMATS, Fmt, detect_format
 
 __all__ = [
     "FORMATS",

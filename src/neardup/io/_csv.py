@@ -42,12 +42,11 @@ def _read_errors() -> tuple[type[Exception], ...]:
     return (OSError, pa.ArrowException, UnicodeDecodeError)
 
 
-def _open(entry: Entry, on_bad: Any = None) -> pcsv.CSVStreamingReader:
+def _open(entry: Entry, delimiter: str, on_bad: Any = None) -> pcsv.CSVStreamingReader:
     """A streaming reader of ``entry`` with every column as text."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    delimiter = "\t" if entry.fmt == "tsv" else ","
     parse = pcsv.ParseOptions(
         delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_bad
     )
@@ -131,15 +130,14 @@ def scan_csv(
     text_field: str,
     id_field: str,
     problems: Problems,
+    delimiter: str = ",",
     key_field: str | None = None,
 ) -> Iterator[tuple[int, str | None, str, int, object]]:
     """Pass 1: yield (row number, id or None, text, text bytes, key or None) for each good row."""
-    import pyarrow.compute as pc
-
     read_errors = _read_errors()
     bad = _BadRows(entry, problems)
     try:
-        reader = _open(entry, bad)
+        reader = _open(entry, delimiter, bad)
     except FileNotFoundError:
         problems.file(entry, "missing_file", "file not found", "check the path")
         return
@@ -149,37 +147,12 @@ def scan_csv(
         problems.file(entry, UNREADABLE, f"not a readable CSV file ({exc})", "check the file")
         return
     names = reader.schema.names
-    for field, what in ((text_field, "--text-field"), (key_field, "--keep-field")):
-        if field is not None and field not in names:
-            shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-            problems.file(
-                entry,
-                BAD_SCHEMA,
-                f"there is no column '{field}' (columns: {shown})",
-                f"use {what} to name one of these columns",
-                skip_hint=False,
-            )
-            return
-    has_id = id_field in names
+    if _missing_column(entry, names, text_field, key_field, problems):
+        return
     row0 = 0
     try:
         for batch in reader:
-            texts: list[str] = batch.column(text_field).to_pylist()
-            sizes: list[int] = pc.binary_length(batch.column(text_field)).to_pylist()
-            ids = batch.column(id_field).to_pylist() if has_id else None
-            keys = batch.column(key_field).to_pylist() if key_field is not None else None
-            for j, text in enumerate(texts):
-                recno = row0 + j + 1
-                if sizes[j] > entry.max_record:
-                    problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
-                    continue
-                yield (
-                    recno,
-                    None if ids is None else ids[j],
-                    text,
-                    sizes[j],
-                    None if keys is None else keys[j],
-                )
+            yield from _batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
             row0 += batch.num_rows
     except read_errors as exc:
         if bad.first is not None:
@@ -192,14 +165,66 @@ def scan_csv(
         )
 
 
-def kept_csv_batches(entry: Entry, keep: npt.NDArray[np.bool_]) -> Iterator[pa.RecordBatch]:
+def _missing_column(
+    entry: Entry, names: list[str], text_field: str, key_field: str | None, problems: Problems
+) -> bool:
+    """Whether the text or key column is absent (reported as a bad file)."""
+    for field, what in ((text_field, "--text-field"), (key_field, "--keep-field")):
+        if field is not None and field not in names:
+            shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+            problems.file(
+                entry,
+                BAD_SCHEMA,
+                f"there is no column '{field}' (columns: {shown})",
+                f"use {what} to name one of these columns",
+                skip_hint=False,
+            )
+            return True
+    return False
+
+
+def _batch_rows(
+    entry: Entry,
+    batch: pa.RecordBatch,
+    row0: int,
+    text_field: str,
+    id_field: str,
+    key_field: str | None,
+    problems: Problems,
+) -> Iterator[tuple[int, str | None, str, int, object]]:
+    """The good rows of one batch whose first row is number ``row0 + 1``."""
+    import pyarrow.compute as pc
+
+    texts: list[str] = batch.column(text_field).to_pylist()
+    sizes: list[int] = pc.binary_length(batch.column(text_field)).to_pylist()
+    ids = batch.column(id_field).to_pylist() if id_field in batch.schema.names else None
+    keys = batch.column(key_field).to_pylist() if key_field is not None else None
+    for j, text in enumerate(texts):
+        recno = row0 + j + 1
+        if sizes[j] > entry.max_record:
+            problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
+            continue
+        yield (
+            recno,
+            None if ids is None else ids[j],
+            text,
+            sizes[j],
+            None if keys is None else keys[j],
+        )
+
+
+def kept_csv_batches(
+    entry: Entry, keep: npt.NDArray[np.bool_], delimiter: str = ","
+) -> Iterator[pa.RecordBatch]:
     """Pass 2: the file's kept rows, every column, in batches (``keep[i]`` is for the file's
     i-th accepted row; rows skipped in pass 1 are skipped by row number)."""
     import pyarrow as pa
 
     if entry.n_docs == 0:
         return
-    for batch, _, select, _ in kept_rows(entry, _open(entry, _BadRows(entry, None)), keep):
+    for batch, _, select, _ in kept_rows(
+        entry, _open(entry, delimiter, _BadRows(entry, None)), keep
+    ):
         yield batch.filter(pa.array(select))
 
 

@@ -17,6 +17,7 @@ statistics) by resiliparse; undecodable bytes never raise (they are replaced).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import BinaryIO, Literal
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import NeardupError
+from ..errors import InputError, NeardupError
 from ._report import Entry, Problems
 from ._text import read_bounded
 
@@ -143,10 +144,6 @@ def copy_kept_html(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> 
 def read_document(path: str) -> str:
     """The text of one input for ``neardup compare``: ``-`` is standard input, an ``.html``
     file is extracted, anything else is read as UTF-8 text."""
-    import sys
-
-    from ..errors import InputError
-
     if path == "-":
         return sys.stdin.read()
     try:

@@ -10,6 +10,8 @@ numbers are claim order, i.e. the global positions of pass 1.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 
 from .._types import IntArray
@@ -17,6 +19,14 @@ from ..text import Utf8Texts
 
 #: The table is grown (doubled) before claims would fill more than this share of its slots.
 MAX_LOAD = 0.6
+
+
+def _kernels() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """The kernel modules ids are claimed with (``buffers``, ``ids``, ``shingles``), imported
+    on the first claim: Numba loads once records are read, not at import."""
+    from .._kernels import buffers, ids, shingles
+
+    return buffers, ids, shingles
 
 
 class IdRegistry:
@@ -34,9 +44,8 @@ class IdRegistry:
     def claim(self, ids: Utf8Texts, keys: IntArray) -> IntArray:
         """Claim ``ids`` in order for the records ``keys``: -1 where the id is new (the record
         claims it), else the key of the record that claimed it first (earlier in ``ids`` too)."""
-        from .._kernels import ids as _k  # Numba loads once records are read, not at import
-        from .._kernels.buffers import grown
-        from .._kernels.shingles import raw_hash_kernel
+        buffers, _k, shingles = _kernels()
+        grown, raw_hash_kernel = buffers.grown, shingles.raw_hash_kernel
 
         m = len(ids)
         if m == 0:
@@ -86,3 +95,47 @@ class IdRegistry:
         self._hashes, self._table = np.zeros(0, np.uint64), np.full(1, -1, np.int64)
         self.count = 0
         return out
+
+
+class Claims:
+    """The ids claimed so far in a pass 1, and by which record (a key: file index and record
+    number). Blocks claim in one kernel call (``IdRegistry``); records read one at a time use a
+    dict, whose ids reach the registry before the next block's claims, so each sees every earlier
+    id. After a block, single records ask the registry (slower; only when a stream follows a
+    file)."""
+
+    def __init__(self) -> None:
+        self.registry = IdRegistry()
+        self._seen: dict[str, int] | None = {}
+        self._ids: list[str] = []
+        self._keys: list[int] = []
+
+    def one(self, rid: str, key: int) -> int:
+        """-1 when ``rid`` is new (claimed now), else the key of the record that has it."""
+        if self._seen is None:
+            return self.registry.claim_one(rid, key)
+        earlier = self._seen.setdefault(rid, key)
+        if earlier != key:
+            return earlier
+        self._ids.append(rid)
+        self._keys.append(key)
+        if len(self._ids) >= 65_536:
+            self._flush()
+        return -1
+
+    def block(self, ids: Utf8Texts, keys: IntArray) -> IntArray:
+        """``IdRegistry.claim`` after the records claimed one at a time."""
+        self._flush()
+        self._seen = None
+        return self.registry.claim(ids, keys)
+
+    def _flush(self) -> None:
+        if self._ids:
+            self.registry.claim(Utf8Texts.from_strings(self._ids), np.asarray(self._keys))
+            self._ids, self._keys = [], []
+
+    def close(self) -> Utf8Texts:
+        """Every claimed id in claim order (= position); the tables are freed."""
+        self._flush()
+        self._seen = None
+        return self.registry.close()

@@ -61,34 +61,7 @@ def parse_record(
         except Exception:  # the standard library decides and explains below
             obj = _MISSING
     if obj is _MISSING:
-        try:
-            decoded = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RecordProblem(
-                INVALID_UTF8,
-                f"invalid UTF-8 at byte {exc.start + 1} of the line",
-                "re-encode the file as UTF-8",
-            ) from None
-        try:
-            obj = json.loads(decoded.removeprefix("\ufeff"))
-        except json.JSONDecodeError as exc:
-            raise RecordProblem(
-                BAD_JSON,
-                f"not valid JSON ({exc.msg} at column {exc.colno})",
-                "fix the line so it holds exactly one JSON object",
-            ) from None
-        except RecursionError:  # hostile records are bad records, never a crash
-            raise RecordProblem(
-                BAD_JSON,
-                "JSON nested too deeply to read",
-                "flatten the record's arrays and objects",
-            ) from None
-        except ValueError as exc:  # e.g. an integer beyond Python's digit limit
-            raise RecordProblem(
-                BAD_JSON,
-                f"a value cannot be read ({_first_line(exc)})",
-                "store huge numbers as strings",
-            ) from None
+        obj = _loads_explained(line)
     if not isinstance(obj, dict):
         raise RecordProblem(
             NOT_OBJECT,
@@ -111,6 +84,38 @@ def parse_record(
     rid = obj.get(id_field, _MISSING)
     key = None if key_field is None else obj.get(key_field)
     return (None if rid is _MISSING else id_string(rid, id_field)), text, key
+
+
+def _loads_explained(line: bytes) -> Any:
+    """The standard library's reading of a line, or RecordProblem saying what is wrong."""
+    try:
+        decoded = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordProblem(
+            INVALID_UTF8,
+            f"invalid UTF-8 at byte {exc.start + 1} of the line",
+            "re-encode the file as UTF-8",
+        ) from None
+    try:
+        return json.loads(decoded.removeprefix("\ufeff"))
+    except json.JSONDecodeError as exc:
+        raise RecordProblem(
+            BAD_JSON,
+            f"not valid JSON ({exc.msg} at column {exc.colno})",
+            "fix the line so it holds exactly one JSON object",
+        ) from None
+    except RecursionError:  # hostile records are bad records, never a crash
+        raise RecordProblem(
+            BAD_JSON,
+            "JSON nested too deeply to read",
+            "flatten the record's arrays and objects",
+        ) from None
+    except ValueError as exc:  # e.g. an integer beyond Python's digit limit
+        raise RecordProblem(
+            BAD_JSON,
+            f"a value cannot be read ({_first_line(exc)})",
+            "store huge numbers as strings",
+        ) from None
 
 
 def _first_line(exc: Exception) -> str:

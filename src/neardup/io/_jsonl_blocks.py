@@ -15,7 +15,8 @@ import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import cast
+from types import ModuleType
+from typing import BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -75,13 +76,20 @@ def _key_bytes(name: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(name.encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
+def _kernels() -> tuple[ModuleType, ModuleType, ModuleType]:
+    """The kernel modules this reader calls (``_jit``, ``jsonl``, ``ranges``), imported when
+    the first block is read: Numba loads then, not at import, and after the kernel mode is set."""
+    from .._kernels import _jit, jsonl, ranges
+
+    return _jit, jsonl, ranges
+
+
 def _lines_for_python(
     data: bytes, newlines: IntArray
 ) -> tuple[IntArray, Bytes, IntArray, Bytes, IntArray, Bytes, Bytes]:
     """``parse_lines``' answer with every non-blank line marked ASK_PYTHON: with interpreted
     kernels (a small run), the Python parser, which any line can be left to, is the faster."""
-    from .._kernels import jsonl as _k
-
+    _k = _kernels()[1]
     ends = newlines + 1
     if data and data[-1] != 0x0A:
         ends = np.append(ends, len(data))
@@ -104,8 +112,7 @@ def _parse_in_python(nbytes: int) -> bool:
     """Whether a block of ``nbytes`` goes to the Python parser: ``parse_lines`` is neither
     compiled in this process nor cached, and the process's Python budget holds the block."""
     global _python_parsed
-    from .._kernels import _jit
-    from .._kernels import jsonl as _k
+    _jit, _k, _ = _kernels()
 
     if _python_parsed + nbytes > PYTHON_PARSE_BYTES or getattr(_k.parse_lines, "overloads", {1: 1}):
         return False
@@ -126,9 +133,7 @@ def parse_block(
     """Whole lines ``data`` (the first is line ``first_recno``, at byte ``offset`` of the file)
     -> (their records, number of lines); a line over ``limit`` bytes (its newline not counted)
     is a ``too_large`` bad line."""
-    from .._kernels import _jit
-    from .._kernels import jsonl as _k  # Numba loads with the first block, not at import
-
+    _jit, _k, _ = _kernels()
     buf = np.frombuffer(data, dtype=np.uint8)
     newlines = np.flatnonzero(buf == 0x0A)
     if _jit.mode() == "python" or _parse_in_python(len(data)):
@@ -163,33 +168,62 @@ def parse_block(
     rows = rec
     ask = np.flatnonzero(status == _k.ASK_PYTHON)
     if len(ask):  # the Python parser decides (and explains) these lines
-        more_rows: list[int] = []
-        more_ids: list[str | None] = []
-        more_texts: list[str] = []
-        for j in ask.tolist():
-            line = data[starts[j] : ends[j]]
-            try:
-                rid, text, _ = parse_record(line, text_field, id_field)
-            except RecordProblem as p:
-                problems.append((first_recno + j, p.kind, p.problem, p.fix))
-                continue
-            more_rows.append(j)
-            more_ids.append(rid)
-            more_texts.append(text)
-        if more_rows:
-            rows = np.concatenate([rec, np.asarray(more_rows, dtype=np.int64)])
-            order = np.argsort(rows, kind="stable")
-            rows = rows[order]
-            texts = Utf8Texts.concat([texts, Utf8Texts.from_strings(more_texts)]).take(order)
-            more = Utf8Texts.from_strings([rid or "" for rid in more_ids])
-            ids = Utf8Texts.concat([ids, more]).take(order)
-            absent = np.concatenate([absent, [rid is None for rid in more_ids]])[order]
+        lines = [data[starts[j] : ends[j]] for j in ask.tolist()]
+        more = _python_records(lines, ask, text_field, id_field, first_recno, problems)
+        rows, ids, texts, absent = _merged((rec, ids, texts, absent), more)
     problems.sort(key=lambda p: p[0])  # too-large lines among the parser's, in line order
     at = starts[rows]
     block = LineBlock(
         rows + first_recno, ids, absent, texts, at + offset, ends[rows] + offset, buf[at], problems
     )
     return block, n_lines
+
+
+_Parsed = tuple[IntArray, Utf8Texts, Utf8Texts, npt.NDArray[np.bool_]]
+
+
+def _python_records(
+    lines: list[bytes],
+    where: IntArray,
+    text_field: str,
+    id_field: str,
+    first: int,
+    problems: list[tuple[int, str, str, str]],
+) -> _Parsed:
+    """``lines`` (at line indices ``where``) parsed by the Python parser: their records as
+    (line indices, ids, texts, absent ids); bad lines appended to ``problems``."""
+    rows: list[int] = []
+    ids: list[str | None] = []
+    texts: list[str] = []
+    for j, line in zip(where.tolist(), lines, strict=True):
+        try:
+            rid, text, _ = parse_record(line, text_field, id_field)
+        except RecordProblem as p:
+            problems.append((first + j, p.kind, p.problem, p.fix))
+            continue
+        rows.append(j)
+        ids.append(rid)
+        texts.append(text)
+    return (
+        np.asarray(rows, dtype=np.int64),
+        Utf8Texts.from_strings([rid or "" for rid in ids]),
+        Utf8Texts.from_strings(texts),
+        np.asarray([rid is None for rid in ids], dtype=np.bool_),
+    )
+
+
+def _merged(kernel: _Parsed, python: _Parsed) -> _Parsed:
+    """The records the kernel and the Python parser read, in line order."""
+    if not len(python[0]):
+        return kernel
+    rows = np.concatenate([kernel[0], python[0]])
+    order = np.argsort(rows, kind="stable")
+    return (
+        rows[order],
+        Utf8Texts.concat([kernel[1], python[1]]).take(order),
+        Utf8Texts.concat([kernel[2], python[2]]).take(order),
+        np.concatenate([kernel[3], python[3]])[order],
+    )
 
 
 def scan_jsonl_blocks(
@@ -202,20 +236,51 @@ def scan_jsonl_blocks(
     handle = problems.opened(entry, lambda: open_jsonl(entry))
     if handle is None:
         return
-    limit = entry.max_record
-    chunk = chunk or CHUNK  # read now, so a test may change CHUNK
-    lines = 0  # lines before the current chunk
-    offset = 0  # byte offset of the current chunk in the file
-    pieces: list[bytes] = []  # the start of a line longer than what was read so far
-    held = 0  # bytes in pieces
-    passing = -1  # >= 0: bytes of line ``lines`` passed so far, over the limit ("skip" mode)
+    chunks = _WholeLines(handle, entry, problems, chunk or CHUNK)  # CHUNK read now: tests set it
     try:
+        for whole in chunks:
+            block, n_lines = parse_block(
+                whole, text_field, id_field, chunks.lines + 1, chunks.offset, entry.max_record
+            )
+            chunks.lines += n_lines
+            chunks.offset += len(whole)
+            if len(block) or block.problems:
+                yield block
+        if chunks.failed:
+            handle.close()
+            yield from _after_read_error(
+                entry, text_field, id_field, problems, chunks.lines, chunks.offset
+            )
+    finally:
+        handle.close()
+
+
+class _WholeLines:
+    """A JSONL file's bytes in chunks of whole lines, about ``chunk`` bytes each (a longer
+    line extends its chunk). A line over ``entry.max_record`` is never held: it is reported
+    as ``too_large`` and streamed past. ``lines`` and ``offset`` count the lines and bytes
+    before the next chunk (the reader adds each chunk's once it has parsed it); ``failed``
+    says reading stopped at a read error."""
+
+    def __init__(self, handle: BinaryIO, entry: Entry, problems: Problems, chunk: int) -> None:
+        self.handle = handle
+        self.entry = entry
+        self.problems = problems
+        self.chunk = chunk
+        self.lines = 0
+        self.offset = 0
+        self.failed = False
+
+    def __iter__(self) -> Iterator[bytes]:
+        limit = self.entry.max_record
+        pieces: list[bytes] = []  # the start of a line longer than what was read so far
+        held = 0  # bytes in pieces
+        passing = -1  # >= 0: bytes of line ``lines`` passed so far, over the limit ("skip")
         while True:
             try:
-                data = handle.read(chunk)
+                data = self.handle.read(self.chunk)
             except _READ_ERRORS:
-                handle.close()
-                yield from _after_read_error(entry, text_field, id_field, problems, lines, offset)
+                self.failed = True
                 return
             if passing >= 0:  # streaming past a line over the limit, to its newline
                 nl = data.find(b"\n")
@@ -223,10 +288,10 @@ def scan_jsonl_blocks(
                     passing += len(data)
                     continue
                 size = passing + (nl if data else 0)
-                problems.record(entry, lines, *too_large(size, limit))
+                self.problems.record(self.entry, self.lines, *too_large(size, limit))
                 if not data:
                     return
-                offset += size + 1
+                self.offset += size + 1
                 passing = -1
                 data = data[nl + 1 :]
                 if not data:
@@ -237,9 +302,9 @@ def scan_jsonl_blocks(
                     pieces.append(data)
                     held += len(data)
                     if held > limit:  # a line over the limit: never held whole
-                        lines += 1
-                        if problems.on_error == "stop":
-                            problems.record(entry, lines, *too_large(None, limit))
+                        self.lines += 1
+                        if self.problems.on_error == "stop":
+                            self.problems.record(self.entry, self.lines, *too_large(None, limit))
                         passing, pieces, held = held, [], 0
                     continue
                 whole = b"".join([*pieces, data[:cut]]) if pieces else data[:cut]
@@ -250,15 +315,9 @@ def scan_jsonl_blocks(
                 pieces, held = [], 0
                 if not whole:
                     return
-            block, n_lines = parse_block(whole, text_field, id_field, lines + 1, offset, limit)
-            lines += n_lines
-            offset += len(whole)
-            if len(block) or block.problems:
-                yield block
+            yield whole
             if not data:
                 return
-    finally:
-        handle.close()
 
 
 def _after_read_error(
@@ -313,8 +372,7 @@ def _gather(
     over long gaps and never reads past the last range (a damaged tail read in pass 1 stays
     unread). The lines starting at ``lines`` must still start with the bytes ``firsts`` seen in
     pass 1; raises when they do not or the file ends early (it changed after pass 1)."""
-    from .._kernels.ranges import gather_ranges
-
+    gather_ranges = _kernels()[2].gather_ranges
     if not len(starts):
         return
     stop = int(ends[-1])

@@ -10,13 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from ._report import (
     BAD_ID,
@@ -30,13 +27,23 @@ from ._report import (
 )
 from ._rows import kept_rows
 
+if TYPE_CHECKING:  # pyarrow is imported when Parquet is first read or written
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
 #: Rows per record batch read from a Parquet file (and per row group written).
 BATCH_ROWS = 65_536
 
-_READ_ERRORS = (OSError, pa.ArrowException, UnicodeDecodeError)
+
+def _read_errors() -> tuple[type[Exception], ...]:
+    import pyarrow as pa
+
+    return (OSError, pa.ArrowException, UnicodeDecodeError)
 
 
 def _is_text_type(dtype: pa.DataType) -> bool:
+    import pyarrow as pa
+
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
     is_view = getattr(pa.types, "is_string_view", None)
@@ -48,6 +55,9 @@ def _is_text_type(dtype: pa.DataType) -> bool:
 
 
 def _as_strings(column: pa.Array) -> list[str | None]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
     if not _is_text_type(column.type):
@@ -58,6 +68,8 @@ def _as_strings(column: pa.Array) -> list[str | None]:
 
 def _is_key_type(dtype: pa.DataType) -> bool:
     """Column types whose values have an order: numbers, strings, booleans, dates, timestamps."""
+    import pyarrow as pa
+
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
     return bool(
@@ -75,6 +87,9 @@ def _key_values(column: pa.Array) -> list[object]:
     """A key column -> Python values: ints, floats (decimals and half floats as float64),
     strings, booleans, or numpy.datetime64 for dates and timestamps (zoned ones in UTC); nulls
     are None, or NaT for dates and timestamps."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
     dtype = column.type
@@ -88,6 +103,8 @@ def _key_values(column: pa.Array) -> list[object]:
 
 def text_schema(text_field: str) -> pa.Schema:
     """The schema of kept rows when no Parquet file was read: one string column."""
+    import pyarrow as pa
+
     return pa.schema([pa.field(text_field, pa.string())])
 
 
@@ -130,15 +147,46 @@ def scan_parquet(
 
     A ``key_field`` column that is absent or has no order (lists, structs, binary, ...) makes
     the file bad (bad_schema); its nulls are keys of None."""
+    import pyarrow.parquet as pq
+
+    read_errors = _read_errors()
     try:
         pfile = pq.ParquetFile(entry.path)
     except FileNotFoundError:
         problems.file(entry, MISSING_FILE, "file not found", "check the path")
         return
-    except _READ_ERRORS as exc:
+    except read_errors as exc:
         problems.file(entry, UNREADABLE, f"not a readable Parquet file ({exc})", "check the file")
         return
-    schema = pfile.schema_arrow
+    columns = _usable_columns(entry, pfile.schema_arrow, text_field, id_field, key_field, problems)
+    if columns is None or not _same_schema(entry, pfile.schema_arrow, first, problems):
+        return
+    row0 = 0
+    try:
+        for batch in pfile.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+            yield from _batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
+            row0 += batch.num_rows
+    except read_errors as exc:
+        problems.file(
+            entry,
+            UNREADABLE,
+            f"reading failed after row {row0} ({exc})",
+            "repair or re-create the file",
+        )
+
+
+def _usable_columns(
+    entry: Entry,
+    schema: pa.Schema,
+    text_field: str,
+    id_field: str,
+    key_field: str | None,
+    problems: Problems,
+) -> list[str] | None:
+    """The columns pass 1 reads (text, id when present, key), or None after reporting a text,
+    id or key column that is absent or of a type it cannot be (a bad file)."""
+    import pyarrow as pa
+
     names = schema.names
     bad = _column_problem(
         schema,
@@ -150,7 +198,7 @@ def scan_parquet(
     )
     if bad is not None:
         problems.file(entry, BAD_SCHEMA, *bad, skip_hint=text_field in names)
-        return
+        return None
     has_id = id_field in names
     if has_id:
         id_type = schema.field(id_field).type
@@ -161,7 +209,7 @@ def scan_parquet(
                 f"column '{id_field}' has type {id_type}, not string or integer",
                 "store ids as strings or integers, or use --id-field to name another column",
             )
-            return
+            return None
     if key_field is not None:
         bad = _column_problem(
             schema,
@@ -173,68 +221,79 @@ def scan_parquet(
         )
         if bad is not None:
             problems.file(entry, BAD_SCHEMA, *bad, skip_hint=key_field in names)
-            return
-    if first.schema is None:
-        first.schema, first.name = schema, entry.name
-    elif not schema.equals(first.schema, check_metadata=False):
-        problems.file(
-            entry,
-            BAD_SCHEMA,
-            f"its columns differ from those of {first.name}",
-            "deduplicate files with one schema together, or convert them to one schema first",
-        )
-        return
+            return None
     columns = [text_field] + [name for name in (id_field,) if has_id and name != text_field]
     if key_field is not None and key_field not in columns:
         columns.append(key_field)
-    row0 = 0
-    try:
-        for batch in pfile.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-            text_column = batch.column(text_field)
-            texts = _as_strings(text_column)
-            sizes: list[int] = (
-                pc.binary_length(text_column.cast(pa.string()))
-                .fill_null(0)
-                .to_numpy(zero_copy_only=False)
-                .tolist()
+    return columns
+
+
+def _same_schema(entry: Entry, schema: pa.Schema, first: SchemaRef, problems: Problems) -> bool:
+    """Whether the file has the first usable file's schema (the first sets it)."""
+    if first.schema is None:
+        first.schema, first.name = schema, entry.name
+        return True
+    if schema.equals(first.schema, check_metadata=False):
+        return True
+    problems.file(
+        entry,
+        BAD_SCHEMA,
+        f"its columns differ from those of {first.name}",
+        "deduplicate files with one schema together, or convert them to one schema first",
+    )
+    return False
+
+
+def _batch_rows(
+    entry: Entry,
+    batch: pa.RecordBatch,
+    row0: int,
+    text_field: str,
+    id_field: str,
+    key_field: str | None,
+    problems: Problems,
+) -> Iterator[tuple[int, str | None, str, int, object]]:
+    """The good rows of one record batch whose first row is number ``row0 + 1``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text_column = batch.column(text_field)
+    texts = _as_strings(text_column)
+    sizes: list[int] = (
+        pc.binary_length(text_column.cast(pa.string()))
+        .fill_null(0)
+        .to_numpy(zero_copy_only=False)
+        .tolist()
+    )
+    ids = _as_strings(batch.column(id_field)) if id_field in batch.schema.names else None
+    keys = _key_values(batch.column(key_field)) if key_field is not None else None
+    for j, text in enumerate(texts):
+        recno = row0 + j + 1
+        if text is None:
+            problems.record(
+                entry,
+                recno,
+                BAD_TEXT,
+                f"field '{text_field}' is null",
+                "give every row a text (an empty string is fine)",
             )
-            ids = _as_strings(batch.column(id_field)) if has_id else None
-            keys = _key_values(batch.column(key_field)) if key_field is not None else None
-            for j, text in enumerate(texts):
-                recno = row0 + j + 1
-                if text is None:
-                    problems.record(
-                        entry,
-                        recno,
-                        BAD_TEXT,
-                        f"field '{text_field}' is null",
-                        "give every row a text (an empty string is fine)",
-                    )
-                    continue
-                if sizes[j] > entry.max_record:
-                    problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
-                    continue
-                rid = None
-                if ids is not None:
-                    rid = ids[j]
-                    if rid is None:
-                        problems.record(
-                            entry,
-                            recno,
-                            BAD_ID,
-                            f"field '{id_field}' is null",
-                            "give every row an id, or use --id-field to name another column",
-                        )
-                        continue
-                yield recno, rid, text, sizes[j], None if keys is None else keys[j]
-            row0 += batch.num_rows
-    except _READ_ERRORS as exc:
-        problems.file(
-            entry,
-            UNREADABLE,
-            f"reading failed after row {row0} ({exc})",
-            "repair or re-create the file",
-        )
+            continue
+        if sizes[j] > entry.max_record:
+            problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
+            continue
+        rid = None
+        if ids is not None:
+            rid = ids[j]
+            if rid is None:
+                problems.record(
+                    entry,
+                    recno,
+                    BAD_ID,
+                    f"field '{id_field}' is null",
+                    "give every row an id, or use --id-field to name another column",
+                )
+                continue
+        yield recno, rid, text, sizes[j], None if keys is None else keys[j]
 
 
 @dataclass
@@ -256,6 +315,9 @@ class ParquetSink:
             self._flush()
 
     def _flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         if self._writer is None:
             self._writer = pq.ParquetWriter(self.out, self.schema)
         if self._buffer:
@@ -282,6 +344,9 @@ def copy_kept_parquet(
     number, vectorised per batch. ``edit``: (changed, edit, text field): the text of each
     changed row i becomes ``edit(entry.start + i, text)``.
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     if entry.n_docs == 0:
         return
     pfile = pq.ParquetFile(entry.path)
@@ -304,6 +369,8 @@ def _edited(
 ) -> pa.RecordBatch:
     """``batch`` with the text of its accepted rows ``index[changed]`` edited (``first``: the
     global position of its first accepted row)."""
+    import pyarrow as pa
+
     field_index = batch.schema.get_field_index(edit[2])
     column = batch.column(field_index)
     values = column.to_pylist()

@@ -87,8 +87,9 @@ class Entry:
     """
 
     name: str  # as the user wrote it: used in messages and as the id of text files
-    fmt: str  # "jsonl" | "parquet" | "text"
     path: Path | None  # None for stdin until it is spooled
+    #: What a record number counts in messages ("line", "row"); None: the file is one record.
+    unit: str | None = "line"
     rel: Path | None = None  # text files: where a kept copy goes under the output folder
     stream: BinaryIO | None = None  # stdin (or another binary stream) read in pass 1
     stamp: tuple[int, int] | None = None  # (size, mtime_ns) seen in pass 1
@@ -107,10 +108,9 @@ class Entry:
     max_record: int = MAX_RECORD_SIZE
 
     def where(self, recno: int | None) -> str:
-        if recno is None or self.fmt == "text":
+        if recno is None or self.unit is None:
             return self.name
-        unit = "row" if self.fmt in ("parquet", "csv", "tsv") else "line"
-        return f"{self.name} {unit} {recno}"
+        return f"{self.name} {self.unit} {recno}"
 
     def reset(self) -> None:
         self.skipped = set()

@@ -126,19 +126,7 @@ def classify(out: str | Path, *, folder: bool = False) -> Target:
     except OSError as exc:
         raise output_error(name, exc, "reach") from None
     if st is None:
-        final = Path(os.path.realpath(path))
-        parent = final.parent
-        if not parent.is_dir():
-            raise ParamError(
-                f"cannot write {name}: folder {parent} does not exist; create it first"
-            )
-        problem = _folder_problem(parent)
-        if problem is not None:
-            raise OutputError(f"cannot create {name} in folder {parent}: {problem}")
-        pst = os.stat(parent)
-        return Target(
-            name, "folder" if folder else "file", final, (pst.st_dev, pst.st_ino, final.name)
-        )
+        return _new_target(name, path, folder)
     identity = (st.st_dev, st.st_ino)
     mode = st.st_mode
     if identity == stdout_identity() and not stat.S_ISCHR(mode):  # a terminal, /dev/null: streams
@@ -166,6 +154,24 @@ def classify(out: str | Path, *, folder: bool = False) -> Target:
         return Target(name, "stream", path, identity, is_char_device=stat.S_ISCHR(mode))
     elif not stat.S_ISREG(mode):
         raise ParamError(f"cannot write {name}: it is not a file, a pipe or a device")
+    return _replaced_target(name, path, folder, identity)
+
+
+def _new_target(name: str, path: Path, folder: bool) -> Target:
+    """An output that does not exist yet: its folder must exist and take new files."""
+    final = Path(os.path.realpath(path))
+    parent = final.parent
+    if not parent.is_dir():
+        raise ParamError(f"cannot write {name}: folder {parent} does not exist; create it first")
+    problem = _folder_problem(parent)
+    if problem is not None:
+        raise OutputError(f"cannot create {name} in folder {parent}: {problem}")
+    pst = os.stat(parent)
+    return Target(name, "folder" if folder else "file", final, (pst.st_dev, pst.st_ino, final.name))
+
+
+def _replaced_target(name: str, path: Path, folder: bool, identity: Identity) -> Target:
+    """An existing file or empty folder, replaced by renaming a temporary one into place."""
     final = Path(os.path.realpath(path))
     problem = _folder_problem(final.parent)
     if problem is not None:

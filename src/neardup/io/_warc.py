@@ -28,7 +28,7 @@ import zlib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -242,80 +242,86 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
         checked.record_at(rec.stream_pos)
         length = rec.content_length
         rtype = rec.record_type
-        if rtype not in (WarcRecordType.response, WarcRecordType.resource):
-            continue
-        head = rec.headers
-        url = head.get("WARC-Target-URI")
-        date = head.get("WARC-Date")
-        record_id = _strip_urn(head.get("WARC-Record-ID") or f"record-{recno}")
-        where = f" ({url})" if url else ""
-        declared = rec.content_length
-        if declared > limit:
-            yield WarcSkip(recno, *too_large(declared, limit))
-            rec.reader.consume()
-            continue
-        try:
-            if rtype == WarcRecordType.response:
-                rec.parse_http(auto_decode="none")
-                status = (
-                    (rec.http_headers.status_line or "") if rec.http_headers is not None else ""
-                )
-                parts = status.split()
-                if not status.startswith("HTTP/") or len(parts) < 2 or not parts[1].isdigit():
-                    yield WarcSkip(
-                        recno,
-                        BAD_RECORD,
-                        f"the HTTP block does not start with a status line{where}",
-                        "repair the record or skip it",
-                    )
-                    rec.reader.consume()
-                    continue
-                ctype = (rec.http_headers.get("Content-Type") or "").lower()
-                charset = rec.http_charset
-                code = int(parts[1])
-            else:
-                ctype = (head.get("Content-Type") or "").lower()
-                charset = None
-                code = 200
-            expected = rec.content_length
-            body = rec.reader.read()
-        except _READ_ERRORS as exc:
-            yield WarcSkip(recno, BAD_RECORD, f"cannot parse it ({exc}){where}", "repair it")
-            continue
-        if len(body) < expected:
-            yield WarcSkip(
-                recno,
-                BAD_RECORD,
-                f"the record is cut short ({len(body)} of {expected} bytes){where}",
-                "re-download or repair the WARC file",
-            )
-            continue
-        if not 200 <= code < 300:
-            yield WarcSkip(recno, HTTP_STATUS, f"HTTP status {code}{where}", "not a page")
-            continue
-        if ctype.split(";")[0].strip() not in _HTML_TYPES:
-            kind = ctype.split(";")[0].strip() or "no Content-Type"
-            yield WarcSkip(recno, NOT_HTML, f"not HTML ({kind}){where}", "not a page")
-            continue
-        try:
-            if rtype == WarcRecordType.response:
-                body = _decode_body(body, rec.http_headers, limit)
-        except _TooLarge as exc:
-            yield WarcSkip(recno, TOO_LARGE, f"{exc}{where}", too_large(None, limit)[2])
-            continue
-        except (ValueError, zlib.error) as exc:
-            yield WarcSkip(
-                recno, BAD_RECORD, f"cannot decode the HTTP body ({exc}){where}", "repair it"
-            )
-            continue
-        text = extract_text(decode_html(body, charset)).text
-        yield WarcDoc(recno, record_id, url, date, text, max(declared, len(body)))
+        if rtype in (WarcRecordType.response, WarcRecordType.resource):
+            yield _page(rec, recno, limit, rtype == WarcRecordType.response)
     if checked.error is not None:
         raise OSError(f"reading failed after record {recno} ({checked.error})")
     if recno:
         problem = checked.cut(length)
         if problem is not None:
             raise OSError(f"the file ends inside record {recno}, {problem}")
+
+
+def _page(rec: Any, recno: int, limit: int, response: bool) -> WarcDoc | WarcSkip:
+    """One response (``response``) or resource record -> its page, or why it gives none."""
+    head = rec.headers
+    url = head.get("WARC-Target-URI")
+    date = head.get("WARC-Date")
+    record_id = _strip_urn(head.get("WARC-Record-ID") or f"record-{recno}")
+    where = f" ({url})" if url else ""
+    declared = rec.content_length
+    if declared > limit:
+        rec.reader.consume()
+        return WarcSkip(recno, *too_large(declared, limit))
+    block = _block(rec, recno, response, where)
+    if isinstance(block, WarcSkip):
+        return block
+    body, ctype, charset, code = block
+    if not 200 <= code < 300:
+        return WarcSkip(recno, HTTP_STATUS, f"HTTP status {code}{where}", "not a page")
+    if ctype.split(";")[0].strip() not in _HTML_TYPES:
+        kind = ctype.split(";")[0].strip() or "no Content-Type"
+        return WarcSkip(recno, NOT_HTML, f"not HTML ({kind}){where}", "not a page")
+    try:
+        if response:
+            body = _decode_body(body, rec.http_headers, limit)
+    except _TooLarge as exc:
+        return WarcSkip(recno, TOO_LARGE, f"{exc}{where}", too_large(None, limit)[2])
+    except (ValueError, zlib.error) as exc:
+        return WarcSkip(
+            recno, BAD_RECORD, f"cannot decode the HTTP body ({exc}){where}", "repair it"
+        )
+    text = extract_text(decode_html(body, charset)).text
+    return WarcDoc(recno, record_id, url, date, text, max(declared, len(body)))
+
+
+def _block(
+    rec: Any, recno: int, response: bool, where: str
+) -> tuple[bytes, str, str | None, int] | WarcSkip:
+    """A record's whole block (body, Content-Type, charset, HTTP status), or a WarcSkip when
+    its HTTP head is broken or it is cut short."""
+    try:
+        if response:
+            rec.parse_http(auto_decode="none")
+            status = (rec.http_headers.status_line or "") if rec.http_headers is not None else ""
+            parts = status.split()
+            if not status.startswith("HTTP/") or len(parts) < 2 or not parts[1].isdigit():
+                rec.reader.consume()
+                return WarcSkip(
+                    recno,
+                    BAD_RECORD,
+                    f"the HTTP block does not start with a status line{where}",
+                    "repair the record or skip it",
+                )
+            ctype = (rec.http_headers.get("Content-Type") or "").lower()
+            charset = rec.http_charset
+            code = int(parts[1])
+        else:
+            ctype = (rec.headers.get("Content-Type") or "").lower()
+            charset = None
+            code = 200
+        expected = rec.content_length
+        body = rec.reader.read()
+    except _READ_ERRORS as exc:
+        return WarcSkip(recno, BAD_RECORD, f"cannot parse it ({exc}){where}", "repair it")
+    if len(body) < expected:
+        return WarcSkip(
+            recno,
+            BAD_RECORD,
+            f"the record is cut short ({len(body)} of {expected} bytes){where}",
+            "re-download or repair the WARC file",
+        )
+    return body, ctype, charset, code
 
 
 def _open(entry: Entry) -> BinaryIO:

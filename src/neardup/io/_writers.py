@@ -84,33 +84,46 @@ def write_clusters(
     part = None if parts is None else np.asarray(parts, dtype=np.int64)
     if part is not None and part.shape != (n,):
         raise ParamError(f"parts must have one value per id ({n})")
+    columns = (labels, flags, dup, scores)
     with open_output(out) as handle:
         for lo in range(0, select.size, CHUNK_ROWS):
             chunk = select[lo : lo + CHUNK_ROWS]
-            lines = []
-            for i, c, k, d, sc in zip(
-                chunk.tolist(),
-                labels[chunk].tolist(),
-                flags[chunk].tolist(),
-                dup[chunk].tolist(),
-                scores[chunk].tolist(),
-                strict=True,
-            ):
-                where = "" if part is None else f', "paragraph": {part[i]}'
-                line = (
-                    f'{{"id": {_quote(ids[i])}{where}, "cluster": {c}, '
-                    f'"kept": {"true" if k else "false"}'
-                )
-                if explain:
-                    other = _quote(ids[d]) if d >= 0 else "null"
-                    value = repr(sc) if sc == sc else "null"  # NaN: no direct pair
-                    line += f', "duplicate_of": {other}'
-                    if part is not None:
-                        line += f', "duplicate_of_paragraph": {part[d] if d >= 0 else "null"}'
-                    line += f', "score": {value}'
-                lines.append(line + "}\n")
-            handle.write(_encode("".join(lines)))
+            handle.write(_encode(_cluster_lines(ids, chunk, columns, part, explain)))
     return int(select.size)
+
+
+def _cluster_lines(
+    ids: Sequence[str],
+    chunk: npt.NDArray[np.int64],
+    columns: tuple[npt.NDArray[np.generic], ...],
+    part: npt.NDArray[np.int64] | None,
+    explain: bool,
+) -> str:
+    """The clusters file's lines of documents ``chunk``; ``columns``: (cluster, kept,
+    duplicate_of, score) by document."""
+    labels, flags, dup, scores = columns
+    lines = []
+    for i, c, k, d, sc in zip(
+        chunk.tolist(),
+        labels[chunk].tolist(),
+        flags[chunk].tolist(),
+        dup[chunk].tolist(),
+        scores[chunk].tolist(),
+        strict=True,
+    ):
+        where = "" if part is None else f', "paragraph": {part[i]}'
+        line = (
+            f'{{"id": {_quote(ids[i])}{where}, "cluster": {c}, "kept": {"true" if k else "false"}'
+        )
+        if explain:
+            other = _quote(ids[d]) if d >= 0 else "null"
+            value = repr(sc) if sc == sc else "null"  # NaN: no direct pair
+            line += f', "duplicate_of": {other}'
+            if part is not None:
+                line += f', "duplicate_of_paragraph": {part[d] if d >= 0 else "null"}'
+            line += f', "score": {value}'
+        lines.append(line + "}\n")
+    return "".join(lines)
 
 
 def write_pairs(

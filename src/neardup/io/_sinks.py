@@ -1,0 +1,285 @@
+"""Sinks that write every field of each kept record in another format than the input's:
+JSONL one object per line; Parquet, CSV and TSV through Arrow, whose tables are spilled to a
+temporary folder batch by batch (memory stays bounded) and written with one schema at the end,
+the union of every record's fields (a field a record lacks is null).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import os
+import shutil
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, BinaryIO, Literal
+
+from ..errors import OutputError
+
+OutFmt = Literal["jsonl", "parquet", "csv", "tsv", "folder"]
+
+#: Records per batch handed to a sink (and per spilled Arrow table).
+BATCH = 8192
+
+
+def jsonable(value: object) -> Any:
+    """A JSON form for values JSON has no type for (Parquet dates, decimals, bytes)."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+class JsonlSink:
+    """Records as JSON Lines, every field in its order (non-ASCII written as is)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        lines = [json.dumps(r, ensure_ascii=False, default=jsonable) + "\n" for r in records]
+        try:
+            data = "".join(lines).encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates (ids that were not Unicode): escaped
+            data = b"".join(_utf8_line(line) for line in lines)
+        self.out.write(data)
+
+    def write_arrow(self, batch: Any) -> None:
+        """An Arrow table or record batch of records."""
+        self.write(batch.to_pylist())
+
+    def close(self) -> None:
+        """Nothing is buffered."""
+
+
+def _utf8_line(line: str) -> bytes:
+    try:
+        return line.encode("utf-8")
+    except UnicodeEncodeError:
+        record = json.loads(line)
+        return (json.dumps(record, default=jsonable) + "\n").encode("ascii")
+
+
+class TableSink(ABC):
+    """Records as Parquet, CSV or TSV: each batch an Arrow table spilled to a temporary
+    folder; at ``close`` one schema (every field of every record) and the file written by
+    ``_writer`` (the subclass's)."""
+
+    fmt: OutFmt
+
+    def __init__(self, out: BinaryIO, fields: tuple[str, str]) -> None:
+        import pyarrow as pa
+
+        self.out = out
+        self.fields = fields  # (id, text): the columns of an output without records
+        self.folder = tempfile.mkdtemp(prefix="neardup-convert-")
+        self.parts: list[tuple[str, pa.Schema]] = []
+
+    def write(self, records: list[dict[str, Any]]) -> None:
+        import pyarrow as pa
+
+        if not records:
+            return
+        try:
+            table = pa.Table.from_pylist(records)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            raise OutputError(_type_problem(self.fmt, str(exc))) from None
+        self.write_arrow(table)
+
+    def write_arrow(self, table: Any) -> None:
+        """An Arrow table or record batch of records, spilled as it is."""
+        import pyarrow as pa
+        import pyarrow.feather as feather
+
+        if table.num_rows == 0:
+            return
+        if isinstance(table, pa.RecordBatch):
+            table = pa.Table.from_batches([table])
+        path = os.path.join(self.folder, f"{len(self.parts):06d}.arrow")
+        feather.write_feather(table, path, compression="uncompressed")
+        self.parts.append((path, table.schema))
+
+    def close(self) -> None:
+        import pyarrow as pa
+        import pyarrow.feather as feather
+
+        try:
+            schema = self._schema()
+            writer = self._writer(schema)
+            for path, _ in self.parts:
+                table = feather.read_table(path, memory_map=True)
+                writer(_conform(table, schema))
+            writer(None)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise OutputError(_type_problem(self.fmt, str(exc))) from None
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _schema(self) -> Any:
+        import pyarrow as pa
+
+        if not self.parts:
+            return pa.schema([(name, pa.string()) for name in dict.fromkeys(self.fields)])
+        schema = pa.unify_schemas([s for _, s in self.parts], promote_options="permissive")
+        return pa.schema([f.with_type(self._column_type(f.type)) for f in schema])
+
+    @abstractmethod
+    def _column_type(self, kind: Any) -> Any:
+        """The type a unified column is written with."""
+
+    @abstractmethod
+    def _writer(self, schema: Any) -> Callable[[Any], None]:
+        """A function writing one table, or finishing the file when given None."""
+
+
+class ParquetTableSink(TableSink):
+    """Records as one Parquet file; a column of nulls only becomes a string column."""
+
+    fmt: OutFmt = "parquet"
+
+    def _column_type(self, kind: Any) -> Any:
+        import pyarrow as pa
+
+        return pa.string() if pa.types.is_null(kind) else kind
+
+    def _writer(self, schema: Any) -> Callable[[Any], None]:
+        import pyarrow.parquet as pq
+
+        pwriter = pq.ParquetWriter(self.out, schema)
+
+        def write_parquet(table: Any) -> None:
+            if table is None:
+                pwriter.close()
+            else:
+                pwriter.write_table(table)
+
+        return write_parquet
+
+
+class CsvTableSink(TableSink):
+    """Records as CSV (or TSV, by the delimiter); nested and binary values as JSON text."""
+
+    def __init__(self, out: BinaryIO, fields: tuple[str, str], fmt: OutFmt, delimiter: str):
+        super().__init__(out, fields)
+        self.fmt = fmt
+        self.delimiter = delimiter
+
+    def _column_type(self, kind: Any) -> Any:
+        return _csv_type(kind)
+
+    def _writer(self, schema: Any) -> Callable[[Any], None]:
+        import pyarrow.csv as csv
+
+        options = csv.WriteOptions(delimiter=self.delimiter)
+        cwriter = csv.CSVWriter(self.out, schema, write_options=options)
+
+        def write_csv(table: Any) -> None:
+            if table is None:
+                cwriter.close()
+            else:
+                cwriter.write_table(table)
+
+        return write_csv
+
+
+def _csv_type(kind: Any) -> Any:
+    """CSV holds scalars: nested and binary values are written as JSON text."""
+    import pyarrow as pa
+
+    if pa.types.is_nested(kind) or pa.types.is_binary(kind) or pa.types.is_null(kind):
+        return pa.string()
+    return kind
+
+
+def _conform(table: Any, schema: Any) -> Any:
+    """``table`` with ``schema``'s columns in its order (nulls for fields it lacks); nested
+    values become JSON text where the schema says string."""
+    import pyarrow as pa
+
+    columns = []
+    for field in schema:
+        if field.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, field.type))
+            continue
+        column = table.column(field.name)
+        if pa.types.is_string(field.type) and not (
+            pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+        ):
+            if pa.types.is_null(column.type):
+                column = pa.nulls(table.num_rows, pa.string())
+            else:
+                column = pa.array(
+                    [
+                        None if v is None else json.dumps(v, ensure_ascii=False, default=jsonable)
+                        for v in column.to_pylist()
+                    ],
+                    pa.string(),
+                )
+        columns.append(column.cast(field.type) if column.type != field.type else column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _type_problem(fmt: OutFmt, detail: str) -> str:
+    first = detail.strip().splitlines()[0] if detail.strip() else "mixed types"
+    return (
+        f"cannot write the kept records as {fmt}: a field holds values of different types "
+        f"({first}); write JSONL instead (-o kept.jsonl), or give the field one type"
+    )
+
+
+Sink = JsonlSink | TableSink
+#: The sink of each output format that records are converted into.
+SINKS: dict[OutFmt, Callable[[BinaryIO, tuple[str, str]], Sink]] = {
+    "jsonl": lambda out, fields: JsonlSink(out),
+    "parquet": ParquetTableSink,
+    "csv": lambda out, fields: CsvTableSink(out, fields, "csv", ","),
+    "tsv": lambda out, fields: CsvTableSink(out, fields, "tsv", "\t"),
+}
+
+
+def make_sink(fmt: OutFmt, out: BinaryIO, fields: tuple[str, str]) -> Sink:
+    """The sink writing records in ``fmt`` to ``out``."""
+    return SINKS[fmt](out, fields)
+
+
+class LineRecords:
+    """A binary sink for JSON Lines that turns each line into a record and hands them on in
+    batches: the verbatim pass-2 copiers write into it when the output is another format."""
+
+    def __init__(self, take: Callable[[list[dict[str, Any]]], None]) -> None:
+        self.take = take
+        self.pending = b""
+        self.records: list[dict[str, Any]] = []
+
+    def write(self, data: bytes | memoryview) -> int:
+        chunk = self.pending + bytes(data)
+        lines = chunk.split(b"\n")
+        self.pending = lines.pop()
+        loads = json.loads
+        for line in lines:
+            if line.strip():
+                self.records.append(loads(line))
+        if len(self.records) >= BATCH:
+            self.take(self.records)
+            self.records = []
+        return len(data)
+
+    def close(self) -> None:
+        """Hand on the last records (a last line without a newline included)."""
+        if self.pending.strip():
+            self.records.append(json.loads(self.pending))
+            self.pending = b""
+        if self.records:
+            self.take(self.records)
+            self.records = []

@@ -1,0 +1,188 @@
+"""The ``Format`` protocol every input format implements, and what its methods share.
+
+A format knows its file names, how to read one input in pass 1 (records, or blocks of records
+for a reader that parses many at once), and how to write the kept records of its inputs in
+pass 2, as they were or into a sink of another format. ``Source`` and the cluster backend only
+call these methods; none of them asks for a format by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ...errors import ParamError
+from .._atomic import Output
+from .._report import Entry, Problems
+
+if TYPE_CHECKING:
+    from .._edit import Edit
+    from .._jsonl_blocks import LineBlock
+    from .._sinks import OutFmt, Sink
+
+#: One record of pass 1: (record number, id or None, text, input bytes, raw key or None).
+Record = tuple[int, str | None, str, int, object]
+#: The kept flags of one input's accepted records (``part(entry)``), or of another mask.
+Part = Callable[..., npt.NDArray[np.bool_]]
+
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    """The fields a run reads: the text, the id, and the key (--keep-field) when asked."""
+
+    text: str = "text"
+    id: str = "id"
+    key: str | None = None
+
+
+class Format(Protocol):
+    """One input format: names, pass-1 reading, pass-2 writing."""
+
+    @property
+    def name(self) -> str:
+        """The name ``--format`` takes and ``detect_format`` returns."""
+        ...
+
+    @property
+    def unit(self) -> str | None:
+        """What a record number counts in messages ("line", "row"); None: one document a file."""
+        ...
+
+    @property
+    def default_out(self) -> OutFmt:
+        """The output format ``-o -`` (or a stream) gets; "folder" for kept files copied."""
+        ...
+
+    @property
+    def copies_as(self) -> OutFmt | None:
+        """The output format ``write_kept`` writes records to as they are (else converted)."""
+        ...
+
+    @property
+    def has_fields(self) -> bool:
+        """Whether records have fields (a ``--keep-field``); plain text files have none."""
+        ...
+
+    @property
+    def splits(self) -> bool:
+        """Whether a file can be cut at byte offsets into parts of whole records, each read by
+        ``blocks`` on its own (the cluster backend's blocks)."""
+        ...
+
+    @property
+    def indexed(self) -> bool:
+        """Whether ``texts_at`` reads single records again (else pass 1 runs again)."""
+        ...
+
+    def detect(self, name: str) -> bool:
+        """Whether a file called ``name`` (lower case) holds this format."""
+        ...
+
+    def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
+        """Whether ``blocks`` reads this input (else ``records``)."""
+        ...
+
+    def blocks(
+        self, entry: Entry, fields: Fields, problems: Problems, chunk: int | None = None
+    ) -> Iterator[LineBlock]:
+        """Pass 1 in blocks: the records as arrays of ids, texts and byte spans."""
+        ...
+
+    def memo(self) -> object:
+        """What pass 1 learns across inputs and pass 2 needs (Parquet: the first schema)."""
+        ...
+
+    def records(
+        self, entry: Entry, fields: Fields, problems: Problems, memo: object
+    ) -> Iterator[Record]:
+        """Pass 1 one record at a time."""
+        ...
+
+    def texts_at(
+        self, entry: Entry, local: npt.NDArray[np.int64], fields: Fields, jobs: int
+    ) -> list[str]:
+        """The texts of the input's accepted records ``local`` (0-based, sorted) read again."""
+        ...
+
+    def write_kept(
+        self, entries: list[Entry], part: Part, out: Output, fields: Fields, memo: object
+    ) -> None:
+        """Pass 2: every input's kept records, as they were, to ``out``."""
+        ...
+
+    def convert_kept(
+        self, entry: Entry, keep: npt.NDArray[np.bool_], sink: Sink, fields: Fields
+    ) -> None:
+        """Pass 2: one input's kept records, every field, into a sink of another format."""
+        ...
+
+    def write_edited(
+        self,
+        entries: list[Entry],
+        part: Part,
+        changed: npt.NDArray[np.bool_],
+        edit: Edit,
+        out: Output,
+        fields: Fields,
+        memo: object,
+    ) -> None:
+        """Pass 2 with the changed records' texts edited, in the format itself."""
+        ...
+
+
+class RecordFormat:
+    """What most formats share: a suffix list, no block reader, no memo, no single-record
+    reads, and no edited output."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    unit: str | None = "line"
+    default_out: OutFmt = "jsonl"
+    copies_as: OutFmt | None = "jsonl"
+    has_fields: bool = True
+    indexed: bool = False
+    splits: bool = False
+
+    def detect(self, name: str) -> bool:
+        return name.endswith(self.suffixes)
+
+    def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
+        return False
+
+    def blocks(
+        self, entry: Entry, fields: Fields, problems: Problems, chunk: int | None = None
+    ) -> Iterator[LineBlock]:
+        raise NotImplementedError(f"{self.name} is read record by record")
+
+    def memo(self) -> object:
+        return None
+
+    def texts_at(
+        self, entry: Entry, local: npt.NDArray[np.int64], fields: Fields, jobs: int
+    ) -> list[str]:
+        raise NotImplementedError(f"{self.name} records are not read again one by one")
+
+    def write_edited(
+        self,
+        entries: list[Entry],
+        part: Part,
+        changed: npt.NDArray[np.bool_],
+        edit: Edit,
+        out: Output,
+        fields: Fields,
+        memo: object,
+    ) -> None:
+        raise ParamError(f"{self.name} input cannot be written with edited texts")
+
+
+__all__ = [
+    "Fields",
+    "Format",
+    "Part",
+    "Record",
+    "RecordFormat",
+]

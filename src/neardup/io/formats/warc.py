@@ -1,0 +1,35 @@
+"""WARC archives (``.warc``, ``.warc.gz``, ``.arc.gz``): each HTML response is a document, id the
+record's id field (or its WARC-Record-ID), key its URL or date."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from .._report import Entry, Problems
+from .._warc import WARC_SUFFIXES, copy_kept_warc, scan_warc
+from .base import Fields, Record
+from .web import Pages
+
+
+class Warc(Pages):
+    """Web archives, read record by record with fastwarc."""
+
+    name = "warc"
+    suffixes = WARC_SUFFIXES
+
+    def records(
+        self, entry: Entry, fields: Fields, problems: Problems, memo: object
+    ) -> Iterator[Record]:
+        return scan_warc(entry, fields.id, problems, fields.key)
+
+    def copy_kept(
+        self, entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, fields: Fields
+    ) -> None:
+        copy_kept_warc(entry, keep, out, fields.id)
+
+
+WARC = Warc()
