@@ -31,7 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     args = parse(argv)
     args.own_process = argv is None  # the process is this command
-    # Loaded once the command line is parsed, as is the command's own module (``_command``).
+    # Not at the top: they load NumPy and the I/O layer, which --help and a bad command line
+    # never need (parse exits first); the command's own module follows in ``_command``.
     from . import _startup, output
 
     if args.own_process:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from .options import add_read_fields, add_shingle_options
@@ -44,7 +44,9 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+def _unknown(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> NoReturn:
     """Exit with the usage of the innermost command named and the closest option it has."""
     command = parser
     for dest in ("command", "index_command"):  # the innermost subcommand named
