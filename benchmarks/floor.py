@@ -80,14 +80,15 @@ def _size(text: str) -> int:
 
 def stages(corpus: str, options: list[str], batch_bytes: int, repeat: int) -> dict[str, float]:
     """read + parse, shingle and sketch in this process, each alone, best of ``repeat``."""
-    from neardup import cli
+    from neardup.cli.convert import dedup_params
+    from neardup.cli.parser import build_parser
     from neardup.engine import Deduplicator
     from neardup.io import DocBatch, open_source
     from neardup.minhash import sketch
     from neardup.shingles import shingle_texts
 
-    args = cli._build_parser().parse_args(["dedup", corpus, "-o", os.devnull, *options])
-    params = cli._dedup_params(args)
+    args = build_parser().parse_args(["dedup", corpus, "-o", os.devnull, *options])
+    params = dedup_params(args)
     sketch_params = Deduplicator(params).method.sketch_params  # type: ignore[attr-defined]
 
     def read() -> list[DocBatch]:

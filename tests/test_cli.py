@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import subprocess
@@ -11,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup.cli import main
+from neardup.cli import _module_name, main
+from neardup.cli.parser import parse
 from neardup.testing.synth import near_duplicate_corpus, random_documents
 
 
@@ -544,3 +546,32 @@ def test_the_default_memory_limit_is_a_share_of_the_available_memory(
         spilled[name] = json.loads(summary.read_text())["spilled_bytes"]
     assert spilled["roomy"] == 0 < spilled["tight"]  # 50 KB of blocks held, the rest on disk
     assert (tmp_path / "roomy.jsonl").read_bytes() == (tmp_path / "tight.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("argv", "module"),
+    [
+        (["dedup", "x"], "dedup"),
+        (["dedup", "x", "--index", "ix.db"], "dedup"),
+        (["dedup", "x", "--unit", "line"], "units"),
+        (["plan", "--threshold", "0.8"], "plan"),
+        (["plan", "--max-distance", "3"], "plan_tables"),
+        (["plan", "--method", "simhash"], "plan_tables"),
+        (["plan", "--threshold", "0.8", "--sample", "x"], "plan_sample"),
+        (["decontaminate", "x", "--against", "y"], "decontaminate"),
+        (["compare", "a", "b"], "compare"),
+        (["report", "x", "-o", "y"], "report"),
+        (["serve", "ix.db"], "serve"),
+        *((["index", c, "ix.db"], "index") for c in ("create", "stats", "check", "repair")),
+        (["index", "upgrade", "ix.db"], "index"),
+        (["index", "remove", "ix.db", "a"], "index"),
+        (["index", "retire", "ix.db", "a"], "index"),
+        (["index", "moved", "ix.db", "a"], "index"),
+        (["index", "add", "ix.db", "x"], "index_docs"),
+        (["index", "query", "ix.db", "x"], "index_docs"),
+    ],
+)
+def test_every_command_line_is_run_by_one_command_module(argv: list[str], module: str) -> None:
+    """The dispatcher names a module of neardup.cli that has the command's ``run``."""
+    assert _module_name(parse(argv)) == module
+    assert callable(importlib.import_module(f"neardup.cli.{module}").run)

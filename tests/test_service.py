@@ -558,9 +558,9 @@ def test_the_service_page_examples_work_when_pasted(
 
 def test_the_listening_socket_is_tcp_so_asyncio_turns_off_nagle_on_connections() -> None:
     """A socket of proto 0 makes asyncio skip TCP_NODELAY: each answer then waits ~40 ms."""
-    from neardup.cli import _listen
+    from neardup.cli.serve import listen
 
-    sock = _listen("127.0.0.1", 0)
+    sock = listen("127.0.0.1", 0)
     try:
         assert sock.proto == socket.IPPROTO_TCP
     finally:

@@ -123,7 +123,7 @@ def test_other_runs_import_numba_but_not_pyarrow_or_scipy_linalg(
 ) -> None:
     """Nor scipy.linalg, which Numba's start imports (0.13-0.19 s) when SciPy is installed,
     only to probe for a BLAS no kernel of neardup calls."""
-    from neardup.cli import INTERPRET_BYTES
+    from neardup.cli._startup import INTERPRET_BYTES
 
     name = "in.jsonl"
     n = 10
@@ -223,13 +223,13 @@ def test_an_unknown_kernels_mode_is_one_line_naming_the_variable(tmp_path: Path)
 def test_a_restart_that_cannot_start_is_one_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from neardup import cli
+    from neardup.cli import _startup
 
     def refuse(*args: object) -> None:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(cli.os, "execve", refuse)
-    assert cli._restart_compiled() == 1
+    monkeypatch.setattr(_startup.os, "execve", refuse)
+    assert _startup.restart_compiled() == 1
     assert capsys.readouterr().err.splitlines() == [
         "neardup: error: this small run was slow interpreted and could not start again compiled "
         "(Permission denied); run it with NEARDUP_KERNELS=numba"

@@ -8,7 +8,7 @@ Agg canvas is used directly, so no global pyplot state or backend is touched.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,7 +17,9 @@ from .features import acceptance, rejection
 from .io import atomic_write
 from .params import FeatureParams
 from .planner import Plan, check_threshold
-from .sample_plan import Forecast, SampleEstimate
+
+if TYPE_CHECKING:  # annotations only: plan without --sample need not load the sampler
+    from .sample_plan import Forecast, SampleEstimate
 
 
 def _figure(size: tuple[float, float]) -> Any:

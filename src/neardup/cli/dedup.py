@@ -1,0 +1,118 @@
+"""``neardup dedup``: whole documents, here or on Dask, or against a standing index (--index).
+
+``--unit paragraph|line`` runs from ``units.py``: its kernels load when it is imported, and
+here they must not load before a small run has chosen how they run (``_startup``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import ParamError
+from ..run import DedupOutputs, dedup_cluster, dedup_index_source, dedup_source
+from ._startup import deduplicator
+from .convert import MINHASH_ONLY, SIMHASH_ONLY, dedup_params, progress
+from .output import info, warn
+from .reading import inputs, read_options, size, storage_options
+from .summary import dedup_index_summary, dedup_summary
+
+
+def run(args: argparse.Namespace) -> int:
+    """Deduplicate the inputs into the outputs named; the summary on stderr."""
+    if args.min_paragraph_tokens is not None:
+        raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
+    if args.index or args.add:
+        return _against_index(args)
+    check_outputs(args)
+    params = dedup_params(args)
+    read = read_options(args, key_field=args.keep_field)
+    limit = size(args.memory_limit)
+    if args.dask:
+        result = dedup_cluster(
+            args.inputs, params, outputs(args), read, args.dask, args.work_dir, args.restart,
+            storage_options(args.storage_options), None if args.quiet else info, limit,
+        )  # fmt: skip
+    elif args.work_dir or args.restart or args.storage_options:
+        raise ParamError("--work-dir, --restart and --storage-options go with --dask")
+    else:
+        result = dedup_source(
+            inputs(args.inputs),
+            params,
+            outputs(args),
+            read,
+            progress=progress(args),
+            warn=warn,
+            jobs=args.jobs,
+            memory_limit=limit,
+            make=deduplicator(args),
+        )
+    if not args.quiet:
+        sys.stderr.write(dedup_summary(result.summary, result.problems))
+    return 0
+
+
+def outputs(args: argparse.Namespace) -> DedupOutputs:
+    """The files a dedup writes (-o, --clusters, --pairs, --summary-json)."""
+    return DedupOutputs(
+        kept=args.output,
+        clusters=args.clusters,
+        pairs=args.pairs,
+        summary_json=args.summary_json,
+        all_pairs=args.all_pairs,
+    )
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """A dedup that would write nothing, or an option that would change nothing, is refused
+    before anything is read."""
+    if args.all_pairs and not args.pairs:
+        raise ParamError("--all-pairs changes what --pairs lists; add --pairs FILE or drop it")
+    if args.index and args.add:
+        return  # the index receives the kept documents
+    if not (args.output or args.clusters or args.pairs or args.summary_json):
+        more = "" if args.index else ", --clusters FILE, --pairs FILE"
+        raise ParamError(
+            f"this run would write nothing; name an output: -o KEPT{more} or "
+            "--summary-json FILE (the counts alone)"
+        )
+
+
+#: What --index refuses: the index's own parameters decide, and the first document wins.
+_NOT_WITH_INDEX = {
+    "--threshold": "threshold",
+    "--verify": "verify",
+    "--clusters": "clusters",
+    "--pairs": "pairs",
+    "--keep": "keep",
+    "--keep-field": "keep_field",
+    **MINHASH_ONLY,
+    **SIMHASH_ONLY,
+}
+
+
+def _against_index(args: argparse.Namespace) -> int:
+    """dedup --index PATH [--add]: the index's parameters decide; method options are refused."""
+    if not args.index:
+        raise ParamError("--add needs --index PATH: the index to add the kept documents to")
+    given = [
+        flag for flag, attr in _NOT_WITH_INDEX.items() if getattr(args, attr) not in (None, False)
+    ]
+    if given or args.method != "minhash":
+        shown = ", ".join(given) or "--method"
+        raise ParamError(
+            f"with --index the index's own parameters decide and the first document wins; "
+            f"drop {shown}"
+        )
+    check_outputs(args)
+    done = dedup_index_source(
+        inputs(args.inputs),
+        args.index,
+        args.output,
+        read_options(args),
+        add=args.add,
+        summary_json=args.summary_json,
+    )
+    if not args.quiet:
+        sys.stderr.write(dedup_index_summary(done, args.add))
+    return 0

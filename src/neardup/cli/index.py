@@ -1,0 +1,93 @@
+"""``neardup index ...``: create a standing index, edit it, show and check it (``index add``
+and ``index query`` read documents: ``index_docs.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from ..errors import IndexCorrupt, NeardupError
+from ..index import Index
+from .convert import index_params
+from .output import print_json, print_out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the index subcommand named."""
+    return _COMMANDS.get(args.index_command, _show)(args)
+
+
+def _create(args: argparse.Namespace) -> int:
+    Index.create(args.path, index_params(args), store_text=args.store_text).close()
+    sys.stderr.write(f"neardup: created index {args.path}\n")
+    return 0
+
+
+def _edit(args: argparse.Namespace) -> int:
+    """remove and retire: one transaction; an unknown id changes nothing."""
+    index = Index.open(args.path)
+    try:
+        if args.index_command == "remove":
+            n = index.remove(args.ids)
+            sys.stderr.write(f"neardup: removed {n:,} documents\n")
+        else:
+            n = index.retire(args.urls, args.date)
+            sys.stderr.write(f"neardup: retired {n:,} URLs\n")
+    finally:
+        index.close()
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    """stats, check and moved: read-only."""
+    index = Index.open(args.path)
+    try:
+        if args.index_command == "stats":
+            print_json(index.stats())
+        elif args.index_command == "moved":
+            print_json([m.as_dict() for m in index.moved(args.url, limit=args.limit)])
+        else:
+            problems = index.check()
+            if problems:
+                print_out("".join(f"{i}\n" for i in index.damage().ids))  # all, for repair
+                raise IndexCorrupt(f"{args.path} failed the check: " + "; ".join(problems))
+            print_out(f"{args.path}: ok ({len(index):,} documents)\n")
+    finally:
+        index.close()
+    return 0
+
+
+def _repair(args: argparse.Namespace) -> int:
+    """Remove what check finds damaged; the removed ids on stdout, one per line."""
+    index = Index.open(args.path)
+    try:
+        ids = index.repair()
+        problems = index.check()
+        count = len(index)
+    finally:
+        index.close()
+    print_out("".join(f"{i}\n" for i in ids))
+    if problems:
+        raise NeardupError(f"{args.path} still fails the check: " + "; ".join(problems))
+    sys.stderr.write(
+        f"neardup: {args.path}: removed {len(ids):,} damaged documents ({count:,} remain); "
+        + ("add them again from your corpus (ids listed above)\n" if ids else "nothing to do\n")
+    )
+    return 0
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    n = Index.upgrade(args.path)
+    sys.stderr.write(f"neardup: {args.path}: upgraded, with record checksums ({n:,} documents)\n")
+    return 0
+
+
+#: index subcommand -> its function; stats, check and moved are ``_show``.
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "create": _create,
+    "remove": _edit,
+    "retire": _edit,
+    "repair": _repair,
+    "upgrade": _upgrade,
+}

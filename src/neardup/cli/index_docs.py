@@ -1,0 +1,49 @@
+"""``neardup index add`` and ``index query``: documents read into a standing index, or
+looked up in it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..run import index_add_source, index_query_source
+from .convert import progress
+from .reading import inputs, read_options
+
+
+def run(args: argparse.Namespace) -> int:
+    """Add the inputs to the index, or query it with them; one line on stderr."""
+    return _add(args) if args.index_command == "add" else _query(args)
+
+
+def _add(args: argparse.Namespace) -> int:
+    done = index_add_source(
+        args.path,
+        inputs(args.inputs),
+        read_options(args),
+        url_field=args.url_field,
+        date_field=args.date_field,
+        progress=progress(args),
+        jobs=args.jobs,
+    )
+    sys.stderr.write(
+        f"neardup: added {done['added']:,}, replaced {done['replaced']:,} "
+        f"({done['documents']:,} in the index; {done['docs_per_s']:,} docs/s)\n"
+    )
+    return 0
+
+
+def _query(args: argparse.Namespace) -> int:
+    done = index_query_source(
+        args.path,
+        inputs(args.inputs),
+        args.output,
+        read_options(args),
+        threshold=args.threshold,
+        limit=args.limit,
+        jobs=args.jobs,
+    )
+    sys.stderr.write(
+        f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches\n"
+    )
+    return 0

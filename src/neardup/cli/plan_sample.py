@@ -1,0 +1,46 @@
+"""``neardup plan --sample``: resemblance measured among a corpus's pairs, and what dedup's
+features would miss and over-collect there."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import ParamError
+from ..io import open_source, plan_outputs
+from ..params import FeatureParams, ShingleParams
+from ..plots import plot_sample
+from ..run import parse_size
+from ..sample_plan import plan_with_sample
+from .output import print_out
+from .reading import inputs
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the sample's estimate and forecasts (and draw them with --plot)."""
+    if args.threshold is None:
+        raise ParamError("neardup plan --sample needs --threshold")
+    plan_outputs(args.sample, {"--plot": args.plot})  # never the sample, checked before reading
+    with open_source(
+        inputs(args.sample),
+        args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+        max_record_size=parse_size(args.max_record_size),
+    ) as source:
+        est, forecasts = plan_with_sample(
+            lambda: ((b.texts, b.positions) for b in source.batches(5000)),
+            args.threshold,
+            n=args.sample_size,
+            params=FeatureParams(*args.features) if args.features is not None else None,
+            shingle=ShingleParams(w=args.shingle_size, tokens=args.tokens),
+            max_t=256 if args.max_perm is None else args.max_perm,
+            seed=args.seed,
+            floor=args.floor,
+            verify=args.verify,
+        )
+    print_out(est.describe(forecasts) + "\n")
+    if args.plot:
+        plot_sample(est, forecasts, args.plot)
+        print_out(f"plot written to {args.plot}\n")
+    return 0

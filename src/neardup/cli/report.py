@@ -1,0 +1,77 @@
+"""``neardup report``: the HTML page of a dedup run (--clusters) or a decontaminate run
+(--matches)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..contamination_report import write_contamination_report
+from ..errors import ParamError
+from ..params import ShingleParams
+from ..report import write_report
+from ..run import parse_size
+from .reading import inputs
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the page of the run the options name; one line on stderr."""
+    if (args.clusters is None) == (args.matches is None):
+        raise ParamError(
+            "give --clusters (a dedup run) or --matches with --against (decontaminate)"
+        )
+    if args.matches is not None:
+        return _matches(args)
+    if args.against or args.against_text_field or args.against_id_field:
+        raise ParamError("--against and its fields go with --matches")
+    stats = write_report(
+        inputs(args.inputs),
+        args.clusters,
+        args.output,
+        pairs=args.pairs,
+        run_summary=args.summary_json,
+        fmt=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        on_error=args.on_error,
+        max_record_size=parse_size(args.max_record_size),
+        shingle=ShingleParams(w=args.shingle_size),
+        max_chars=args.max_chars,
+        text_clusters=args.text_clusters,
+        title=args.title,
+    )
+    sys.stderr.write(
+        f"report: {stats.clusters:,} clusters, {stats.removed:,} removed documents, "
+        f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
+    )
+    return 0
+
+
+def _matches(args: argparse.Namespace) -> int:
+    """report --matches: the page of a decontamination run."""
+    if not args.against:
+        raise ParamError("--matches needs --against BENCH: the benchmark the run read")
+    if args.pairs or args.summary_json:
+        raise ParamError("--pairs and --summary-json go with --clusters (a dedup run)")
+    stats = write_contamination_report(
+        inputs(args.inputs),
+        args.matches,
+        args.against,
+        args.output,
+        fmt=args.format,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        against_text_field=args.against_text_field,
+        against_id_field=args.against_id_field,
+        on_error=args.on_error,
+        max_record_size=parse_size(args.max_record_size),
+        sample=args.sample,
+        max_chars=args.max_chars,
+        title=args.title if args.title != "neardup report" else "neardup decontamination report",
+    )
+    sys.stderr.write(
+        f"report: {stats.matches:,} matches of {stats.items_found:,} benchmark items in "
+        f"{stats.contaminated:,} documents, {stats.shown:,} shown, {stats.bytes / 1e6:.1f} MB "
+        f"-> {args.output}\n"
+    )
+    return 0
