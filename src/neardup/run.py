@@ -188,8 +188,8 @@ def default_memory_limit() -> int:
     (signatures and evidence, ~780 B a document with the defaults) may hold in memory before
     the next ones go to disk, memory-mapped. The rest is left for what cannot spill (ids,
     hashes and lengths, ~50 B a document, and ``finish``'s working set, a few hundred bytes a
-    document at its peak) and for the rest of the machine: on a machine with 23 GB available,
-    2.9 GB, and 10M documents peaked at 4.5 GB (benchmarks/README.md)."""
+    document at its peak) and for the rest of the machine (benchmarks/README.md has a 10M
+    documents run with the default)."""
     return int(available_memory() * MEMORY_SHARE)
 
 

@@ -1,7 +1,7 @@
 """What the command's own process does to start and stop fast: every trick in one place.
 
 A small ``neardup dedup`` would spend most of its time starting: importing NumPy and Numba,
-initialising Numba and loading the compiled kernels take about 0.4 s, more than its work.
+initialising Numba and loading the compiled kernels take longer than its work.
 When the process is the command (``main()`` without arguments, as the ``neardup`` script
 calls it; a library caller of ``main(argv)`` is never touched), it:
 
@@ -13,7 +13,7 @@ calls it; a library caller of ``main(argv)`` is never touched), it:
 4. freezes its objects at exit so the interpreter's shutdown does not collect them
    (``skip_final_collection``).
 
-Measurements behind each: benchmarks/README.md, "Start-up"; ``tests/test_startup.py``.
+Measurements behind each: the start-up commands in benchmarks/README.md; ``tests/test_startup.py``.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ if TYPE_CHECKING:
     from ..params import DedupParams
 
 #: Input size (bytes of regular, uncompressed files) and lines up to which a command's own
-#: process runs its kernels interpreted: loading Numba and the compiled kernels costs about
-#: 0.4 s, and interpreted kernels take about 5 ms a KB and 3-12 ms a document (more for very
-#: short ones), so such a run ends sooner (benchmarks/README.md, "Start-up").
+#: process runs its kernels interpreted: up to this much text, interpreting costs less than
+#: loading Numba and the compiled kernels (the start-up commands in benchmarks/README.md time
+#: both paths).
 INTERPRET_BYTES = 32 * 1024
 INTERPRET_LINES = 24
 #: Spaces every line must have: a text of few words fills few of a sketch's bins, and each
@@ -47,7 +47,7 @@ INTERPRET_LINES = 24
 #: interpreted), so short texts go to the compiled kernels directly.
 INTERPRET_MIN_SPACES = 40
 #: Seconds an interpreted run may take before it starts again compiled (a small input can still
-#: be costly interpreted: a text of six words, two shingles, takes 0.18 s to sketch).
+#: be costly interpreted: a text of a few words leaves most sketch bins to probe for).
 INTERPRET_SECONDS = 0.5
 
 

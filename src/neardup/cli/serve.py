@@ -100,7 +100,7 @@ def listen(host: str, port: int) -> socket.socket:
     except socket.gaierror as exc:
         raise ParamError(f"--host {host!r} is not an address here ({exc.strerror})") from None
     # proto IPPROTO_TCP, not 0: asyncio then sets TCP_NODELAY on accepted connections (without
-    # it every answer waits ~40 ms for the client's delayed ACK)
+    # it every answer waits for the client's delayed ACK)
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

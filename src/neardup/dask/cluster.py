@@ -14,12 +14,11 @@ from ..errors import NeardupError, ParamError
 CONNECT_TIMEOUT = 10.0
 #: Dask starts local workers with ``MALLOC_TRIM_THRESHOLD_`` set, which also fixes glibc's
 #: mmap threshold at 128 KiB: every large array is then a fresh mmap whose pages fault in again
-#: (scan tasks 40% slower, finish tasks up to 56%). neardup's workers leave glibc's dynamic
+#: (bench_dask.py shows the cost). neardup's workers leave glibc's dynamic
 #: thresholds alone and return free heap pages after each task instead (``_heap.trim``).
 DROPPED_ENVIRON = ("MALLOC_TRIM_THRESHOLD_",)
-#: Arrow's default pool (mimalloc) keeps what the stages free: a worker held 745 MB after
-#: signing and splitting nine blocks, 551 MB with the system allocator, which ``_heap.trim``
-#: returns.
+#: Arrow's default pool (mimalloc) keeps what the stages free, where the system allocator gives
+#: it back to ``_heap.trim``.
 WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 
 

@@ -72,19 +72,15 @@ INSERT INTO meta VALUES ('next_doc', '0'), ('documents', '0');
 
 #: (postings per run, segments per tier before they merge) of the two families. A lookup reads
 #: one run per key and segment, so fewer, smaller segments answer faster and cost more merging:
-#: the method's keys (many per document, a query's few looked up at a time) balance the two
-#: (measured at 1M documents: (64, 4) added 14.0k documents/s, (64, 8) 15.9k, (128, 8) 17.0k,
-#: with query p50 1.57, 1.46 and 1.88 ms). Writing costs per row more than per byte, so the id
-#: and content-hash keys (two per document, a batch's thousands looked up at a time) use runs of
-#: 32 and merge by fours: (8, 2) rewrote each key ~8 times in rows of 8, and spent as much time
-#: in those merges as in those of the 38 method keys per document (at 1M documents, writing
-#: thread CPU 56 s -> 46 s with (32, 4)).
+#: the method's keys (many per document, a query's few looked up at a time) balance the two.
+#: Writing costs per row more than per byte, so the id and content-hash keys (two per document,
+#: a batch's thousands looked up at a time) use longer runs and merge by fours: short runs
+#: rewrote each key many times in small rows. bench_index.py measures the choices.
 POST_SHAPE = (64, 8)
 KEY_SHAPE = (32, 4)
 
 #: Bytes per SQLite page. Document rows with text take ~1.5 KB, so 4 KB pages held two and
-#: wasted a quarter of the file; 16 KB pages hold ten, and a batch writes fewer, fuller pages
-#: (bench_index at 1M, --jobs 2: 21.3k -> 24.6k added documents/s, query p50 1.41 -> 1.36 ms).
+#: wasted a quarter of the file; 16 KB pages hold ten, and a batch writes fewer, fuller pages.
 PAGE_SIZE = 16384
 
 #: Tags folding ids and content hashes into keys apart from the method's (column) keys.

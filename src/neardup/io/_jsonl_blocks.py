@@ -102,8 +102,8 @@ def _lines_for_python(
 
 
 #: Bytes a process parses with the Python parser while ``parse_lines`` is not compiled yet (no
-#: copy in Numba's cache): compiling it is about half of a first run's wait (25-60 s on 2 busy
-#: cores), parsing 16 MB in Python 0.5-1.5 s; the records are the same either way.
+#: copy in Numba's cache): compiling it is about half of a first run's wait, while parsing this
+#: much in Python is a small part of it; the records are the same either way.
 PYTHON_PARSE_BYTES = 16 << 20
 _python_parsed = 0  # bytes this process parsed in Python instead of compiling parse_lines
 
