@@ -552,7 +552,8 @@ def test_the_default_memory_limit_is_a_share_of_the_available_memory(
     ("argv", "module"),
     [
         (["dedup", "x"], "dedup"),
-        (["dedup", "x", "--index", "ix.db"], "dedup"),
+        (["dedup", "x", "--index", "ix.db"], "dedup_index"),
+        (["dedup", "x", "--add"], "dedup_index"),
         (["dedup", "x", "--unit", "line"], "units"),
         (["plan", "--threshold", "0.8"], "plan"),
         (["plan", "--max-distance", "3"], "plan_tables"),

@@ -1,4 +1,4 @@
-"""``neardup dedup``: whole documents, here or on Dask, or against a standing index (--index).
+"""``neardup dedup``: whole documents, here or on Dask (against a standing index: ``dedup_index``).
 
 ``--unit paragraph|line`` runs from ``units.py``: its kernels load when it is imported, and
 here they must not load before a small run has chosen how they run (``_startup``).
@@ -10,20 +10,18 @@ import argparse
 import sys
 
 from ..errors import ParamError
-from ..run import DedupOutputs, dedup_cluster, dedup_index_source, dedup_source
+from ..run import DedupOutputs, dedup_cluster, dedup_source
 from ._startup import deduplicator
-from .convert import MINHASH_ONLY, SIMHASH_ONLY, dedup_params, progress
+from .convert import dedup_params, progress
 from .output import info, warn
 from .reading import inputs, read_options, size, storage_options
-from .summary import dedup_index_summary, dedup_summary
+from .summary import dedup_summary
 
 
 def run(args: argparse.Namespace) -> int:
     """Deduplicate the inputs into the outputs named; the summary on stderr."""
     if args.min_paragraph_tokens is not None:
         raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
-    if args.index or args.add:
-        return _against_index(args)
     check_outputs(args)
     params = dedup_params(args)
     read = read_options(args, key_field=args.keep_field)
@@ -76,43 +74,3 @@ def check_outputs(args: argparse.Namespace) -> None:
             f"this run would write nothing; name an output: -o KEPT{more} or "
             "--summary-json FILE (the counts alone)"
         )
-
-
-#: What --index refuses: the index's own parameters decide, and the first document wins.
-_NOT_WITH_INDEX = {
-    "--threshold": "threshold",
-    "--verify": "verify",
-    "--clusters": "clusters",
-    "--pairs": "pairs",
-    "--keep": "keep",
-    "--keep-field": "keep_field",
-    **MINHASH_ONLY,
-    **SIMHASH_ONLY,
-}
-
-
-def _against_index(args: argparse.Namespace) -> int:
-    """dedup --index PATH [--add]: the index's parameters decide; method options are refused."""
-    if not args.index:
-        raise ParamError("--add needs --index PATH: the index to add the kept documents to")
-    given = [
-        flag for flag, attr in _NOT_WITH_INDEX.items() if getattr(args, attr) not in (None, False)
-    ]
-    if given or args.method != "minhash":
-        shown = ", ".join(given) or "--method"
-        raise ParamError(
-            f"with --index the index's own parameters decide and the first document wins; "
-            f"drop {shown}"
-        )
-    check_outputs(args)
-    done = dedup_index_source(
-        inputs(args.inputs),
-        args.index,
-        args.output,
-        read_options(args),
-        add=args.add,
-        summary_json=args.summary_json,
-    )
-    if not args.quiet:
-        sys.stderr.write(dedup_index_summary(done, args.add))
-    return 0
