@@ -39,8 +39,8 @@ from .run import (
     DedupOutputs,
     DedupResult,
     ReadOptions,
-    _build,
     _check_jobs,
+    _load_engine,
     _peak_memory_mb,
     default_memory_limit,
     plan_dedup_outputs,
@@ -165,7 +165,7 @@ def dedup_paragraphs(
                 f"--unit {units.unit} writes the rewritten documents as {source.fmt}, the "
                 f"input's format; name -o so (it names {kept_fmt})"
             )
-        dedup = _build(None, params)
+        dedup = _load_engine()(params)
         from ._kernels import _jit
 
         if _jit.mode() == "python":
