@@ -8,7 +8,10 @@ group goes through the method, so boilerplate copies cost nothing. Documents wit
 reported in ``empty_`` and never paired. The method (``neardup.methods``) and the verification
 (``neardup.verify``) are objects chosen from the parameters; nothing here asks which they are.
 No I/O: callers feed batches of texts (``partial_fit``) and read the fitted arrays (names
-ending in _).
+ending in _). Each batch's blocks are kept in a block store (``neardup.blocks``: in memory, or
+spilled past the memory limit, or one given to the constructor) and ``finish`` reads them only
+through it, so nothing here asks where they live; ``finish``'s near-duplicate stage is
+``neardup.near_pairs``.
 """
 
 from __future__ import annotations
