@@ -8,7 +8,7 @@ Run (the 1M run takes a few minutes; ``--jobs 2`` signs the next batch while one
 
 Documents are generated (``common.iter_synthetic``, ``--mean-words`` words, 2% of them near
 copies of an earlier one) into a JSONL file first (not timed), then added the way ``neardup
-index add FILE --batch-size B --jobs J`` adds them (``neardup.run.index_add_source``: reading,
+index add FILE --batch-size B --jobs J`` adds them (``neardup.index.jobs.add_source``: reading,
 parsing, signing and writing, one transaction per ``--batch`` batch), timed end to end.
 Reported: add throughput into SQLite, bytes on disk per document, and, in a fresh process that opens the finished index (so its memory is what a query
 process needs, whatever the index size): single-query latency p50/p99 over ``--queries`` queries
@@ -83,7 +83,8 @@ def write_corpus(path: str, args: argparse.Namespace) -> None:
 
 def add_phase(path: str, source: str, args: argparse.Namespace) -> dict[str, float]:
     """``neardup index add`` (its library function) from the JSONL file, timed end to end."""
-    from neardup.run import ReadOptions, index_add_source
+    from neardup.index.jobs import add_source as index_add_source
+    from neardup.run import ReadOptions
 
     index = Index.create(path, DedupParams(threshold=args.threshold, verify=args.verify))
     index.add(["warm-up"], ["a few words to compile the kernels before timing"])

@@ -108,16 +108,16 @@ def main(argv: list[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     args = p.parse_args(argv[:cut])
     common.ensure_neardup()
-    from neardup import cli, engine, run, verify
+    from neardup import blocks, cli, engine, near_pairs, run, verify
     from neardup.io import _source
     from neardup.methods import minhash
 
     for owner, name in [
         (engine.Deduplicator, "finish"),
         (engine, "exact_groups"),
-        (engine, "_take_signatures"),
-        (engine, "_take_evidence"),
-        (engine, "remove"),
+        (blocks.MemoryBlocks, "take_signatures"),
+        (blocks.MemoryBlocks, "take_evidence"),
+        (near_pairs, "remove"),
         (minhash.MinHashMethod, "candidates"),
         (verify.HybridVerification, "decide"),
         (verify.HybridVerification, "recheck"),

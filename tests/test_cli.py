@@ -245,7 +245,7 @@ def test_plan_for_simhash_says_which_tables_it_chose(capsys: pytest.CaptureFixtu
 def test_prefetch_keeps_order_passes_errors_and_stops_its_reader() -> None:
     import threading
 
-    from neardup.io._prefetch import prefetch
+    from neardup._prefetch import prefetch
 
     assert list(prefetch(iter(range(100)))) == list(range(100))
 
@@ -414,7 +414,7 @@ def test_the_number_of_jobs_never_changes_the_outputs(tmp_path: Path) -> None:
 def test_ordered_map_keeps_input_order_and_passes_errors() -> None:
     import time
 
-    from neardup.io._prefetch import ordered_map
+    from neardup._prefetch import ordered_map
 
     def slow_square(x: int) -> int:
         time.sleep(0.001 * ((7 * x) % 5))  # finish out of order

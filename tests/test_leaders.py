@@ -349,3 +349,36 @@ def test_effective_sizes_count_filled_bins_of_one_permutation_sketches() -> None
     rows = np.array([[1, 1, 2, 2], [1, 2, 3, 4], [7, 7, 7, 7]], dtype=np.uint16)
     assert effective_sizes(rows, "oph").tolist() == [2, 4, 1]
     assert effective_sizes(rows, "classic").tolist() == [4, 4, 4]
+
+
+def test_hybrid_rechecks_fetched_in_byte_chunks_keep_what_one_chunk_keeps(
+    corpus: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact re-check fetches texts in chunks of at most ``SET_CHUNK_BYTES`` (a long
+    document alone): chunks of a few documents each give the same kept set, pairs and scores,
+    and fetch more often."""
+    from neardup import exact
+
+    p = DedupParams(threshold=0.8, verify="hybrid")
+    calls: list[int] = []
+
+    def fit() -> Deduplicator:
+        def fetch(docs: np.ndarray) -> list[str]:
+            calls.append(len(docs))
+            return [corpus[int(i)] for i in docs]
+
+        dedup = Deduplicator(p)
+        dedup.partial_fit(corpus)
+        return dedup.finish(fetch_texts=fetch)
+
+    whole = fit()
+    fetched_whole = len(calls)
+    calls.clear()
+    monkeypatch.setattr(exact, "SET_CHUNK_BYTES", 2000)
+    small = fit()
+    assert fetched_whole > 0 and len(calls) > fetched_whole
+    assert max(calls) < 64  # a chunk holds ~2 KB of text, whatever SET_CHUNK allows
+    np.testing.assert_array_equal(small.kept_, whole.kept_)
+    np.testing.assert_array_equal(small.duplicate_of_, whole.duplicate_of_)
+    for got, want in zip(small.pairs_, whole.pairs_, strict=True):
+        np.testing.assert_array_equal(got, want)

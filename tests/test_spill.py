@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from neardup.engine import Deduplicator, _key_columns
+from neardup.blocks import SignedBatch, SpillBlocks
+from neardup.engine import Deduplicator
 from neardup.methods import Signatures, make_method
 from neardup.params import (
     DedupParams,
@@ -18,6 +19,7 @@ from neardup.params import (
 )
 from neardup.spill import Spill, release_pages
 from neardup.testing.synth import near_duplicate_corpus, random_documents
+from neardup.verify import RowEvidence
 
 
 @pytest.fixture(scope="module")
@@ -105,16 +107,47 @@ def test_key_columns_are_the_columns_of_the_representatives_keys(tmp_path: objec
     method = make_method(params)
     rng = np.random.default_rng(3)
     blocks = [rng.integers(0, 2**64 - 1, size=(m, 5), dtype=np.uint64) for m in (4, 0, 9, 6)]
-    spill = Spill(str(tmp_path))
-    parts = [Signatures(spill.array(np.asfortranarray(b))) for b in blocks]
+    store = SpillBlocks(0, str(tmp_path))
+    for b in blocks:
+        store.append(_batch(Signatures(np.asfortranarray(b))))
+    assert store.spilled == sum(b.nbytes for b in blocks)
     rows = np.array([0, 3, 5, 11, 13, 18], dtype=np.int64)
-    found = _key_columns(method, parts, rows)
+    found = store.key_columns(method, rows)
     assert found is not None
     column, k = found
     whole = np.concatenate(blocks)[rows]
     assert k == 5
     for j in range(k):
         assert np.array_equal(column(j), whole[:, j])
-    csr = [Signatures(np.arange(3, dtype=np.uint64), np.array([0, 1, 3]))]
-    assert _key_columns(method, csr, rows[:1]) is None  # not rows: gathered whole instead
-    spill.close()
+    assert np.array_equal(store.take_signatures(rows).data, whole)
+    store.close()
+    csr = SpillBlocks(0, str(tmp_path))
+    csr.append(_batch(Signatures(np.arange(3, dtype=np.uint64), np.array([0, 1, 3]))))
+    assert csr.key_columns(method, rows[:1]) is None  # not rows: gathered whole instead
+    csr.close()
+
+
+def _batch(sigs: Signatures) -> SignedBatch:
+    """A batch of these signatures (hashes, lengths and evidence of the right length)."""
+    n = len(sigs)
+    return SignedBatch(
+        np.arange(n, dtype=np.uint64),
+        np.ones(n, dtype=np.int64),
+        sigs,
+        RowEvidence(np.zeros((n, 0), dtype=np.uint16)),
+    )
+
+
+def test_a_block_store_given_at_construction_holds_the_blocks(
+    corpus: list[str], tmp_path: object
+) -> None:
+    params = DedupParams(threshold=0.7, verify="exact")
+    store = SpillBlocks(0, str(tmp_path))
+    given = Deduplicator(params, blocks=store, jobs=2).fit(corpus, batch_size=40)
+    held = Deduplicator(params).fit(corpus, batch_size=40)
+    assert given.blocks is store and given.jobs == 2
+    assert given.stats_.spilled_bytes >= store.spilled > 0
+    assert np.array_equal(held.kept_, given.kept_)
+    assert np.array_equal(held.duplicate_of_, given.duplicate_of_)
+    for x, y in zip(held.pairs_, given.pairs_, strict=True):
+        assert np.array_equal(x, y)

@@ -8,15 +8,18 @@ group goes through the method, so boilerplate copies cost nothing. Documents wit
 reported in ``empty_`` and never paired. The method (``neardup.methods``) and the verification
 (``neardup.verify``) are objects chosen from the parameters; nothing here asks which they are.
 No I/O: callers feed batches of texts (``partial_fit``) and read the fitted arrays (names
-ending in _).
+ending in _). Each batch's blocks are kept in a block store (``neardup.blocks``: in memory, or
+spilled past the memory limit, or one given to the constructor) and ``finish`` reads them only
+through it, so nothing here asks where they live; ``finish``'s near-duplicate stage is
+``neardup.near_pairs``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Literal, TypeVar, cast
+from dataclasses import dataclass, replace
+from typing import Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -24,25 +27,28 @@ import numpy.typing as npt
 from . import _heap
 from . import removal as _removal
 from ._kernels.hashing import EMPTY
+from ._prefetch import ordered_map
 from ._types import IntArray
-from .allpairs import every_pair
-from .candidates import CandidateResult, pairs_by_column
+from .blocks import BlockStore, MemoryBlocks, SignedBatch, SpillBlocks
 from .errors import NeardupError, ParamError
-from .exact import SetStore
-from .leaders import bucket_lists, remove_by_leaders
-from .methods import KeyedCandidates, Method, Signatures, keyed_candidates, make_method
+from .methods import KeyedCandidates, Method, Signatures, make_method, needs_fit
+from .near_pairs import Docs, Found, Search, bucket_verifier, find, remove
 from .params import DedupParams, check_int
-from .shingles import ShingleBatch
-from .simhash import IdfTable
-from .spill import Spill, release_pages
+from .simhash import IdfTable, fit_idf_texts
 from .textbatch import TextBatch, check_texts
-from .verify import (
-    Evidence,
-    FetchTexts,
-    Verifier,
-    concat_evidence,
-    make_verifier,
-)
+from .verify import FetchTexts, Verifier, make_verifier
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "BlockStore",
+    "DedupStats",
+    "Deduplicator",
+    "SignedBatch",
+    "bucket_verifier",
+    "exact_groups",
+    "expand_pairs",
+    "remove",
+]
 
 #: Documents fed to the kernels per call when ``fit`` is given one big sequence.
 DEFAULT_BATCH = 2000
@@ -157,100 +163,6 @@ def expand_pairs(
     return lo[idx], hi[idx], xs[idx]
 
 
-@dataclass(frozen=True)
-class SignedBatch:
-    """One batch's contribution: content hashes, lengths, method signatures, evidence."""
-
-    canonical: npt.NDArray[np.uint64]
-    lengths: IntArray
-    signatures: Signatures
-    evidence: Evidence
-
-
-@dataclass(frozen=True)
-class Found:
-    """A removal, the accepted near pairs between first copies (a < b; the verified ones, then
-    those big buckets found), and what it cost."""
-
-    removal: _removal.Removal
-    a: IntArray
-    b: IntArray
-    score: npt.NDArray[np.float64]
-    stats: dict[str, int]
-
-
-def remove(
-    p: DedupParams,
-    n: int,
-    a: IntArray,
-    b: IntArray,
-    score: npt.NDArray[np.float64],
-    priority: IntArray,
-    groups: IntArray,
-    big_members: IntArray,
-    big_offsets: IntArray,
-    verify: _removal.Verify,
-) -> Found:
-    """Verified pairs -> the removal the parameters ask for: components, keep-aware, or
-    keep-aware with big buckets checked against their kept leaders (``verify`` scores them).
-
-    Components are independent: the result on a sub-graph holding whole components (with their
-    exact-duplicate groups and big buckets) is the result of the whole graph restricted to it,
-    which is what lets the Dask backend call this once per partition of components.
-    """
-    bucket_stats: dict[str, int] = {}
-    if p.removal == "components":
-        result = _removal.components(n, a, b, score, priority, groups=groups)
-    elif len(big_offsets) > 1:  # big buckets: check members against kept leaders
-        resolved = _removal.resolve_big_buckets(
-            n,
-            a,
-            b,
-            score,
-            priority,
-            big_members,
-            big_offsets,
-            verify,
-            p.resolved_threshold,
-            groups=groups,
-        )
-        result = resolved.removal
-        a = np.concatenate([a, resolved.a])
-        b = np.concatenate([b, resolved.b])
-        score = np.concatenate([score, resolved.score])
-        bs = resolved.stats
-        bucket_stats = {
-            "bucket_checks": bs.checks,
-            "bucket_pairs_found": bs.found,
-            "bucket_unresolved": bs.starved + bs.pending,
-        }
-    else:
-        result = _removal.keep_aware(n, a, b, score, priority, groups=groups)
-    return Found(result, a, b, score, bucket_stats)
-
-
-def bucket_verifier(
-    method: Method,
-    verifier: Verifier,
-    sigs: Signatures,
-    sig_docs: IntArray,
-    ev: Evidence,
-    ev_docs: IntArray,
-) -> _removal.Verify:
-    """Scores of big-bucket checks (first members), decided like candidates; under hybrid by the
-    sketch alone, so the rounds never re-read the input. ``sigs`` and ``ev`` are the rows of the
-    sorted documents ``sig_docs`` and ``ev_docs``."""
-
-    def verify_pairs(x: IntArray, y: IntArray) -> npt.NDArray[np.float64]:
-        rx, ry = np.searchsorted(sig_docs, x), np.searchsorted(sig_docs, y)
-        own = method.score(sigs.take(rx), sigs.take(ry))
-        ex, ey = np.searchsorted(ev_docs, x), np.searchsorted(ev_docs, y)
-        v = verifier.decide(ev, ex, ey, own, method.accept(own))
-        return np.where(v.method_ok, v.score, -1.0)
-
-    return verify_pairs
-
-
 class Deduplicator:
     """Find near-duplicates in a collection: ``Deduplicator(p).fit(texts).kept_``.
 
@@ -276,11 +188,16 @@ class Deduplicator:
         memory_limit: int | None = None,
         spill_dir: str | None = None,
         pairs: Literal["removal", "all"] = "removal",
+        jobs: int = 1,
+        blocks: BlockStore | None = None,
     ) -> None:
         """memory_limit: bytes of per-document blocks (and exact sets) to keep in memory; past
         it they go to a temporary folder (in ``spill_dir``, else the system's), memory-mapped.
         pairs: which near pairs ``pairs_`` lists (see the class docstring): "all" costs the
-        complete listing, which keep-aware removal alone never needs."""
+        complete listing, which keep-aware removal alone never needs. jobs: threads ``finish``
+        may use for its kernels (the result never depends on it). blocks: where the batches'
+        blocks are kept (``neardup.blocks``; by default in memory, spilled past
+        ``memory_limit``)."""
         self.params = params or DedupParams()
         if pairs not in ("removal", "all"):
             raise ParamError(f"pairs must be 'removal' or 'all', got {pairs!r}")
@@ -288,36 +205,47 @@ class Deduplicator:
         if memory_limit is not None:
             check_int("memory_limit", memory_limit, 0, 2**62)
         self.memory_limit = memory_limit
-        #: Threads ``finish`` may use for its kernels (the result never depends on it).
-        self.jobs = 1
+        self.jobs = check_int("jobs", jobs, 1, 1024)
         self._spill_dir = spill_dir
-        self._spill: Spill | None = None
-        #: Bytes of per-document blocks held in memory (not counting memory-mapped ones).
-        self._held = 0
+        self._blocks = blocks
         self._spilled_sets = 0
         self.idf = idf
         self._method = method
         self.verifier: Verifier = make_verifier(self.params)
-        self._canonical: list[npt.NDArray[np.uint64]] = []
-        self._lengths: list[IntArray] = []
-        self._signatures: list[Signatures] = []
-        self._evidence: list[Evidence] = []
-        self._n = 0
         self._bytes = 0
         self._started = time.perf_counter()
         self._finished = False
 
     @property
     def method(self) -> Method:
-        """The method object (built on first use, so an IDF table can still be set)."""
+        """The method object (built on first use, so ``fit`` can still fit an IDF table)."""
         if self._method is None:
             self._method = make_method(self.params, self.idf)
         return self._method
 
+    @staticmethod
+    def fit_idf(
+        params: DedupParams, texts: Callable[[], Iterable[str]], batch_size: int = DEFAULT_BATCH
+    ) -> IdfTable | None:
+        """The IDF table the parameters' method learns from the corpus before signing it, from
+        every text (``texts()``, read only then); None when the method learns nothing."""
+        if not needs_fit(params):
+            return None
+        return fit_idf_texts(texts(), params.simhash_params(), batch_size)
+
+    @property
+    def blocks(self) -> BlockStore:
+        """Where the batches' blocks are kept until ``finish`` (the default store is made with
+        the first batch: in memory, or spilled past ``memory_limit``)."""
+        if self._blocks is None:
+            limit = self.memory_limit
+            self._blocks = MemoryBlocks() if limit is None else SpillBlocks(limit, self._spill_dir)
+        return self._blocks
+
     @property
     def n_docs(self) -> int:
         """Documents fed so far."""
-        return self._n
+        return len(self.blocks)
 
     @property
     def n_bytes(self) -> int:
@@ -349,8 +277,15 @@ class Deduplicator:
         """Add a signed batch; its documents' indices continue from the previous batch."""
         if self._finished:
             raise NeardupError("this Deduplicator has finished; create a new one to fit again")
-        self._append_block(signed.canonical, signed.lengths, signed.signatures, signed.evidence)
-        self._n += len(signed.canonical)
+        sigs = signed.signatures
+        if (
+            isinstance(self.method, KeyedCandidates)
+            and sigs.offsets is None
+            and sigs.data.ndim == 2
+        ):
+            # Columns contiguous: ``finish`` reads the keys one column at a time.
+            signed = replace(signed, signatures=Signatures(np.asfortranarray(sigs.data)))
+        self.blocks.append(signed)
         self._bytes += nbytes if nbytes is not None else int(signed.lengths.sum())
         return self
 
@@ -363,8 +298,6 @@ class Deduplicator:
     ) -> Iterator[_Item]:
         """Fit a stream of batches in order, signing up to ``jobs`` at once in threads; yields
         each item once its batch is added (the result never depends on ``jobs``)."""
-        from .io._prefetch import ordered_map
-
         self.method  # built once, before threads share it  # noqa: B018
         for item, signed in ordered_map(lambda it: self.sign(texts(it)), items, jobs):
             self.append(signed, nbytes(item))
@@ -382,62 +315,32 @@ class Deduplicator:
         batch_size: int = DEFAULT_BATCH,
         progress: Callable[[int, int], None] | None = None,
         key: npt.ArrayLike | None = None,
-        jobs: int = 1,
+        jobs: int | None = None,
     ) -> Deduplicator:
         """Feed every text in batches of ``batch_size``, then finish. Returns self.
 
-        ``jobs`` threads sign batches at once (the kernels release the GIL); the result is the
-        same for any number.
+        ``jobs`` threads sign batches at once (the kernels release the GIL; None: the
+        constructor's ``jobs``); the result is the same for any number.
 
         The texts are kept in memory when a stage needs them again (IDF weighting reads them
         twice; hybrid verification re-checks borderline pairs on their texts).
         """
         batch_size = check_int("batch_size", batch_size, 1, 2**31)
         texts = check_texts(texts)
-        from .methods import needs_fit
-
-        if needs_fit(self.params) and self.idf is None:
-            from .simhash import fit_idf_texts
-
-            self.idf = fit_idf_texts(texts, self.params.simhash_params(), batch_size)
+        if self.idf is None:
+            self.idf = self.fit_idf(self.params, lambda: texts, batch_size)
         kept_texts = texts
 
         def fetch(docs: IntArray) -> list[str]:
             return [kept_texts[i] for i in docs.tolist()]
 
         slices = (texts[i : i + batch_size] for i in range(0, len(texts), batch_size))
-        jobs = check_int("jobs", jobs, 1, 1024)
-        self.jobs = jobs
-        for _ in self.feed(slices, lambda batch: batch, lambda batch: None, jobs):
+        if jobs is not None:
+            self.jobs = check_int("jobs", jobs, 1, 1024)
+        for _ in self.feed(slices, lambda batch: batch, lambda batch: None, self.jobs):
             if progress is not None:
-                progress(self._n, self._bytes)
+                progress(self.n_docs, self._bytes)
         return self.finish(key, fetch)
-
-    def _append_block(
-        self,
-        canonical: npt.NDArray[np.uint64],
-        lengths: IntArray,
-        signatures: Signatures,
-        evidence: Evidence,
-    ) -> None:
-        """Keep one batch's arrays until ``finish``; the Dask backend appends blocks whose
-        signatures and evidence stay on the workers (fetched by ``take``). Past the memory
-        limit the signatures and evidence go to disk, memory-mapped."""
-        if _row_block(signatures) and isinstance(self.method, KeyedCandidates):
-            # Columns contiguous: ``finish`` reads the keys one column at a time.
-            signatures = Signatures(np.asfortranarray(signatures.data))
-        held = signatures.nbytes + evidence.nbytes
-        if self.memory_limit is not None and self._held + held > self.memory_limit:
-            if self._spill is None:
-                self._spill = Spill(self._spill_dir)
-            signatures = self._spill.signatures(signatures)
-            evidence = self._spill.evidence(evidence)
-            held = 0
-        self._held += held + canonical.nbytes + lengths.nbytes
-        self._canonical.append(canonical)
-        self._lengths.append(lengths)
-        self._signatures.append(signatures)
-        self._evidence.append(evidence)
 
     # -- pairs and removal -----------------------------------------------------------------
     def finish(
@@ -445,38 +348,60 @@ class Deduplicator:
         key: npt.ArrayLike | None = None,
         fetch_texts: FetchTexts | None = None,
     ) -> Deduplicator:
-        """Candidate pairs, verification and removal over everything fed.
+        """Candidate pairs, verification and removal over everything fed: a function of the
+        block store's contents (and the parameters), whatever the store.
 
         key: one value per document (numbers, strings or datetimes) when ``keep="field"``.
         fetch_texts: for ``verify="hybrid"``, returns the texts of the given sorted document
           indices, in that order (the CLI reads its input again; ``fit`` keeps the texts).
         """
-        p = self.params
-        n = self._n
-        memory_per_doc = self._memory_per_doc()
-        if not self._signatures:  # nothing fed: empty blocks of the right shapes
-            nothing = TextBatch([], p.shingle)
-            self._signatures.append(self.method.signatures(nothing))
-            self._evidence.append(self.verifier.evidence(nothing))
-        canonical = _cat(self._canonical, np.uint64)
-        lengths = _cat(self._lengths, np.int64)
-        self._canonical.clear()  # the pieces, now copied
-        self._lengths.clear()
+        blocks = self.blocks
+        if not len(blocks):  # nothing fed: empty blocks of the right shapes
+            self.append(self.sign([]))
+        memory_per_doc = blocks.nbytes / max(len(blocks), 1)
+        canonical, lengths = blocks.hashes()
         _heap.trim()  # what the batches left free in malloc's heap, before the peak stages
-        empty = canonical == EMPTY
+        n = len(canonical)
         groups = exact_groups(canonical)
-        is_first = groups == np.arange(n)
-        dup = np.flatnonzero(~is_first)
-        reps = np.flatnonzero(is_first & ~empty)
-        priority = self._priority(n, lengths, key)
+        empty = canonical == EMPTY
+        reps = np.flatnonzero((groups == np.arange(n)) & ~empty)
+        docs = Docs(n, reps, groups, self._priority(n, lengths, key), lengths)
+        found = find(self._search(fetch_texts), docs)
+        self._spilled_sets = found.spilled_sets
+        self._keep(found, groups, empty, memory_per_doc)
+        blocks.close()
+        self._finished = True
+        _heap.trim()
+        return self
 
-        columns = _key_columns(self.method, self._signatures, reps)
-        if columns is not None and (p.removal == "keep-aware" or self.pairs == "all"):
-            found = self._by_keys(n, reps, groups, priority, columns, fetch_texts)
-        else:
-            found = self._by_pairs(n, reps, groups, priority, columns, fetch_texts)
+    def _search(self, fetch_texts: FetchTexts | None) -> Search:
+        """What the near-pair stage reads (``neardup.near_pairs``)."""
+        budget = None  # bytes of exact sets to hold in memory: what the limit leaves after blocks
+        if self.memory_limit is not None:
+            budget = max(self.memory_limit - self.blocks.held, 0)
+        return Search(
+            self.params,
+            self.method,
+            self.verifier,
+            self.blocks,
+            every_pair=self.pairs == "all",
+            jobs=self.jobs,
+            set_budget=budget,
+            spill_dir=self._spill_dir,
+            fetch_texts=fetch_texts,
+        )
+
+    def _keep(
+        self,
+        found: Found,
+        groups: IntArray,
+        empty: npt.NDArray[np.bool_],
+        memory_per_doc: float,
+    ) -> None:
+        """The fitted arrays and statistics from what the near-pair stage found."""
+        n = len(groups)
+        dup = np.flatnonzero(groups != np.arange(n))
         result, a, b, score = found.removal, found.a, found.b, found.score
-
         all_a = np.concatenate([groups[dup], a])
         all_b = np.concatenate([dup, b])
         all_s = np.concatenate([np.ones(len(dup)), score])
@@ -502,164 +427,6 @@ class Deduplicator:
             spilled_bytes=self.spilled_bytes,
             **found.stats,
         )
-        if self._spill is not None:
-            self._spill.close()
-        self._finished = True
-        _heap.trim()
-        return self
-
-    def _by_keys(
-        self,
-        n: int,
-        reps: IntArray,
-        groups: IntArray,
-        priority: IntArray,
-        columns: tuple[Callable[[int], npt.NDArray[np.uint64]], int],
-        fetch_texts: FetchTexts | None,
-    ) -> Found:
-        """Removal from the candidate keys' buckets: keep-aware against each bucket's kept
-        leaders (``neardup.leaders``: linear in the documents of near-copy clusters, every bucket
-        whole, no pair list built); with ``pairs="all"`` also every pair at or above the
-        threshold (``neardup.allpairs``), which components removal then uses."""
-        method = cast(KeyedCandidates, self.method)
-        column, k = columns
-        buckets = bucket_lists(column, len(reps), k, self.jobs)
-        listed = None
-        if self.pairs == "all":  # joined big buckets are listed only for verifiers without sets
-            limit = method.max_bucket if self.verifier.joins_exactly else max(len(reps), 2)
-            listed = pairs_by_column(
-                column, len(reps), k, method.min_shared, max_bucket=limit,
-                list_big_buckets=True, jobs=self.jobs,
-            )  # fmt: skip
-        self._signatures.clear()
-        active = reps[buckets.docs]
-        ev = _take_evidence(self._evidence, active)
-        self._evidence.clear()
-        _heap.trim()
-        check = self.verifier.pair_check(ev)
-        count_score, count_ok = method.candidate_scores(np.arange(k + 1, dtype=np.int32))
-        store = SetStore(
-            len(active), self._fetch_sets(active, fetch_texts), self._set_budget(), self._spill_dir
-        )
-        stats: dict[str, int] = {"bucket_records": buckets.records}
-        pairs = None
-        if listed is not None:
-            rows = _rows_of(listed, buckets.docs)
-            every = every_pair(rows, len(active), count_ok, count_score, check, store)
-            pairs = (active[every.a], active[every.b], every.score)
-            stats.update(
-                candidate_pairs=every.listed,
-                listed_pairs=every.listed,
-                rechecked_pairs=every.exact,
-                joined_docs=every.joined,
-                join_verified=every.join_verified,
-            )
-            del listed, rows
-        if self.params.removal == "components":
-            assert pairs is not None  # components from keys only when every pair is asked for
-            removal = _removal.components(n, *pairs, priority, groups=groups)
-            self._spilled_sets = store.spilled
-            store.close()
-            return Found(removal, *pairs, stats)
-        nodes = _removal.group_nodes(n, priority, groups)
-        res = remove_by_leaders(
-            buckets, nodes.rank[active], method.min_shared, count_ok, count_score, check,
-            store if check.wants_sets else None, max_leaders=method.max_bucket,
-        )  # fmt: skip
-        self._spilled_sets = store.spilled
-        store.close()
-        node_kept = np.ones(n, dtype=np.bool_)
-        node_dup = np.full(n, -1, dtype=np.int64)
-        node_score = np.full(n, np.nan, dtype=np.float64)
-        node_kept[active] = res.kept
-        removed = res.duplicate_of >= 0
-        node_dup[active[removed]] = active[res.duplicate_of[removed]]
-        node_score[active] = res.score
-        removal = _removal.expand(nodes, node_kept, node_dup, node_score)
-        stats.update(
-            leader_checks=res.checks,
-            exact_checks=res.exact,
-            exact_sets=res.sets,
-            check_rounds=res.rounds,
-        )
-        stats.setdefault("candidate_pairs", res.checks)
-        stats.setdefault("rechecked_pairs", res.exact)
-        if pairs is None:  # the pairs that justify each removal
-            x, y = active[res.a], active[res.b]
-            pairs = (np.minimum(x, y), np.maximum(x, y), res.pair_score)
-        return Found(removal, *pairs, stats)
-
-    def _fetch_sets(
-        self, docs: IntArray, fetch_texts: FetchTexts | None
-    ) -> Callable[[IntArray], ShingleBatch]:
-        """The exact shingle sets of rows of ``docs``, from their texts fetched again."""
-
-        def fetch_sets(rows: IntArray) -> ShingleBatch:
-            if fetch_texts is None:
-                raise ParamError(
-                    "verify='hybrid' needs the borderline documents' texts: give a way to "
-                    "fetch them (fit() keeps them; the CLI reads its input again)"
-                )
-            texts = fetch_texts(docs[rows])
-            if len(texts) != len(rows):
-                raise NeardupError(
-                    f"fetch_texts returned {len(texts)} texts for {len(rows)} documents"
-                )
-            return self.verifier.exact_sets(texts, self.jobs)
-
-        return fetch_sets
-
-    def _by_pairs(
-        self,
-        n: int,
-        reps: IntArray,
-        groups: IntArray,
-        priority: IntArray,
-        columns: tuple[Callable[[int], npt.NDArray[np.uint64]], int] | None,
-        fetch_texts: FetchTexts | None,
-    ) -> Found:
-        """Every candidate pair listed, verified, then removal over the verified pairs (the
-        method's own candidates; components; methods without candidate keys)."""
-        p = self.params
-        if columns is not None:  # one key column at a time, never the whole key matrix
-            found = keyed_candidates(
-                cast(KeyedCandidates, self.method), columns[0], len(reps), columns[1], self.jobs
-            )
-            in_buckets = reps[found.big_members]
-            bucket_docs = np.unique(in_buckets)
-            sigs = _take_signatures(self._signatures, bucket_docs)
-        else:
-            sigs = _take_signatures(self._signatures, reps)
-            found = self.method.candidates(sigs, jobs=self.jobs)
-            in_buckets = reps[found.big_members]
-            bucket_docs = np.unique(in_buckets)
-            sigs = sigs.take(np.searchsorted(reps, bucket_docs))
-        self._signatures.clear()
-        a, b = reps[found.a], reps[found.b]
-        needed = np.unique(np.concatenate([a, b, in_buckets]))
-        ev = _take_evidence(self._evidence, needed)
-        self._evidence.clear()
-        _heap.trim()  # the blocks' pages go back to the system, not to malloc's free lists
-        la, lb = np.searchsorted(needed, a), np.searchsorted(needed, b)
-        verdict = self.verifier.decide(ev, la, lb, found.score, found.accepted)
-        verdict = self.verifier.recheck(a, b, verdict, fetch_texts, self.jobs)
-        _heap.trim()
-        ok = verdict.ok
-        a, b, score = a[ok], b[ok], verdict.score[ok]
-
-        # Big-bucket checks compare first members of groups in big buckets: their rows suffice.
-        verify_pairs = bucket_verifier(self.method, self.verifier, sigs, bucket_docs, ev, needed)
-        removed = remove(
-            p, n, a, b, score, priority, groups, in_buckets, found.big_offsets, verify_pairs
-        )
-        stats = {
-            "candidate_pairs": len(found),
-            "rechecked_pairs": int(verdict.rechecked),
-            "big_buckets": int(found.stats.get("big_buckets", 0)),
-            "big_bucket_docs": int(found.stats.get("big_bucket_docs", 0)),
-            **removed.stats,
-        }
-        return Found(removed.removal, removed.a, removed.b, removed.score, stats)
 
     def all_pairs(self) -> tuple[IntArray, IntArray, npt.NDArray[np.float64]]:
         """Every document pair at or above the threshold (a < b, sorted): the near pairs found
@@ -691,118 +458,4 @@ class Deduplicator:
     @property
     def spilled_bytes(self) -> int:
         """Bytes of blocks (and exact sets) written to disk because of the memory limit."""
-        return (0 if self._spill is None else self._spill.bytes) + self._spilled_sets
-
-    def _set_budget(self) -> int | None:
-        """Bytes of exact shingle sets to hold in memory: what the limit leaves after blocks."""
-        if self.memory_limit is None:
-            return None
-        return max(self.memory_limit - self._held, 0)
-
-    def _memory_per_doc(self) -> float:
-        total = sum(x.nbytes for x in [*self._canonical, *self._lengths])
-        total += sum(s.nbytes for s in self._signatures) + sum(e.nbytes for e in self._evidence)
-        return total / max(self._n, 1)
-
-
-def _split(lengths: list[int], rows: IntArray) -> list[tuple[int, IntArray]]:
-    """(part, local rows) for sorted global ``rows`` over consecutive parts of these lengths."""
-    out: list[tuple[int, IntArray]] = []
-    start = 0
-    for i, length in enumerate(lengths):
-        lo, hi = np.searchsorted(rows, [start, start + length])
-        if hi > lo:
-            out.append((i, rows[lo:hi] - start))
-        start += length
-    return out
-
-
-def _take_signatures(parts: list[Signatures], rows: IntArray) -> Signatures:
-    """Rows ``rows`` (sorted global indices) of the concatenated signatures, without it.
-
-    Consumes ``parts``: each block is dropped once its rows are copied out (memory-mapped ones
-    are unmapped), so the peak holds the blocks or their rows, not both and a concatenation.
-    """
-    split = _split([len(p) for p in parts], rows)
-    like = parts[0] if parts else None
-    local_rows = all(type(p) is Signatures and p.offsets is None for p in parts)
-    if like is None or not local_rows or not split:
-        picked = [parts[i].take(local) for i, local in split]
-        if not picked and like is not None:
-            return like.take(rows[:0])
-        return Signatures.concat(picked)
-    first = parts[split[0][0]].take(split[0][1][:0]).data
-    out = np.empty((len(rows), *first.shape[1:]), dtype=first.dtype)
-    at = 0
-    for i, local in split:
-        block = parts[i].data
-        out[at : at + len(local)] = block[local]
-        at += len(local)
-        # Released now, not at the end (an empty array, not a view that would keep a
-        # memory-mapped block mapped).
-        parts[i] = Signatures(np.zeros((0, *block.shape[1:]), dtype=block.dtype))
-    return Signatures(out)
-
-
-def _take_evidence(parts: list[Evidence], rows: IntArray) -> Evidence:
-    """Rows ``rows`` (sorted global indices) of the concatenated evidence, without it.
-
-    Consumes ``parts`` as ``_take_signatures`` does: each block is dropped (unmapped) once its
-    rows are copied, so the pages read from mapped blocks never pile up.
-    """
-    if not parts:
-        return concat_evidence([])
-    like = parts[0].take(rows[:0])
-    picked = []
-    for i, local in _split([len(p) for p in parts], rows):
-        picked.append(parts[i].take(local))
-        parts[i] = like
-    return concat_evidence(picked) if picked else like
-
-
-def _row_block(sigs: Signatures) -> bool:
-    """A block of one row of fixed width per document, held here (not on a Dask worker)."""
-    return type(sigs) is Signatures and sigs.offsets is None and sigs.data.ndim == 2
-
-
-def _key_columns(
-    method: Method, parts: list[Signatures], rows: IntArray
-) -> tuple[Callable[[int], npt.NDArray[np.uint64]], int] | None:
-    """(column(j): candidate key j of documents ``rows`` (sorted global indices), number of key
-    columns), gathered from the blocks one column at a time; None when the method has no
-    candidate keys or a block is not rows held here. Pages of memory-mapped blocks are
-    released as they are read, so only the column being built stays resident."""
-    if not isinstance(method, KeyedCandidates) or not all(_row_block(p) for p in parts):
-        return None
-    split = _split([len(p) for p in parts], rows)
-    k = int(method.candidate_keys(parts[0].take(rows[:0])).shape[1])
-
-    def column(j: int) -> npt.NDArray[np.uint64]:
-        out = np.empty(len(rows), dtype=np.uint64)
-        at = 0
-        for i, local in split:
-            keys = method.candidate_keys(parts[i])
-            out[at : at + len(local)] = keys[local, j]
-            release_pages(keys)
-            at += len(local)
-        return out
-
-    return column, k
-
-
-def _cat(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    if not parts:
-        return np.zeros(0, dtype=dtype)
-    return np.concatenate(parts).astype(dtype, copy=False)
-
-
-def _rows_of(found: CandidateResult, docs: IntArray) -> CandidateResult:
-    """``found`` with its document indices mapped to rows of ``docs`` (every one is there)."""
-    return CandidateResult(
-        np.searchsorted(docs, found.a),
-        np.searchsorted(docs, found.b),
-        found.count,
-        found.stats,
-        np.searchsorted(docs, found.big_members),
-        found.big_offsets,
-    )
+        return self.blocks.spilled + self._spilled_sets

@@ -35,7 +35,6 @@ from .io import (
     write_clusters,
     write_pairs,
 )
-from .methods import needs_fit
 from .paragraphs import Unit, Units, check_unit, rewrite, split
 from .params import DedupParams, check_int
 from .progress import Progress
@@ -43,13 +42,12 @@ from .run import (
     DedupOutputs,
     DedupResult,
     ReadOptions,
-    _build,
     _check_jobs,
+    _load_engine,
     _peak_memory_mb,
     default_memory_limit,
     plan_dedup_outputs,
 )
-from .simhash import fit_idf_texts
 
 if TYPE_CHECKING:
     from .engine import Deduplicator, SignedBatch
@@ -170,20 +168,22 @@ def _unit_engine(
 ) -> Deduplicator:
     """The engine whose documents are units, its method built (and SimHash's IDF fitted over
     the eligible units) before threads share it; ``jobs`` is set on it (1 interpreted)."""
-    dedup = _build(None, params)
+    engine = _load_engine()
     if _jit.mode() == "python":
         jobs = 1
-    dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
-    dedup.jobs = jobs
-    dedup.pairs = "all" if all_pairs else "removal"
-    if needs_fit(params):
 
-        def unit_texts() -> Iterator[str]:
-            for batch in read.batches(source):
-                found = split(batch.texts, units.unit, params.shingle.tokens)
-                yield from found.texts(_eligible(found, units.min_tokens))
+    def unit_texts() -> Iterator[str]:
+        for batch in read.batches(source):
+            found = split(batch.texts, units.unit, params.shingle.tokens)
+            yield from found.texts(_eligible(found, units.min_tokens))
 
-        dedup.idf = fit_idf_texts(unit_texts(), params.simhash_params(), read.docs_hint)
+    dedup = engine(
+        params,
+        idf=engine.fit_idf(params, unit_texts, read.docs_hint),
+        memory_limit=default_memory_limit() if memory_limit is None else memory_limit,
+        pairs="all" if all_pairs else "removal",
+        jobs=jobs,
+    )
     dedup.method  # built once, before threads share it  # noqa: B018
     return dedup
 

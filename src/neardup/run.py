@@ -24,6 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from ._kernels import _jit
+from ._prefetch import prefetch
+from ._types import IntArray
 from .errors import InputError, ParamError
 from .io import (
     DocBatch,
@@ -36,17 +39,12 @@ from .io import (
     write_pairs,
 )
 from .io._convert import OutFmt, output_format
-from .io._prefetch import ordered_map, prefetch
 from .io._report import MAX_RECORD_SIZE
-from .params import DecontaminateParams, DedupParams, check_int, params_json
+from .params import DedupParams, check_int, params_json
 from .progress import Progress
 
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
-    from .dask import JobOptions
     from .engine import Deduplicator
-    from .index.jobs import add_source as index_add_source  # noqa: F401 - see __getattr__
-    from .index.jobs import dedup_source as dedup_index_source  # noqa: F401
-    from .index.jobs import query_source as index_query_source  # noqa: F401
     from .io._outputs import OutputPlan
     from .io._source import Inputs
 
@@ -98,29 +96,6 @@ class ReadOptions:
             on_error=self.on_error,
             key_field=key_field,
             max_record_size=self.max_record_size,
-        )
-
-    def cluster_job(
-        self,
-        inputs: str | Path | Sequence[str | Path],
-        work_dir: str | None,
-        restart: bool,
-        storage_options: dict[str, Any] | None,
-    ) -> tuple[list[str], JobOptions]:
-        """The input paths and job options of a cluster run (JSONL only)."""
-        from .dask import JobOptions
-
-        if self.format not in (None, "jsonl"):
-            raise ParamError(f"a cluster run reads JSONL files, not {self.format}")
-        paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
-        return paths, JobOptions(
-            text_field=self.text_field,
-            id_field=self.id_field,
-            on_error=self.on_error,
-            max_record_size=self.max_record_size,
-            work_dir=work_dir,
-            restart=restart,
-            storage_options=storage_options or {},
         )
 
     @property
@@ -245,22 +220,17 @@ def _signals_deferred() -> Iterator[None]:
                 signal.raise_signal(pending[0])
 
 
-def _build(make: Callable[[DedupParams], Deduplicator] | None, params: DedupParams) -> Deduplicator:
-    """The job's deduplicator (``make``, default ``Deduplicator``), built once its inputs are
-    open: bad arguments and unreadable inputs never load the engine and Numba. Loading and
-    building it imports modules (the engine, the planner), so interrupts wait until it is done.
-    """
+def _load_engine(prepare: Callable[[], object] | None = None) -> type[Deduplicator]:
+    """The engine's ``Deduplicator``, loaded once a job's inputs are open and its outputs
+    checked: bad arguments and unreadable inputs never load the engine and Numba. ``prepare``
+    runs just before (the CLI chooses the kernels' mode there). Loading imports modules (the
+    engine, the planner), so interrupts wait until it is done."""
     with _signals_deferred():
-        if make is None:
-            from .engine import Deduplicator
+        if prepare is not None:
+            prepare()
+        from .engine import Deduplicator
 
-            make = Deduplicator
-        return make(params)
-
-
-def _fetch_texts(source: Source, docs: np.ndarray, batch_size: int, jobs: int) -> list[str]:
-    """The texts of documents ``docs`` (sorted positions), read again from the source."""
-    return source.texts_at(docs, batch_size, jobs)
+        return Deduplicator
 
 
 def dedup_source(
@@ -271,16 +241,16 @@ def dedup_source(
     progress: bool = False,
     warn: Callable[[str], None] | None = None,
     jobs: int | None = None,
-    make: Callable[[DedupParams], Deduplicator] | None = None,
     memory_limit: int | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> DedupResult:
     """Deduplicate the documents of ``inputs`` (paths, folders or "-") into ``outputs``.
 
     The kept records are written in the input's own format with every field preserved; the
     clusters file lists every document of a cluster of two or more with the kept document it
     duplicates and the score; the pairs file lists accepted pairs. Returns the summary.
-    ``make`` builds the deduplicator (None: ``Deduplicator``; ``dedup_source_dask`` gives one
-    that runs on Dask).
+    ``prepare`` runs once the outputs are checked, before the engine loads (the command line
+    chooses the kernels' mode there).
     """
     read = read or ReadOptions()
     jobs = _check_jobs(jobs)
@@ -290,75 +260,124 @@ def dedup_source(
     with read.open(inputs, key_field=read.key_field) as source:
         # Every output is checked against the inputs and each other before anything is read.
         plan, kept_fmt = plan_dedup_outputs(inputs, outputs, source.fmt)
-        dedup = _build(make, params)
-        from ._kernels import _jit
-
-        if _jit.mode() == "python":
-            jobs = 1  # interpreted kernels hold the GIL: threads would only take turns
-        dedup.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
-        dedup.jobs = jobs
-        dedup.pairs = "all" if outputs.all_pairs else "removal"
-        from .methods import needs_fit
-
-        if needs_fit(params):
-            from .simhash import fit_idf_texts
-
-            texts = (t for batch in read.batches(source) for t in batch.texts)
-            dedup.idf = fit_idf_texts(texts, params.simhash_params(), read.docs_hint)
+        dedup = _deduplicator(params, source, read, jobs, memory_limit, outputs.all_pairs, prepare)
         # Percentages only where input size and bytes read are the same measure (not gzip).
-        paths = [inputs] if isinstance(inputs, str) else list(inputs)
-        gzipped = any(str(x).endswith(".gz") for x in paths)
+        gzipped = any(str(x).endswith(".gz") for x in _paths(inputs))
         bar = Progress(progress, None if gzipped else source.input_bytes, desc=_READING)
-        keys: list[object] = []
         try:
-            # --jobs 1 computes on one core: no read-ahead thread beside the signing.
-            batches: Iterator[DocBatch] = read.batches(source)
-            if jobs > 1:
-                batches = prefetch(batches)
-            for batch in dedup.feed(batches, lambda b: b.texts, lambda b: b.nbytes, jobs):
-                if batch.keys is not None:
-                    keys.extend(batch.keys)
-                bar.update(dedup.n_docs, dedup.n_bytes)
-            _refuse_all_skipped(source)
+            ranks = _sign_all(dedup, source, read, bar)
             ids: Sequence[str] = source.ids if source.ids is not None else []
-            ranks = key_ranks(keys, params.keep_prefer) if read.key_field else None
             bar.stage(_PAIRS)
-
-            def fetch(docs: np.ndarray) -> list[str]:
-                bar.stage(f"verifying: reading {len(docs):,} texts again")
-                texts = _fetch_texts(source, docs, read.docs_hint, jobs)
-                bar.stage(_PAIRS)
-                return texts
-
-            dedup.finish(ranks, fetch)
+            dedup.finish(ranks, _texts_again(source, read, dedup.jobs, bar))
             bar.stage("writing")
             _jit.settle()  # an interpreted run that was too slow restarts before writing
             # Said after settle(): a restart would otherwise say it twice.
-            if read.key_field and source.n_docs and source.missing_keys == source.n_docs and warn:
-                warn(
-                    f"no document has the field {read.key_field!r}; clusters keep their first "
-                    "member"
-                )
-            with plan.commit():  # every output appears at the end, together, or none does
-                written = None
-                if outputs.kept:
-                    written = source.write_kept(dedup.kept_, plan["-o"], kept_fmt)
-                write_results(
-                    dedup,
-                    ids,
-                    plan["--clusters"] if outputs.clusters else None,
-                    plan["--pairs"] if outputs.pairs else None,
-                    outputs.all_pairs,
-                )
-                summary = _summary(dedup, source, written, started, params)
-                if outputs.summary_json:
-                    with atomic_write(plan["--summary-json"], "w") as fh:
-                        json.dump(summary, fh, indent=1)
-                        fh.write("\n")
+            _warn_missing_keys(source, read, warn)
+            summary = _write_outputs(dedup, source, ids, plan, kept_fmt, outputs, started)
         finally:
             bar.close()
         errors = source.errors
     return DedupResult(dedup, ids, summary, errors.summary() if errors.total else "")
+
+
+def _deduplicator(
+    params: DedupParams,
+    source: Source,
+    read: ReadOptions,
+    jobs: int,
+    memory_limit: int | None,
+    all_pairs: bool,
+    prepare: Callable[[], object] | None,
+) -> Deduplicator:
+    """The job's deduplicator with its options: ``jobs`` threads (one when the kernels run
+    interpreted: threads would only take turns), the memory limit (by default a share of what
+    is available now), which pairs to list, and the IDF table when the method learns one (a
+    first pass over the texts)."""
+    engine = _load_engine(prepare)
+    if _jit.mode() == "python":
+        jobs = 1
+    limit = default_memory_limit() if memory_limit is None else memory_limit
+
+    def texts() -> Iterator[str]:
+        return (t for batch in read.batches(source) for t in batch.texts)
+
+    return engine(
+        params,
+        idf=engine.fit_idf(params, texts, read.docs_hint),
+        memory_limit=limit,
+        jobs=jobs,
+        pairs="all" if all_pairs else "removal",
+    )
+
+
+def _sign_all(
+    dedup: Deduplicator, source: Source, read: ReadOptions, bar: Progress
+) -> IntArray | None:
+    """Pass 1: every batch signed and added (with more than one job a reader thread parses
+    ahead); the documents' key ranks when the kept one is chosen by a field, else None."""
+    keys: list[object] = []
+    batches: Iterator[DocBatch] = read.batches(source)
+    if dedup.jobs > 1:
+        batches = prefetch(batches)
+    for batch in dedup.feed(batches, lambda b: b.texts, lambda b: b.nbytes, dedup.jobs):
+        if batch.keys is not None:
+            keys.extend(batch.keys)
+        bar.update(dedup.n_docs, dedup.n_bytes)
+    _refuse_all_skipped(source)
+    return key_ranks(keys, dedup.params.keep_prefer) if read.key_field else None
+
+
+def _texts_again(
+    source: Source, read: ReadOptions, jobs: int, bar: Progress
+) -> Callable[[np.ndarray], list[str]]:
+    """How ``finish`` gets the texts of documents (sorted positions): read again from the
+    source, the progress line saying so meanwhile."""
+
+    def fetch(docs: np.ndarray) -> list[str]:
+        bar.stage(f"verifying: reading {len(docs):,} texts again")
+        texts = source.texts_at(docs, read.docs_hint, jobs)
+        bar.stage(_PAIRS)
+        return texts
+
+    return fetch
+
+
+def _warn_missing_keys(
+    source: Source, read: ReadOptions, warn: Callable[[str], None] | None
+) -> None:
+    """Warn when no document has the field that chooses the kept one."""
+    if read.key_field and source.n_docs and source.missing_keys == source.n_docs and warn:
+        warn(f"no document has the field {read.key_field!r}; clusters keep their first member")
+
+
+def _write_outputs(
+    dedup: Deduplicator,
+    source: Source,
+    ids: Sequence[str],
+    plan: OutputPlan,
+    kept_fmt: OutFmt | None,
+    outputs: DedupOutputs,
+    started: float,
+) -> dict[str, Any]:
+    """Every output of a dedup run, renamed into place together at the end, or none; returns
+    the summary."""
+    with plan.commit():
+        written = None
+        if outputs.kept:
+            written = source.write_kept(dedup.kept_, plan["-o"], kept_fmt)
+        write_results(
+            dedup,
+            ids,
+            plan["--clusters"] if outputs.clusters else None,
+            plan["--pairs"] if outputs.pairs else None,
+            outputs.all_pairs,
+        )
+        summary = _summary(dedup, source, written, started, dedup.params)
+        if outputs.summary_json:
+            with atomic_write(plan["--summary-json"], "w") as fh:
+                json.dump(summary, fh, indent=1)
+                fh.write("\n")
+    return summary
 
 
 #: The stage names a dedup run's progress line shows.
@@ -458,60 +477,7 @@ def _summary(
     }
 
 
-def dedup_cluster(
-    inputs: str | Sequence[str],
-    params: DedupParams,
-    outputs: DedupOutputs,
-    read: ReadOptions | None = None,
-    cluster: str | Any = "local",
-    work_dir: str | None = None,
-    restart: bool = False,
-    storage_options: dict[str, Any] | None = None,
-    info: Callable[[str], None] | None = None,
-    worker_memory: int | None = None,
-) -> DedupResult:
-    """``dedup_source`` on a Dask cluster: the workers read the inputs (paths, folders, globs or
-    fsspec URLs) and write part files into the output folders, with a manifest each; the same
-    records, clusters and pairs as one machine once the parts are concatenated. ``cluster``:
-    ``"local:N"``, a scheduler address, or a Client; ``work_dir`` keeps finished stages so the
-    same command resumes (see ``neardup.dask``); ``worker_memory``: each ``local:N`` worker's
-    memory limit in bytes (Dask's default otherwise)."""
-    from .dask import ClusterOutputs, cluster_errors, connect
-    from .dask.job import run_job
-
-    read = read or ReadOptions()
-    if read.key_field:
-        raise ParamError(
-            "--keep-field is not available on a cluster yet; use --keep first or longest, or "
-            "run without --dask"
-        )
-    paths, options = read.cluster_job(inputs, work_dir, restart, storage_options)
-    folders = ClusterOutputs(
-        outputs.kept, outputs.clusters, outputs.pairs, outputs.summary_json, outputs.all_pairs
-    )
-    with connect(cluster, info, worker_memory) as client, cluster_errors():
-        summary = run_job(paths, params, folders, options, client, info)
-    summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
-    problems = summary["problems"]
-    report = ""
-    if problems["total"]:
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(problems["counts"].items()))
-        report = f"skipped {problems['total']} problems ({kinds}); first: {problems['examples'][0]}"
-    return DedupResult(None, [], summary, report)  # type: ignore[arg-type]
-
-
 # -- benchmark decontamination -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DecontaminateOutputs:
-    """Where a decontamination's results go; None skips one. ``clean``: the training records
-    that contain no benchmark item (input format, every field, input order); ``matches``: one
-    JSON line per (training document, benchmark item) pair at or above the containment."""
-
-    clean: str | None = None
-    matches: str | None = None
-    summary_json: str | None = None
 
 
 def _read_benchmark(
@@ -532,155 +498,9 @@ def _read_benchmark(
     return ids, texts, skipped
 
 
-def decontaminate_source(
-    inputs: str | Sequence[str],
-    against: str | Sequence[str],
-    params: DecontaminateParams,
-    outputs: DecontaminateOutputs,
-    read: ReadOptions | None = None,
-    against_read: ReadOptions | None = None,
-    progress: bool = False,
-    jobs: int | None = None,
-) -> dict[str, Any]:
-    """Drop every training document of ``inputs`` that contains some benchmark item of
-    ``against`` at ``params.containment`` or more; write the rest and the matches.
-
-    The benchmark is read whole; the training documents stream in batches, ``jobs`` batches
-    shingled and looked up at once in threads (the outputs are the same for any number and any
-    batch size). Every output is checked against every input before anything is read, and all
-    appear together at the end, or none does. Returns the summary.
-    """
-    from .decontaminate import Decontaminator, match_lines
-    from .io._atomic import open_output
-
-    read = read or ReadOptions()
-    against_read = against_read or read
-    jobs = _check_jobs(jobs)
-    if "-" in _paths(inputs) and "-" in _paths(against):
-        raise ParamError("standard input (-) can hold the training data or the benchmark, not both")
-    started = time.perf_counter()
-    with read.open(inputs) as source:
-        clean_fmt = _kept_format(outputs.clean, source.fmt)
-        plan = plan_outputs(
-            [*_paths(inputs), *_paths(against)],
-            {
-                "-o": outputs.clean,
-                "--matches": outputs.matches,
-                "--summary-json": outputs.summary_json,
-            },
-            folders={"-o"} if clean_fmt == "folder" else (),
-        )
-        clean_fmt = _kept_format(outputs.clean, source.fmt, strict=True)
-        bench_ids, bench_texts, bench_skipped = _read_benchmark(against, against_read)
-        with _signals_deferred():  # the kernels' modules load whole before an interrupt lands
-            finder = Decontaminator(bench_texts, params)
-        paths = _paths(inputs)
-        gzipped = any(str(x).endswith(".gz") for x in paths)
-        bar = Progress(progress, None if gzipped else source.input_bytes)
-        flags: list[np.ndarray] = []
-        pairs = docs = nbytes = 0
-        matched_items = np.zeros(len(finder), dtype=bool)
-        with plan.commit():  # every output appears at the end, together, or none does
-            with contextlib.ExitStack() as stack:
-                sink = (
-                    stack.enter_context(open_output(plan["--matches"])) if outputs.matches else None
-                )
-                batches: Iterator[DocBatch] = read.batches(source)
-                if jobs > 1:
-                    batches = prefetch(batches)
-                try:
-                    for batch, found in ordered_map(lambda b: finder.scan(b.texts), batches, jobs):
-                        flags.append(found.contaminated(len(batch)))
-                        matched_items[found.item] = True
-                        pairs += len(found)
-                        docs += len(batch)
-                        nbytes += batch.nbytes
-                        if sink is not None and len(found):
-                            sink.write(match_lines(found, batch.ids, bench_ids))
-                        bar.update(docs, nbytes)
-                finally:
-                    bar.close()
-            contaminated = np.concatenate(flags) if flags else np.zeros(0, dtype=bool)
-            written = (
-                source.write_kept(~contaminated, plan["-o"], clean_fmt) if outputs.clean else None
-            )
-            seconds = time.perf_counter() - started
-            summary = {
-                "documents": docs,
-                "contaminated": int(contaminated.sum()),
-                "kept": int(docs - contaminated.sum()),
-                "written": written,
-                "matches": pairs,
-                "benchmark_items": len(finder),
-                "benchmark_items_matched": int(matched_items.sum()),
-                "benchmark_items_without_shingles": int((finder.sizes_ == 0).sum()),
-                "skipped_records": source.errors.total,
-                "skipped_benchmark_records": bench_skipped,
-                "seconds": round(seconds, 3),
-                "mb_per_s": round(nbytes / 1e6 / max(seconds, 1e-9), 2),
-                "peak_memory_mb": round(_peak_memory_mb(), 1),
-                "params": params.fingerprint(),
-            }
-            if outputs.summary_json:
-                with atomic_write(plan["--summary-json"], "w") as fh:
-                    json.dump(summary, fh, indent=1)
-                    fh.write("\n")
-    return summary
-
-
-def decontaminate_cluster(
-    inputs: str | Sequence[str],
-    against: str | Sequence[str],
-    params: DecontaminateParams,
-    outputs: DecontaminateOutputs,
-    read: ReadOptions | None = None,
-    against_read: ReadOptions | None = None,
-    cluster: str | Any = "local",
-    work_dir: str | None = None,
-    restart: bool = False,
-    storage_options: dict[str, Any] | None = None,
-    info: Callable[[str], None] | None = None,
-    worker_memory: int | None = None,
-) -> dict[str, Any]:
-    """``decontaminate_source`` on a Dask cluster: the workers read the training data (JSONL
-    paths, folders, globs or fsspec URLs) block by block and write clean and matches part files
-    into the output folders, with a manifest each; the benchmark is read here. The same records
-    and lines as one machine once the parts are concatenated. ``cluster``, ``work_dir``,
-    ``restart``, ``worker_memory``: as for ``dedup_cluster``."""
-    from .dask import DecontaminateFolders
-    from .dask import decontaminate as run_cluster
-
-    read = read or ReadOptions()
-    paths, options = read.cluster_job(inputs, work_dir, restart, storage_options)
-    folders = DecontaminateFolders(outputs.clean, outputs.matches, outputs.summary_json)
-    summary = run_cluster(
-        paths, against, params, folders, options, cluster, info, against_read, worker_memory
-    )
-    summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
-    return summary
-
-
 # -- the standing index -------------------------------------------------------------------------
 
 
 def _paths(inputs: str | Sequence[str]) -> list[str]:
     """The inputs as a list of names ("-" included), for the output checks."""
     return [inputs] if isinstance(inputs, str) else list(inputs)
-
-
-#: The index jobs, by their names here; they live in ``neardup.index.jobs`` and load with the
-#: index (and Numba), so only when one is asked for.
-_INDEX_JOBS = {
-    "index_add_source": "add_source",
-    "index_query_source": "query_source",
-    "dedup_index_source": "dedup_source",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """``index_add_source``, ``index_query_source``, ``dedup_index_source``: loaded on first use."""
-    if name not in _INDEX_JOBS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    with _signals_deferred():  # the index and the engine load whole before an interrupt lands
-        from .index import jobs
-    return getattr(jobs, _INDEX_JOBS[name])

@@ -1,12 +1,13 @@
 """Per-batch blocks (signatures, evidence) -> the same blocks on disk, memory-mapped.
 
-When the blocks a ``Deduplicator`` keeps until ``finish`` would pass a memory budget, each new
-block is written to a private temporary folder and read back memory-mapped: ``finish`` then
-gathers only what it needs (one key column of the group representatives at a time, the rows of
-documents in candidate pairs and big buckets), so the resident set stays near what those need,
-not the corpus. Pages of a mapped block that were read count as resident until they are
-released (``release_pages``) or the block is dropped, so readers release them as they go. The
-arrays are the same, so the results are byte-identical to an in-memory run.
+When the blocks a ``Deduplicator`` keeps until ``finish`` would pass a memory budget
+(``blocks.SpillBlocks``), each new block is written to a private temporary folder and read back
+memory-mapped: ``finish`` then gathers only what it needs (one key column of the group
+representatives at a time, the rows of documents in candidate pairs and big buckets), so the
+resident set stays near what those need, not the corpus. Pages of a mapped block that were read
+count as resident until they are released (``release_pages``) or the block is dropped, so
+readers release them as they go. The arrays are the same, so the results are byte-identical to
+an in-memory run.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ class Spill:
         return out.T if fortran else out
 
     def signatures(self, sigs: Signatures) -> Signatures:
-        if type(sigs) is not Signatures:  # remote or special blocks stay as they are
-            return sigs
         offsets = None if sigs.offsets is None else self.array(sigs.offsets)
         return Signatures(self.array(sigs.data), offsets)
 

@@ -82,11 +82,16 @@ def _module_name(args: argparse.Namespace) -> str:
     not has its own module, so they never load for the others: ``dedup --unit`` (its kernels
     load on import, and must not before a small dedup has chosen how kernels run), ``plan
     --sample`` (the corpus sampler), SimHash's ``plan`` (Hamming tables, not MinHash's
-    planner), ``dedup --index`` (the index), ``index add`` and ``index query`` (the job runner)."""
+    planner), ``dedup --index`` (the index), ``--dask`` (Dask), ``index add`` and ``index query`` (the
+    job runner)."""
     if args.command == "dedup":
         if args.unit != "document":
             return "units"
-        return "dedup_index" if args.index or args.add else "dedup"
+        if args.index or args.add:
+            return "dedup_index"
+        return "dedup_dask" if args.dask else "dedup"
+    if args.command == "decontaminate":
+        return "decontaminate_dask" if args.dask else "decontaminate"
     if args.command == "plan":
         if args.sample:
             return "plan_sample"

@@ -33,8 +33,7 @@ from ..io._jsonl_blocks import PYTHON_PARSE_BYTES
 from .output import fail, info
 
 if TYPE_CHECKING:
-    from ..engine import Deduplicator
-    from ..params import DedupParams
+    pass
 
 #: Input size (bytes of regular, uncompressed files) and lines up to which a command's own
 #: process runs its kernels interpreted: up to this much text, interpreting costs less than
@@ -74,21 +73,18 @@ def skip_final_collection() -> None:
     gc.freeze()
 
 
-def deduplicator(args: argparse.Namespace) -> Callable[[DedupParams], Deduplicator]:
-    """The job's deduplicator, built once its outputs are checked: first the kernels' mode is
-    chosen (``interpret_small_run``, in the command's own process), as nothing is read before
-    the outputs are checked; then, unless ``--quiet``, a note when Numba must compile them."""
+def before_engine(args: argparse.Namespace) -> Callable[[], None]:
+    """What runs once the job's outputs are checked, just before the engine loads: the kernels'
+    mode is chosen (``interpret_small_run``, in the command's own process), as nothing is read
+    before the outputs are checked; then, unless ``--quiet``, a note when Numba must compile."""
 
-    def make(params: DedupParams) -> Deduplicator:
+    def prepare() -> None:
         if args.own_process:
             interpret_small_run(args)
         if not args.quiet:
             _compile_notice(args)
-        from ..engine import Deduplicator  # defines the kernels, in the mode now chosen
 
-        return Deduplicator(params)
-
-    return make
+    return prepare
 
 
 def interpret_small_run(args: argparse.Namespace) -> None:

@@ -6,50 +6,62 @@ import argparse
 import dataclasses
 import sys
 
+from ..decontaminate_run import DecontaminateOutputs, decontaminate_source
 from ..errors import ParamError
 from ..params import DecontaminateParams
-from ..run import DecontaminateOutputs, decontaminate_cluster, decontaminate_source
+from ..run import ReadOptions
 from .convert import progress, shingle_params
-from .output import info
-from .reading import inputs, read_options, size, storage_options
+from .reading import inputs, read_options
 from .summary import decontaminate_summary
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What a decontaminate command line asks, here or on a cluster."""
+
+    params: DecontaminateParams
+    read: ReadOptions
+    against_read: ReadOptions
+    outputs: DecontaminateOutputs
+    against: str | list[str]
+
+
+def job(args: argparse.Namespace) -> Job:
+    """The command line's parameters, reading options and outputs, checked."""
+    if not (args.output or args.matches or args.summary_json):
+        raise ParamError("name an output: -o CLEAN, --matches FILE or --summary-json FILE")
+    read = read_options(args)
+    return Job(
+        DecontaminateParams(containment=args.containment, shingle=shingle_params(args)),
+        read,
+        dataclasses.replace(
+            read,
+            format=None,
+            text_field=args.against_text_field or args.text_field,
+            id_field=args.against_id_field or args.id_field,
+        ),
+        DecontaminateOutputs(args.output, args.matches, args.summary_json),
+        inputs(args.against),
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the clean documents and the matches named; the summary on stderr."""
-    if not (args.output or args.matches or args.summary_json):
-        raise ParamError("name an output: -o CLEAN, --matches FILE or --summary-json FILE")
-    params = DecontaminateParams(containment=args.containment, shingle=shingle_params(args))
-    read = read_options(args)
-    against_read = dataclasses.replace(
-        read,
-        format=None,
-        text_field=args.against_text_field or args.text_field,
-        id_field=args.against_id_field or args.id_field,
-    )
-    outputs = DecontaminateOutputs(args.output, args.matches, args.summary_json)
-    against = inputs(args.against)
-    if args.dask:
-        summary = decontaminate_cluster(
-            args.inputs, against, params, outputs, read, against_read, args.dask, args.work_dir,
-            args.restart, storage_options(args.storage_options), None if args.quiet else info,
-            size(args.memory_limit),
-        )  # fmt: skip
-    elif args.work_dir or args.restart or args.storage_options or args.memory_limit:
+    todo = job(args)
+    if args.work_dir or args.restart or args.storage_options or args.memory_limit:
         raise ParamError(
             "--work-dir, --restart, --storage-options and --memory-limit go with --dask"
         )
-    else:
-        summary = decontaminate_source(
-            inputs(args.inputs),
-            against,
-            params,
-            outputs,
-            read,
-            against_read,
-            progress=progress(args),
-            jobs=args.jobs,
-        )
+    summary = decontaminate_source(
+        inputs(args.inputs),
+        todo.against,
+        todo.params,
+        todo.outputs,
+        todo.read,
+        todo.against_read,
+        progress=progress(args),
+        jobs=args.jobs,
+    )
     if not args.quiet:
         sys.stderr.write(decontaminate_summary(summary))
     return 0

@@ -1,4 +1,5 @@
-"""``neardup dedup``: whole documents, here or on Dask (against a standing index: ``dedup_index``).
+"""``neardup dedup``: whole documents on this machine (on Dask: ``dedup_dask``; against a
+standing index: ``dedup_index``).
 
 ``--unit paragraph|line`` runs from ``units.py``: its kernels load when it is imported, and
 here they must not load before a small run has chosen how they run (``_startup``).
@@ -10,44 +11,40 @@ import argparse
 import sys
 
 from ..errors import ParamError
-from ..run import DedupOutputs, dedup_cluster, dedup_source
-from ._startup import deduplicator
+from ..run import DedupOutputs, dedup_source
+from ._startup import before_engine
 from .convert import dedup_params, progress
-from .output import info, warn
-from .reading import inputs, read_options, size, storage_options
+from .output import warn
+from .reading import inputs, read_options, size
 from .summary import dedup_summary
 
 
 def run(args: argparse.Namespace) -> int:
     """Deduplicate the inputs into the outputs named; the summary on stderr."""
-    if args.min_paragraph_tokens is not None:
-        raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
-    check_outputs(args)
-    params = dedup_params(args)
-    read = read_options(args, key_field=args.keep_field)
-    limit = size(args.memory_limit)
-    if args.dask:
-        result = dedup_cluster(
-            args.inputs, params, outputs(args), read, args.dask, args.work_dir, args.restart,
-            storage_options(args.storage_options), None if args.quiet else info, limit,
-        )  # fmt: skip
-    elif args.work_dir or args.restart or args.storage_options:
+    check_args(args)
+    if args.work_dir or args.restart or args.storage_options:
         raise ParamError("--work-dir, --restart and --storage-options go with --dask")
-    else:
-        result = dedup_source(
-            inputs(args.inputs),
-            params,
-            outputs(args),
-            read,
-            progress=progress(args),
-            warn=warn,
-            jobs=args.jobs,
-            memory_limit=limit,
-            make=deduplicator(args),
-        )
+    result = dedup_source(
+        inputs(args.inputs),
+        dedup_params(args),
+        outputs(args),
+        read_options(args, key_field=args.keep_field),
+        progress=progress(args),
+        warn=warn,
+        jobs=args.jobs,
+        memory_limit=size(args.memory_limit),
+        prepare=before_engine(args),
+    )
     if not args.quiet:
         sys.stderr.write(dedup_summary(result.summary, result.problems))
     return 0
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Options of another kind of run, and runs that would write nothing, refused."""
+    if args.min_paragraph_tokens is not None:
+        raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
+    check_outputs(args)
 
 
 def outputs(args: argparse.Namespace) -> DedupOutputs:

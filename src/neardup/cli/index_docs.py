@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..run import index_add_source, index_query_source
+from ..index.jobs import add_source as index_add_source
+from ..index.jobs import query_source as index_query_source
 from .convert import progress
 from .reading import inputs, read_options
 

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import numpy as np
 import numpy.typing as npt
 
+from ..._prefetch import ordered_map
 from .._atomic import Output, open_output
 from .._edit import edit_jsonl
 from .._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
 from .._jsonl_blocks import LineBlock, copy_kept_spans, scan_jsonl_blocks, texts_at_spans
-from .._prefetch import ordered_map
 from .._report import Entry, Problems
 from .._sinks import LineRecords
 from .base import Fields, Part, Record, RecordFormat

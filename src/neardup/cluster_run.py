@@ -1,0 +1,117 @@
+"""Whole jobs on a Dask cluster: the dedup and decontaminate commands' ``--dask`` runs.
+
+The workers read the inputs (JSONL paths, folders, globs or fsspec URLs) block by block and
+write part files into the output folders, with a manifest each (``neardup.dask``); this module
+turns the commands' options into a cluster job and its summary. Importing it loads Dask, so
+the commands import it only for a cluster run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .dask import (
+    ClusterOutputs,
+    DecontaminateFolders,
+    JobOptions,
+    cluster_errors,
+    connect,
+    run_job,
+)
+from .dask import decontaminate as run_decontaminate
+from .decontaminate_run import DecontaminateOutputs
+from .errors import ParamError
+from .params import DecontaminateParams, DedupParams
+from .run import DedupOutputs, DedupResult, ReadOptions, _peak_memory_mb
+
+
+def cluster_job(
+    read: ReadOptions,
+    inputs: str | Path | Sequence[str | Path],
+    work_dir: str | None,
+    restart: bool,
+    storage_options: dict[str, Any] | None,
+) -> tuple[list[str], JobOptions]:
+    """The input paths and job options of a cluster run (JSONL only)."""
+    if read.format not in (None, "jsonl"):
+        raise ParamError(f"a cluster run reads JSONL files, not {read.format}")
+    paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
+    return paths, JobOptions(
+        text_field=read.text_field,
+        id_field=read.id_field,
+        on_error=read.on_error,
+        max_record_size=read.max_record_size,
+        work_dir=work_dir,
+        restart=restart,
+        storage_options=storage_options or {},
+    )
+
+
+def dedup_cluster(
+    inputs: str | Sequence[str],
+    params: DedupParams,
+    outputs: DedupOutputs,
+    read: ReadOptions | None = None,
+    cluster: str | Any = "local",
+    work_dir: str | None = None,
+    restart: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    info: Callable[[str], None] | None = None,
+    worker_memory: int | None = None,
+) -> DedupResult:
+    """``dedup_source`` on a Dask cluster: the workers read the inputs (paths, folders, globs or
+    fsspec URLs) and write part files into the output folders, with a manifest each; the same
+    records, clusters and pairs as one machine once the parts are concatenated. ``cluster``:
+    ``"local:N"``, a scheduler address, or a Client; ``work_dir`` keeps finished stages so the
+    same command resumes (see ``neardup.dask``); ``worker_memory``: each ``local:N`` worker's
+    memory limit in bytes (Dask's default otherwise)."""
+    read = read or ReadOptions()
+    if read.key_field:
+        raise ParamError(
+            "--keep-field is not available on a cluster yet; use --keep first or longest, or "
+            "run without --dask"
+        )
+    paths, options = cluster_job(read, inputs, work_dir, restart, storage_options)
+    folders = ClusterOutputs(
+        outputs.kept, outputs.clusters, outputs.pairs, outputs.summary_json, outputs.all_pairs
+    )
+    with connect(cluster, info, worker_memory) as client, cluster_errors():
+        summary = run_job(paths, params, folders, options, client, info)
+    summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
+    problems = summary["problems"]
+    report = ""
+    if problems["total"]:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(problems["counts"].items()))
+        report = f"skipped {problems['total']} problems ({kinds}); first: {problems['examples'][0]}"
+    return DedupResult(None, [], summary, report)  # type: ignore[arg-type]
+
+
+def decontaminate_cluster(
+    inputs: str | Sequence[str],
+    against: str | Sequence[str],
+    params: DecontaminateParams,
+    outputs: DecontaminateOutputs,
+    read: ReadOptions | None = None,
+    against_read: ReadOptions | None = None,
+    cluster: str | Any = "local",
+    work_dir: str | None = None,
+    restart: bool = False,
+    storage_options: dict[str, Any] | None = None,
+    info: Callable[[str], None] | None = None,
+    worker_memory: int | None = None,
+) -> dict[str, Any]:
+    """``decontaminate_source`` on a Dask cluster: the workers read the training data (JSONL
+    paths, folders, globs or fsspec URLs) block by block and write clean and matches part files
+    into the output folders, with a manifest each; the benchmark is read here. The same records
+    and lines as one machine once the parts are concatenated. ``cluster``, ``work_dir``,
+    ``restart``, ``worker_memory``: as for ``dedup_cluster``."""
+    read = read or ReadOptions()
+    paths, options = cluster_job(read, inputs, work_dir, restart, storage_options)
+    folders = DecontaminateFolders(outputs.clean, outputs.matches, outputs.summary_json)
+    summary = run_decontaminate(
+        paths, against, params, folders, options, cluster, info, against_read, worker_memory
+    )
+    summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
+    return summary
