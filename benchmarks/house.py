@@ -39,10 +39,12 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _imports(module: str, path: Path, names: set[str]) -> tuple[set[str], int]:
-    """Top-level imports of our own modules, and the count of function-local ones."""
+def _imports(module: str, path: Path, names: set[str]) -> tuple[set[str], int, set[str]]:
+    """Top-level imports of our own modules, the count of function-local ones, and every
+    module imported anywhere (function-local and TYPE_CHECKING ones included)."""
     tree = ast.parse(path.read_text())
     top: set[str] = set()
+    anywhere: set[str] = set()
     local = 0
     is_package = path.name == "__init__.py"
 
@@ -65,6 +67,8 @@ def _imports(module: str, path: Path, names: set[str]) -> tuple[set[str], int]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, (ast.Import, ast.ImportFrom)):
                 found = targets(child)
+                if not in_type_check:
+                    anywhere.update(found)
                 if in_function:
                     local += len(found) > 0
                 elif not in_type_check:
@@ -77,7 +81,7 @@ def _imports(module: str, path: Path, names: set[str]) -> tuple[set[str], int]:
                 walk(child, in_function, in_type_check)
 
     walk(tree, False, False)
-    return top, local
+    return top, local, anywhere
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -142,11 +146,13 @@ def main() -> None:
     modules = _modules(root)
     names = set(modules)
     graph: dict[str, set[str]] = {}
+    everywhere: dict[str, set[str]] = {}
     local_imports = 0
     local_by: dict[str, int] = {}
     for name, path in modules.items():
-        top, local = _imports(name, path, names)
+        top, local, anywhere = _imports(name, path, names)
         graph[name] = {t for t in top if t in names and t != name}
+        everywhere[name] = {t for t in anywhere if t in names and t != name}
         local_imports += local
         if local:
             local_by[name] = local
@@ -178,6 +184,7 @@ def main() -> None:
         if re.search(r"\btype\([^)]*\)\s+is\b", line)
     ]
     cycles = _cycles(graph)
+    hidden = _cycles(everywhere)  # cycles that function-local imports only hide
     cli = sizes.get("neardup.cli", 0)
     print(f"cli.py lines                      {cli}")
     print(f"largest module                    {sizes[largest]} ({largest})")
@@ -187,6 +194,9 @@ def main() -> None:
     print(f"format-name comparisons in io/    {len(format_compares)}")
     print(f"type(...) is in engine/run        {len(type_is)}")
     print(f"import cycles                     {len(cycles)}")
+    print(
+        f"  counting function-local imports {len(hidden)} ({sum(len(c) for c in hidden)} modules)"
+    )
     if args.verbose:
         print(
             "\nmodules over 600 lines:",
@@ -214,6 +224,11 @@ def main() -> None:
             sep="\n",
         )
         print("\ncycles:", *(f"  {' <-> '.join(c)}" for c in cycles), sep="\n")
+        print(
+            "\ncycles through function-local imports:",
+            *(f"  {' <-> '.join(c)}" for c in hidden),
+            sep="\n",
+        )
 
 
 if __name__ == "__main__":

