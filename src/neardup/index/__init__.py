@@ -395,11 +395,12 @@ class Index:
     ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
         """Which texts duplicate a stored document or one ``held`` apart (when it has any), and
         which duplicate a document stored before this dedup (not one of the ``added`` ids)."""
-        found = self.query(texts)
+        signed = self._signed_query(texts)  # signed once, looked up in both (same parameters)
+        found = self._answer(signed, None, None)
         hit = np.array([bool(m) for m in found], dtype=bool)
         of_index = np.array([any(x.id not in added for x in m) for m in found], dtype=bool)
         if held is not None and len(held):
-            hit |= np.array([bool(m) for m in held.query(texts)], dtype=bool)
+            hit |= np.array([bool(m) for m in held._answer(signed, None, None)], dtype=bool)
         return hit, of_index
 
     def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
