@@ -208,9 +208,12 @@ def run_neardup(texts: Sequence[str], params: DedupParams) -> tuple[Deduplicator
     return d, seconds, mem.growth_mb
 
 
-def found_pairs(d: Deduplicator) -> Pairs:
-    """Every document pair neardup accepted, exact-duplicate groups expanded (``all_pairs``)."""
-    a, b, _ = d.all_pairs()
+def found_pairs(d: Deduplicator, texts: Sequence[str]) -> Pairs:
+    """Every document pair neardup accepts, exact-duplicate groups expanded (``all_pairs``):
+    from ``d`` when it listed every pair, else from a fit of the same parameters that does
+    (keep-aware removal alone compares documents with kept ones only)."""
+    every = d if d.pairs == "all" else Deduplicator(d.params, pairs="all").fit(texts)
+    a, b, _ = every.all_pairs()
     return a, b
 
 
@@ -284,7 +287,7 @@ def explain(
             removal="components",
             seed=p.seed,
         )
-        ca, cb = found_pairs(Deduplicator(cand_params).fit(texts))
+        ca, cb = found_pairs(Deduplicator(cand_params, pairs="all").fit(texts), texts)
         width = np.int64(len(texts))
         is_cand = np.isin(ra * width + rb, ca * width + cb)
         counts["rejected"] = int(is_cand.sum())
@@ -315,7 +318,7 @@ def accuracy(
         w: dict[str, Any] = {"method": f"minhash verify={verify}"}
         for t in sorted(set(thresholds) | set(args.removal_thresholds)):
             d, sec, mem = run_neardup(texts, DedupParams(threshold=t, verify=verify, shingle=sp))
-            found = found_pairs(d)
+            found = found_pairs(d, texts)
             if t in args.removal_thresholds and verify in ("exact", "hybrid"):
                 if t not in oracles:  # keep-aware removal on the brute-force pairs
                     keep = truth.score >= t
@@ -341,7 +344,9 @@ def accuracy(
                     texts, DedupParams(threshold=t, verify=verify, shingle=sp, removal="components")
                 )
                 removal_rows.append(
-                    removal_row(f"neardup {verify} components", t, dc.kept_, found_pairs(dc), truth)
+                    removal_row(
+                        f"neardup {verify} components", t, dc.kept_, found_pairs(dc, texts), truth
+                    )
                 )
             if t not in thresholds:
                 continue
@@ -376,7 +381,7 @@ def accuracy(
                 method=SimhashMethodParams(max_distance=k, features=feats), shingle=sp
             )
             d, sec, mem = run_neardup(texts, params)
-            found = found_pairs(d)
+            found = found_pairs(d, texts)
             label = f"simhash {feats} k={k}"
             w = {"method": label, "seconds": sec, "found": len(found[0])}
             for t in thresholds:
@@ -670,7 +675,7 @@ def speed(
         d, sec, mem = best
         label = f"neardup verify={verify}" + (" (default)" if verify == "hybrid" else "")
         kept_bytes = d.stats_.bytes_per_doc_in_memory
-        add(label, sec, found_pairs(d), d.kept_, mem, kept_bytes=kept_bytes)
+        add(label, sec, found_pairs(d, texts), d.kept_, mem, kept_bytes=kept_bytes)
     if not args.no_cli:
         cli = run_cli(texts, t, workdir)
         rows.append(
