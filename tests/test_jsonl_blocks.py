@@ -277,6 +277,7 @@ def test_gathering_ranges_copies_what_joining_their_slices_gives(
     sizes=st.lists(st.integers(0, 30), min_size=1, max_size=25),
     keep_bits=st.integers(0, 2**25 - 1),
     chunk=st.integers(8, 120),
+    skip=st.integers(0, 80),
     newline_at_end=st.booleans(),
 )
 def test_kept_lines_and_texts_read_again_are_the_same_whatever_the_chunk(
@@ -284,6 +285,7 @@ def test_kept_lines_and_texts_read_again_are_the_same_whatever_the_chunk(
     sizes: list[int],
     keep_bits: int,
     chunk: int,
+    skip: int,
     newline_at_end: bool,
 ) -> None:
     lines = [json.dumps({"text": "w" * n + f" {i}"}).encode() + b"\n" for i, n in enumerate(sizes)]
@@ -295,14 +297,49 @@ def test_kept_lines_and_texts_read_again_are_the_same_whatever_the_chunk(
     keep = np.array([(keep_bits >> i) & 1 == 1 for i in range(len(lines))])
     source = open_source(src)
     read_all(source, 7)
-    old = blocks.CHUNK
-    blocks.CHUNK = chunk  # small chunks: lines span them, long gaps are seeked over
+    old = blocks.CHUNK, blocks.SKIP_BYTES
+    # small chunks: lines span them; small skips: short gaps are seeked over too
+    blocks.CHUNK, blocks.SKIP_BYTES = chunk, skip
     try:
         source.write_kept(keep, src.with_name("kept.jsonl"))
         wanted = np.flatnonzero(keep)
         texts = source.texts_at(wanted)
     finally:
-        blocks.CHUNK = old
+        blocks.CHUNK, blocks.SKIP_BYTES = old
     expected = b"".join(line for line, k in zip(lines, keep, strict=True) if k)
     assert src.with_name("kept.jsonl").read_bytes() == expected
     assert texts == ["w" * sizes[i] + f" {i}" for i in wanted]
+
+
+def test_texts_read_again_read_near_the_wanted_lines_not_the_file_before_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "c.jsonl"
+    src.write_text(
+        "".join(json.dumps({"text": f"line {i} " + "w" * 80}) + "\n" for i in range(3000))
+    )
+    source = open_source(src)
+    read_all(source, 100)
+    reads: list[int] = []
+    real_open = blocks.open_jsonl
+
+    def counting(entry: object) -> object:
+        handle = real_open(entry)  # type: ignore[arg-type]
+        real_readinto = handle.readinto  # type: ignore[attr-defined]
+
+        def readinto(buffer: memoryview) -> int:
+            n = real_readinto(buffer)
+            reads.append(n)
+            return n
+
+        handle.readinto = readinto  # type: ignore[attr-defined]
+        return handle
+
+    monkeypatch.setattr(blocks, "open_jsonl", counting)
+    wanted = [2500, 2501, 2990]  # lines of ~100 bytes: 2990 is 49 kB after 2501
+    assert source.texts_at(wanted) == [f"line {i} " + "w" * 80 for i in wanted]
+    assert len(reads) == 1 and sum(reads) < 60_000  # one read of the run; 250 kB come before
+    reads.clear()
+    monkeypatch.setattr(blocks, "SKIP_BYTES", 1000)  # the 49 kB gap is now seeked over
+    assert source.texts_at(wanted) == [f"line {i} " + "w" * 80 for i in wanted]
+    assert len(reads) == 2 and sum(reads) < 400

@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
+from neardup._chunks import size_chunks
 from neardup._kernels import leaders as _k
 from neardup._kernels.hashing import EMPTY
 from neardup.engine import Deduplicator
-from neardup.exact import SetStore, size_chunks
+from neardup.exact import SetStore
 from neardup.leaders import bucket_lists, column_buckets, remove_by_leaders
 from neardup.params import DedupParams, ShingleParams
 from neardup.removal import keep_aware

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ._chunks import size_chunks
 from ._kernels import leaders as _k
 from ._types import FloatArray, IntArray
 from .errors import NeardupError, ParamError
@@ -34,25 +35,6 @@ FetchSets = Callable[[IntArray], ShingleBatch]
 SET_CHUNK = 4096
 #: Bytes of text fetched at once, whatever the document count: what a chunk holds in flight.
 SET_CHUNK_BYTES = 32 << 20
-
-
-def size_chunks(
-    rows: IntArray, sizes: IntArray | None, max_rows: int, max_bytes: int
-) -> list[IntArray]:
-    """``rows`` cut in order into runs of at most ``max_rows`` rows and ``max_bytes`` of
-    ``sizes[rows]`` (a longer row alone), so a chunk's memory follows its bytes, not its count."""
-    if sizes is None or len(rows) == 0:
-        return [rows[lo : lo + max_rows] for lo in range(0, len(rows), max_rows)]
-    ends = np.cumsum(np.asarray(sizes, dtype=np.int64)[rows])
-    out = []
-    lo = 0
-    while lo < len(rows):
-        base = int(ends[lo - 1]) if lo else 0
-        hi = int(np.searchsorted(ends, base + max_bytes, side="right"))
-        hi = min(max(hi, lo + 1), lo + max_rows)
-        out.append(rows[lo:hi])
-        lo = hi
-    return out
 
 
 class SetStore:

@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from ._chunks import size_chunks
 from ._kernels import leaders as _lk
 from ._prefetch import ordered_map
 from ._types import BoolArray, FloatArray, IntArray
@@ -45,8 +46,10 @@ from .textbatch import TextBatch
 #: other side of the threshold, an estimate at least that far from it would have had a binomial
 #: probability below this (two-sided); other pairs are re-checked exactly.
 HYBRID_ALPHA = 1e-4
-#: Texts per task when the hybrid re-check shingles in several threads.
+#: Texts, and characters of text, per task when the hybrid re-check shingles in several
+#: threads: long documents make tasks of few texts, so every thread gets work.
 RECHECK_CHUNK = 4096
+RECHECK_CHARS = 4 << 20
 
 
 #: Returns the texts of the given sorted document indices, in that order.
@@ -385,12 +388,18 @@ class HybridVerification(SketchVerification):
         return Verdict(score, ok, verdict.method_ok, len(near))
 
     def exact_sets(self, texts: Sequence[str], jobs: int = 1) -> ShingleBatch:
-        """The texts' shingle sets, ``RECHECK_CHUNK`` texts a task in ``jobs`` threads (the
-        kernels release the GIL): a re-check may shingle tens of thousands of texts."""
-        if jobs <= 1 or len(texts) < 2 * RECHECK_CHUNK:
+        """The texts' shingle sets, ``RECHECK_CHUNK`` texts or ``RECHECK_CHARS`` characters a
+        task in ``jobs`` threads (the kernels release the GIL): a re-check may shingle tens of
+        thousands of texts, or a few very long ones."""
+        if jobs <= 1 or len(texts) < 2:
             return shingle_batch(texts, self.shingle)
-        chunks = [texts[i : i + RECHECK_CHUNK] for i in range(0, len(texts), RECHECK_CHUNK)]
-        done = ordered_map(lambda c: shingle_batch(c, self.shingle), chunks, jobs)
+        sizes = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+        pieces = size_chunks(np.arange(len(texts)), sizes, RECHECK_CHUNK, RECHECK_CHARS)
+        if len(pieces) < 2:
+            return shingle_batch(texts, self.shingle)
+        done = ordered_map(
+            lambda rows: shingle_batch(texts[rows[0] : rows[-1] + 1], self.shingle), pieces, jobs
+        )
         return ShingleBatch.concat([b for _, b in done])
 
 

@@ -28,6 +28,9 @@ from ._report import Entry, Problems, RecordProblem, raise_changed, too_large
 
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
 CHUNK = 8 << 20
+#: A gap between wanted ranges longer than this is skipped by a seek rather than read: reading
+#: a short gap costs less than another read call, reading a long one more.
+SKIP_BYTES = 64 << 10
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 
 Bytes = npt.NDArray[np.uint8]
@@ -360,6 +363,12 @@ def _spans(entry: Entry) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
     )
 
 
+def span_sizes(entry: Entry) -> IntArray:
+    """Bytes of each accepted record's line in the file, by record number."""
+    starts, ends, _ = _spans(entry)
+    return ends - starts
+
+
 def _gather(
     entry: Entry,
     starts: IntArray,
@@ -369,24 +378,28 @@ def _gather(
 ) -> Iterator[npt.NDArray[np.uint8]]:
     """The bytes of the file's ranges [starts[i], ends[i]) (sorted, disjoint), in file order,
     one array per chunk read (valid until the next is asked for: its buffer is reused). Seeks
-    over long gaps and never reads past the last range (a damaged tail read in pass 1 stays
+    to the first range and over gaps longer than SKIP_BYTES, and never reads past a run's last
+    range (a damaged tail read in pass 1 stays
     unread). The lines starting at ``lines`` must still start with the bytes ``firsts`` seen in
     pass 1; raises when they do not or the file ends early (it changed after pass 1)."""
     gather_ranges = _kernels()[2].gather_ranges
     if not len(starts):
         return
-    stop = int(ends[-1])
-    size = min(CHUNK, stop - int(starts[0]))
+    # Runs of ranges separated by gaps of at most SKIP_BYTES: a read never passes its run's end.
+    last = np.r_[np.flatnonzero(starts[1:] - ends[:-1] > SKIP_BYTES), len(ends) - 1]
+    run_end = np.repeat(ends[last], np.diff(np.r_[-1, last]))  # each range's run's end
+    size = min(CHUNK, int(run_end.max() - starts.min()))
     data = np.empty(size, dtype=np.uint8)
     out = np.empty(size, dtype=np.uint8)
     with open_jsonl(entry) as handle:
-        pos = 0  # file offset of the next read
+        pos = -1  # file offset of the next read
         i = 0  # the first range not yet wholly copied
         while i < len(starts):
-            if int(starts[i]) - pos > CHUNK:
+            if pos < int(starts[i]) and (pos < 0 or int(starts[i]) - pos > SKIP_BYTES):
                 pos = int(starts[i])
                 handle.seek(pos)
-            n = cast(io.BufferedIOBase, handle).readinto(data.data[: min(size, stop - pos)])
+            want = min(size, int(run_end[i]) - pos)
+            n = cast(io.BufferedIOBase, handle).readinto(data.data[:want])
             if not n:
                 raise_changed(entry)
             end = pos + n

@@ -9,11 +9,18 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import numpy as np
 import numpy.typing as npt
 
+from ..._chunks import size_chunks
 from ..._prefetch import ordered_map
 from .._atomic import Output, open_output
 from .._edit import edit_jsonl
 from .._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
-from .._jsonl_blocks import LineBlock, copy_kept_spans, scan_jsonl_blocks, texts_at_spans
+from .._jsonl_blocks import (
+    LineBlock,
+    copy_kept_spans,
+    scan_jsonl_blocks,
+    span_sizes,
+    texts_at_spans,
+)
 from .._report import Entry, Problems
 from .._sinks import LineRecords
 from .base import Fields, Part, Record, RecordFormat
@@ -23,8 +30,10 @@ if TYPE_CHECKING:
     from .._sinks import Sink
 
 SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz")
-#: Lines read again per task when ``texts_at`` reads an indexed JSONL file in several threads.
+#: Lines, and bytes of lines, read again per task when ``texts_at`` reads an indexed JSONL file
+#: in several threads: long lines make tasks of few lines, so every thread gets work.
 TEXTS_AT_CHUNK = 4096
+TEXTS_AT_BYTES = 4 << 20
 
 
 class Jsonl(RecordFormat):
@@ -58,17 +67,19 @@ class Jsonl(RecordFormat):
     def texts_at(
         self, entry: Entry, local: npt.NDArray[np.int64], fields: Fields, jobs: int
     ) -> list[str]:
-        """Only the wanted lines parsed; a file read in blocks by ``TEXTS_AT_CHUNK`` lines a
-        task, in ``jobs`` threads."""
+        """Only the wanted lines parsed; a file read in blocks of ``TEXTS_AT_CHUNK`` lines or
+        ``TEXTS_AT_BYTES`` a task, in ``jobs`` threads."""
         if entry.spans is None:
             return texts_at_jsonl(entry, local, fields.text)
 
         def read(wanted: npt.NDArray[np.int64]) -> list[str]:
             return texts_at_spans(entry, wanted, fields.text, fields.id)
 
-        if jobs <= 1 or len(local) < 2 * TEXTS_AT_CHUNK:
+        if jobs <= 1 or len(local) < 2:
             return read(local)
-        chunks = [local[i : i + TEXTS_AT_CHUNK] for i in range(0, len(local), TEXTS_AT_CHUNK)]
+        chunks = size_chunks(local, span_sizes(entry), TEXTS_AT_CHUNK, TEXTS_AT_BYTES)
+        if len(chunks) < 2:
+            return read(local)
         return [t for _, part in ordered_map(read, chunks, jobs) for t in part]
 
     def write_kept(
