@@ -9,12 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
+from neardup import leaders
 from neardup._chunks import size_chunks
 from neardup._kernels import leaders as _k
 from neardup._kernels.hashing import EMPTY
 from neardup.engine import Deduplicator
 from neardup.exact import SetStore
-from neardup.leaders import bucket_lists, column_buckets, remove_by_leaders
+from neardup.leaders import LeaderResult, bucket_lists, column_buckets, remove_by_leaders
 from neardup.params import DedupParams, ShingleParams
 from neardup.removal import keep_aware
 from neardup.resemblance import pair_scores
@@ -147,9 +148,10 @@ instances = st.integers(2, 24).flatmap(
     st.sampled_from(["count", "exact", "sketch", "hybrid"]),
     st.sampled_from([None, 0]),
     st.sampled_from([2**62, 1, 2]),
+    st.sampled_from([1, 2, 3]),
 )
-def test_leader_pass_equals_the_reference(
-    inst: tuple, verify: str, budget: int | None, cap: int
+def test_leader_pass_equals_the_reference_in_any_number_of_threads(
+    inst: tuple, verify: str, budget: int | None, cap: int, jobs: int
 ) -> None:
     raw_keys, raw_sets, perm, r, t = inst
     m = len(raw_keys)
@@ -212,10 +214,22 @@ def test_leader_pass_equals_the_reference(
         picked = [raw_sets[int(buckets.docs[i])] for i in rows_.tolist()]
         return _sets_of(picked)
 
-    store = SetStore(len(act), fetch, budget=budget)
-    res = remove_by_leaders(
-        buckets, local_rank, r, count_ok, count_score, check, store, max_leaders=cap
-    )
+    def removal(jobs: int) -> LeaderResult:
+        store = SetStore(len(act), fetch, budget=budget)
+        return remove_by_leaders(
+            buckets, local_rank, r, count_ok, count_score, check, store, max_leaders=cap, jobs=jobs
+        )
+
+    res = removal(1)
+    old_cut = leaders.PARALLEL_PASS_DOCS
+    leaders.PARALLEL_PASS_DOCS = 0  # every pass cut into parts of whole components
+    try:
+        threaded = removal(jobs)
+    finally:
+        leaders.PARALLEL_PASS_DOCS = old_cut
+    for field in ("kept", "duplicate_of", "score", "a", "b", "pair_score"):
+        assert np.array_equal(getattr(threaded, field), getattr(res, field), equal_nan=True)
+    assert (threaded.checks, threaded.exact, threaded.rounds) == (res.checks, res.exact, res.rounds)
     kept = np.ones(m, dtype=bool)
     dup = np.full(m, -1)
     sc = np.full(m, np.nan)
@@ -383,3 +397,26 @@ def test_hybrid_rechecks_fetched_in_byte_chunks_keep_what_one_chunk_keeps(
     np.testing.assert_array_equal(small.duplicate_of_, whole.duplicate_of_)
     for got, want in zip(small.pairs_, whole.pairs_, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_pass_cut_into_threads_lists_its_pairs_in_the_order_of_one_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # two components whose documents alternate in rank: 0, 2, 4 share one key, 1, 3, 5 another
+    keys = np.full((6, 1), EMPTY, dtype=np.uint64)
+    keys[[0, 2, 4], 0] = 10
+    keys[[1, 3, 5], 0] = 20
+    buckets = bucket_lists(lambda j: keys[:, j].copy(), 6, 1)
+    none = np.zeros(0, dtype=np.uint64)
+    no_band = np.full(2, 2.0), np.full(2, -1.0)
+    check = PairCheck(
+        _k.BY_COUNT, 0.5, np.zeros((0, 0), np.uint16), none, np.zeros(1, np.int64), *no_band,
+        np.ones(6, np.int64),
+    )  # fmt: skip
+    ok, score = np.array([False, True]), np.array([0.0, 1.0])
+    rank = np.arange(6, dtype=np.int64)
+    one = remove_by_leaders(buckets, rank, 1, ok, score, check, jobs=1)
+    monkeypatch.setattr(leaders, "PARALLEL_PASS_DOCS", 0)
+    two = remove_by_leaders(buckets, rank, 1, ok, score, check, jobs=2)
+    assert one.a.tolist() == [2, 3, 4, 5] and one.b.tolist() == [0, 1, 0, 1]
+    assert two.a.tolist() == one.a.tolist() and two.b.tolist() == one.b.tolist()

@@ -220,6 +220,38 @@ class _Passes:
         )
 
 
+#: What one leader pass returns: accepted pairs (doc, leader, score), wanted pairs, stats.
+_PassOut = tuple[IntArray, IntArray, FloatArray, IntArray, IntArray, IntArray]
+#: Documents a pass must decide before it is cut into parts for several threads.
+PARALLEL_PASS_DOCS = 50_000
+
+
+def component_parts(
+    run: npt.NDArray[np.bool_], component: IntArray, weight: IntArray, jobs: int
+) -> list[npt.NDArray[np.bool_]]:
+    """``run`` cut into at most ``jobs`` masks of whole components, of about equal ``weight``
+    each: components share no bucket, so each part's pass decides alone (in its own thread)."""
+    if jobs <= 1 or not run.any() or int(run.sum()) < PARALLEL_PASS_DOCS:
+        return [run]
+    load = np.bincount(component[run], weights=weight[run], minlength=int(component.max()) + 1)
+    before = np.cumsum(load) - load  # the weight of the components numbered lower
+    part = np.minimum((before * jobs) // max(float(load.sum()), 1.0), jobs - 1).astype(np.int64)
+    of_doc = part[component]
+    masks = [run & (of_doc == p) for p in range(jobs)]
+    return [mask for mask in masks if mask.any()]
+
+
+def _joined(outs: list[_PassOut], rank: IntArray) -> _PassOut:
+    """The passes of disjoint parts as one pass over all of them: the accepted pairs in the
+    order one pass would give (by the deciding document's rank, each one's pairs as found)."""
+    if len(outs) == 1:
+        return outs[0]
+    a, b, s, wa, wb = (np.concatenate([out[i] for out in outs]) for i in range(5))
+    order = np.argsort(rank[a], kind="stable")
+    stats = np.sum([out[5] for out in outs], axis=0).astype(np.int64)
+    return a[order], b[order], s[order], wa, wb, stats
+
+
 def remove_by_leaders(
     buckets: Buckets,
     rank: IntArray,
@@ -230,6 +262,7 @@ def remove_by_leaders(
     sets: SetStore | None = None,
     keep_pairs: bool = True,
     max_leaders: int = 2**62,
+    jobs: int = 1,
 ) -> LeaderResult:
     """Keep-aware removal of the documents of ``buckets`` against their buckets' kept leaders.
 
@@ -240,7 +273,8 @@ def remove_by_leaders(
     rows are fetched and held (hybrid verification; see the module docstring). keep_pairs: also return the accepted
     pairs. max_leaders: the most leaders a bucket takes (its first kept documents), which bounds
     the comparisons per document in buckets of boilerplate. The result does not depend on how
-    the rows' buckets were numbered.
+    the rows' buckets were numbered, nor on ``jobs`` (threads: a pass over many documents runs
+    in parts of whole components, one per thread).
     """
     m = len(buckets.docs)
     rank = np.ascontiguousarray(rank, dtype=np.int64)
@@ -254,23 +288,30 @@ def remove_by_leaders(
     run = np.ones(m, dtype=np.bool_)
     state = _Passes.start(m)
     count_ok = np.ascontiguousarray(count_ok, dtype=np.bool_)
+    weight = np.diff(buckets.offsets) + 1  # a document's work: its buckets, and itself
     while True:
-        a, b, s, wa, wb, stats = _k.leader_pass(
-            order,
-            rank,
-            buckets.offsets,
-            buckets.buckets,
-            buckets.n_buckets,
-            int(min_shared),
-            count_ok,
-            check.kernel_args(count_score, exact.codes, exact.scores),
-            run,
-            state.kept,
-            state.dup,
-            state.score,
-            keep_pairs,
-            int(max_leaders),
-        )
+
+        def one_pass(part: npt.NDArray[np.bool_]) -> _PassOut:
+            return _k.leader_pass(
+                order,
+                rank,
+                buckets.offsets,
+                buckets.buckets,
+                buckets.n_buckets,
+                int(min_shared),
+                count_ok,
+                check.kernel_args(count_score, exact.codes, exact.scores),
+                part,
+                state.kept,
+                state.dup,
+                state.score,
+                keep_pairs,
+                int(max_leaders),
+            )
+
+        parts = component_parts(run, component, weight, jobs)
+        outs = [out for _, out in ordered_map(one_pass, parts, jobs)]
+        a, b, s, wa, wb, stats = _joined(outs, rank)
         state.merge(run, a, b, s, stats)
         if len(wa) == 0:
             break

@@ -207,7 +207,7 @@ def by_keys(s: Search, docs: Docs, columns: KeyColumns) -> Found:
         removal = _removal.components(docs.n, *pairs, docs.priority, groups=docs.groups)
         sets.close()
         return Found(removal, *pairs, stats, sets.spilled)
-    return _by_leaders(method, docs, buckets, keyed, stats, pairs)
+    return _by_leaders(method, docs, buckets, keyed, stats, pairs, s.jobs)
 
 
 def _listed_pairs(
@@ -246,14 +246,16 @@ def _by_leaders(
     keyed: _KeyedCheck,
     stats: dict[str, int],
     pairs: Pairs | None,
+    jobs: int,
 ) -> Found:
-    """Keep-aware removal against each bucket's kept leaders; the pairs are ``pairs`` when
-    given (every pair), else those that justify each removal."""
+    """Keep-aware removal against each bucket's kept leaders (in ``jobs`` threads); the pairs
+    are ``pairs`` when given (every pair), else those that justify each removal."""
     nodes = _removal.group_nodes(docs.n, docs.priority, docs.groups)
     active, sets = keyed.active, keyed.sets
     res = remove_by_leaders(
         buckets, nodes.rank[active], method.min_shared, keyed.count_ok, keyed.count_score,
         keyed.check, sets if keyed.check.wants_sets else None, max_leaders=method.max_bucket,
+        jobs=jobs,
     )  # fmt: skip
     sets.close()
     node_kept = np.ones(docs.n, dtype=np.bool_)
