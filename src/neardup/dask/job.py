@@ -47,6 +47,7 @@ from ..io._source import _DUPLICATE_FIX
 from ..methods import make_method, needs_fit
 from ..params import DedupParams
 from .bundles import regroup
+from .components import connected_components
 from .folders import (
     Folder,
     check_folders,
@@ -60,7 +61,6 @@ from .scan import ReadSpec, scan_block
 from .stages import (
     Layout,
     Outputs,
-    components_task,
     dropped_of,
     finish_pieces,
     finish_take,
@@ -387,16 +387,14 @@ def _run(
     offsets = _first_records(metas, dropped_arrays)
 
     clock.start("components")
-    if not work.done("components"):
-        client.submit(components_task, layout, n_graph, pure=False).result()
-        work.mark("components")
+    labels = connected_components(work, n_graph, len(blocks))
 
     n_finish = n_dests
     clock.start("finish: removal per component")
     finished = _stage(
         layout, "finish",
-        lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped), n_finish,
-                        finish_take, (layout, offsets, dropped), "neardup-finish"),
+        lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped, labels),
+                        n_finish, finish_take, (layout, offsets, dropped), "neardup-finish"),
     )  # fmt: skip
 
     clock.start("write: kept records, clusters and pairs")
