@@ -8,7 +8,8 @@ stage                 partitioned by                   what it does
 scan                  input block                      read, parse, sign (``scan.scan_block``)
 graph                 lookup key / id hash (shuffle)   link documents sharing a key or content
                                                        hash; find duplicate ids
-components            one task                         the links' connected components
+components            document's block (shuffle, one   the links' connected components: large-
+                      per round)                       star and small-star rounds (``components``)
 finish                component (shuffle)              the engine's own ``finish`` on whole
                                                        components; clusters and pairs lines
 write                 input block (shuffle)            kept records, clusters and pairs parts
