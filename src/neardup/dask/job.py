@@ -8,7 +8,8 @@ stage                 partitioned by                   what it does
 scan                  input block                      read, parse, sign (``scan.scan_block``)
 graph                 lookup key / id hash (shuffle)   link documents sharing a key or content
                                                        hash; find duplicate ids
-components            one task                         the links' connected components
+components            document's block (shuffle, one   the links' connected components: large-
+                      per round)                       star and small-star rounds (``components``)
 finish                component (shuffle)              the engine's own ``finish`` on whole
                                                        components; clusters and pairs lines
 write                 input block (shuffle)            kept records, clusters and pairs parts
@@ -47,6 +48,7 @@ from ..io._source import _DUPLICATE_FIX
 from ..methods import make_method, needs_fit
 from ..params import DedupParams
 from .bundles import regroup
+from .components import connected_components
 from .folders import (
     Folder,
     check_folders,
@@ -60,7 +62,6 @@ from .scan import ReadSpec, scan_block
 from .stages import (
     Layout,
     Outputs,
-    components_task,
     dropped_of,
     finish_pieces,
     finish_take,
@@ -387,16 +388,14 @@ def _run(
     offsets = _first_records(metas, dropped_arrays)
 
     clock.start("components")
-    if not work.done("components"):
-        client.submit(components_task, layout, n_graph, pure=False).result()
-        work.mark("components")
+    labels = connected_components(work, n_graph, len(blocks))
 
     n_finish = n_dests
     clock.start("finish: removal per component")
     finished = _stage(
         layout, "finish",
-        lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped), n_finish,
-                        finish_take, (layout, offsets, dropped), "neardup-finish"),
+        lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped, labels),
+                        n_finish, finish_take, (layout, offsets, dropped), "neardup-finish"),
     )  # fmt: skip
 
     clock.start("write: kept records, clusters and pairs")

@@ -3,7 +3,8 @@
 - ``graph``: every document's lookup keys (the method's postings) and content hash, regrouped by
   key: documents sharing one are linked (the only documents that can meet in removal), and ids
   regrouped by their hash reveal duplicate ids (the later record is a bad one, as on one machine).
-- ``components``: the links -> connected components (the union of shared keys and exact copies).
+- ``components`` (its own module): the links -> connected components (the union of shared keys
+  and exact copies), in rounds of large-star and small-star.
 - ``finish``: the documents of whole components, regrouped by component, run through the
   engine's own ``Deduplicator.finish`` (the same removal, verification and pairs: components are
   independent), texts read again by span from the inputs; each document's outcome comes back as
@@ -32,6 +33,7 @@ from ..methods.base import column_keys
 from ..params import DedupParams
 from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
+from .components import labels_file
 from .inputs import Block, InputFile, filesystem, is_url
 from .scan import ReadSpec, copy_kept, texts_of
 from .tables import Docs, evidence_of, key_block, key_index, signatures_of
@@ -212,28 +214,6 @@ def duplicates(parts: list[Any]) -> Any:
     )
 
 
-def components_task(layout: Layout, n_dests: int) -> dict[str, Any]:
-    """Every star edge -> each linked document's component label (its smallest document), in
-    one task: ``components/labels.parquet`` (doc, label), sorted by document."""
-    work = layout.work
-    if work.exists("components/labels.json"):
-        return dict(work.read_json("components/labels.json"))
-    us, vs = [], []
-    for d in range(n_dests):
-        rel = f"graph/part-{d:05d}.parquet"
-        if work.exists(rel):
-            t = work.read_table(rel)
-            us.append(t.column("doc").to_numpy())
-            vs.append(t.column("root").to_numpy())
-    u = np.concatenate([np.zeros(0, np.int64), *us])
-    v = np.concatenate([np.zeros(0, np.int64), *vs])
-    nodes, root = smallest_linked(u, v)
-    work.write_table("components/labels.parquet", _table({"doc": nodes, "label": root}))
-    answer = {"linked": len(nodes), "components": len(np.unique(root))}
-    work.write_json("components/labels.json", answer)
-    return answer
-
-
 def dropped_of(work: WorkDir, n_graph: int, stage: str = "graph") -> dict[int, IntArray]:
     """Documents dropped for a duplicate id, by block (indices within the block, ascending)."""
     keys = []
@@ -249,17 +229,15 @@ def dropped_of(work: WorkDir, n_graph: int, stage: str = "graph") -> dict[int, I
 
 # -- finish ---------------------------------------------------------------------------------------
 def finish_pieces(
-    block: int, layout: Layout, n_dests: int, dropped: dict[int, list[int]]
+    block: int, layout: Layout, n_dests: int, dropped: dict[int, list[int]], components: str
 ) -> Pieces:
-    """A block's documents in components (and not dropped), by component destination."""
-    import pyarrow.compute as pc
-
+    """A block's documents in components (and not dropped), by component destination;
+    ``components``: the folder of the components' labels, a file per block."""
+    rel = labels_file(components, block)
+    if not layout.work.exists(rel):  # none of the block's documents is linked
+        return {}
     docs = load_docs(layout, block)
-    lo, hi = block << 32, (block + 1) << 32
-    t = layout.work.read_table(
-        "components/labels.parquet", filters=[("doc", ">=", lo), ("doc", "<", hi)]
-    )
-    t = t.filter(pc.and_(pc.greater_equal(t.column("doc"), lo), pc.less(t.column("doc"), hi)))
+    t = layout.work.read_table(rel)
     keys = t.column("doc").to_numpy()
     labels = t.column("label").to_numpy()
     rows = key_index(keys)
