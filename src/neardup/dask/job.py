@@ -47,6 +47,7 @@ from ..io._source import _DUPLICATE_FIX
 from ..methods import make_method, needs_fit
 from ..params import DedupParams
 from .bundles import regroup
+from .diagnostics import StageClock, check_report, performance_report
 from .folders import (
     Folder,
     check_folders,
@@ -115,6 +116,7 @@ class JobOptions:
     restart: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict)
     block_bytes: int = BLOCK_BYTES
+    performance_report: str | None = None  # Dask's HTML performance report of the run, if named
 
 
 def _check(params: DedupParams, options: JobOptions) -> None:
@@ -133,16 +135,19 @@ def _check(params: DedupParams, options: JobOptions) -> None:
 
 
 def _check_outputs(
-    outputs: ClusterOutputs, files: list[InputFile], work: str | None, storage: dict[str, Any]
+    outputs: ClusterOutputs, files: list[InputFile], options: JobOptions, storage: dict[str, Any]
 ) -> None:
-    """Output folders are not inputs, not each other, not the work folder, and hold nothing
-    but an earlier neardup output (replaced) when they exist."""
+    """Output folders and files are not inputs, not each other, not the work folder, and
+    folders hold nothing but an earlier neardup output (replaced) when they exist."""
     if not outputs.kept and not outputs.clusters and not outputs.pairs:
         raise ParamError("nothing to write: give -o FOLDER (and/or --clusters, --pairs FOLDER)")
     check_folders(
         {"-o": outputs.kept, "--clusters": outputs.clusters, "--pairs": outputs.pairs},
-        outputs.summary_json, files, work, storage,
+        {"--summary-json": outputs.summary_json,
+         "--performance-report": options.performance_report},
+        files, options.work_dir, storage,
     )  # fmt: skip
+    check_report(options.performance_report)
 
 
 def _problems(
@@ -212,7 +217,8 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
         trim()
         return pd.DataFrame({"value": [json.dumps(meta)]})
 
-    frame = dd.from_map(one, layout.blocks, meta=pd.DataFrame({"value": pd.Series([], dtype=str)}))
+    meta = pd.DataFrame({"value": pd.Series([], dtype=str)})
+    frame = dd.from_map(one, layout.blocks, meta=meta, label="neardup-scan")
     values = frame.compute()["value"].tolist()
     return [json.loads(v) for v in values]
 
@@ -257,8 +263,11 @@ def run_job(
     _check(params, options)
     storage = dict(options.storage_options)
     files = list_inputs(inputs, storage)
-    _check_outputs(outputs, files, options.work_dir, storage)
-    with work_folder(options, info) as work:
+    _check_outputs(outputs, files, options, storage)
+    with (
+        work_folder(options, info) as work,
+        performance_report(client, options.performance_report, storage),
+    ):
         return _run(files, params, outputs, options, client, info, work, started)
 
 
@@ -367,7 +376,7 @@ def _run(
     blocks, storage = layout.blocks, layout.storage_options
     n_dests = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // DEST_BYTES))
 
-    clock = _Clock(say)
+    clock = StageClock(say, client)
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
     metas = _scan(layout, client)
     work.mark("scan")
@@ -405,28 +414,10 @@ def _run(
     clock.start("")
     summary = _summary(params, finished, written, report, started, len(blocks))
     summary["stage_seconds"] = clock.seconds
+    summary["stage_task_seconds"] = clock.tasks
     write_manifests(_folders(outs), written, summary, len(blocks), storage)
     write_summary_json(outputs.summary_json, summary, storage)
     return summary
-
-
-class _Clock:
-    """Wall seconds of each stage (by its first word), said as each one starts."""
-
-    def __init__(self, say: Any) -> None:
-        self.say = say
-        self.seconds: dict[str, float] = {}
-        self._name = ""
-        self._since = 0.0
-
-    def start(self, message: str) -> None:
-        now = time.perf_counter()
-        if self._name:
-            self.seconds[self._name] = round(now - self._since, 3)
-        self._name = message.split(":")[0]
-        self._since = now
-        if message:
-            self.say(message)
 
 
 def _summary(
