@@ -87,10 +87,15 @@ class Placed(Protocol):
 
 
 #: Input bytes per destination of the graph and finish shuffles (gzip counted 4x), and the
-#: fewest destinations. From the inputs alone, so a resumed run finds the same partitions
-#: whatever the number of workers.
+#: fewest destinations. From the inputs (and the workers' memory limit: ``fit_to_workers``),
+#: never from the number of workers; the work folder records the sizes a run started with.
 DEST_BYTES = 64 << 20
 MIN_DESTS = 4
+#: A graph task holds about ten times its input bytes (a block's, or a destination's) on top of
+#: the worker's own: blocks and destinations are cut to this share of the smallest worker's
+#: memory limit (docs/DASK.md, "Memory per worker"), never below ``MIN_TASK_BYTES``.
+WORKER_SHARE = 1 / 64
+MIN_TASK_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -116,6 +121,7 @@ class JobOptions:
     restart: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict)
     block_bytes: int = BLOCK_BYTES
+    dest_bytes: int = DEST_BYTES  # input bytes per destination of the graph and finish shuffles
     performance_report: str | None = None  # Dask's HTML performance report of the run, if named
 
 
@@ -264,11 +270,27 @@ def run_job(
     storage = dict(options.storage_options)
     files = list_inputs(inputs, storage)
     _check_outputs(outputs, files, options, storage)
+    options = fit_to_workers(options, client)
     with (
         work_folder(options, info) as work,
         performance_report(client, options.performance_report, storage),
     ):
         return _run(files, params, outputs, options, client, info, work, started)
+
+
+def fit_to_workers(options: JobOptions, client: Any) -> JobOptions:
+    """``options`` with blocks and shuffle destinations no larger than ``WORKER_SHARE`` of the
+    smallest memory limit among the cluster's workers (as they are; none set: as they are)."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    limits = [int(w["memory_limit"]) for w in workers if w.get("memory_limit")]
+    if not limits:
+        return options
+    size = max(MIN_TASK_BYTES, int(min(limits) * WORKER_SHARE))
+    return replace(
+        options,
+        block_bytes=min(options.block_bytes, size),
+        dest_bytes=min(options.dest_bytes, size),
+    )
 
 
 @contextmanager
@@ -301,7 +323,7 @@ def start_work(
     run_record = {
         **run,
         "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
-        "options": {"block_bytes": options.block_bytes},
+        "options": {"block_bytes": options.block_bytes, "dest_bytes": options.dest_bytes},
     }
     if work.start(run_record, options.restart):
         say(f"resuming the run kept in {work.url}")
@@ -374,7 +396,8 @@ def _run(
     say = info or (lambda message: None)
     layout = _start(files, params, outputs, options, say, work)
     blocks, storage = layout.blocks, layout.storage_options
-    n_dests = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // DEST_BYTES))
+    input_bytes = sum(f.size * (4 if f.gzip else 1) for f in files)
+    n_dests = max(MIN_DESTS, -(-input_bytes // options.dest_bytes))
 
     clock = StageClock(say, client)
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
