@@ -91,9 +91,10 @@ class Placed(Protocol):
 #: never from the number of workers; the work folder records the sizes a run started with.
 DEST_BYTES = 64 << 20
 MIN_DESTS = 4
-#: A graph task holds about ten times its input bytes (a block's, or a destination's) on top of
-#: the worker's own: blocks and destinations are cut to this share of the smallest worker's
-#: memory limit (docs/DASK.md, "Memory per worker"), never below ``MIN_TASK_BYTES``.
+#: A graph task's working memory grows with its input bytes (a block's, or a destination's)
+#: on top of what the worker holds anyway: blocks and destinations are cut to this share of the
+#: smallest worker's memory limit (docs/DASK.md, "Memory per worker", has the measure), never
+#: below ``MIN_TASK_BYTES``.
 WORKER_SHARE = 1 / 64
 MIN_TASK_BYTES = 4 << 20
 
@@ -280,7 +281,7 @@ def run_job(
 
 def fit_to_workers(options: JobOptions, client: Any) -> JobOptions:
     """``options`` with blocks and shuffle destinations no larger than ``WORKER_SHARE`` of the
-    smallest memory limit among the cluster's workers (as they are; none set: as they are)."""
+    smallest memory limit among the cluster's workers; unchanged when no worker has one."""
     workers = client.scheduler_info().get("workers", {}).values()
     limits = [int(w["memory_limit"]) for w in workers if w.get("memory_limit")]
     if not limits:
