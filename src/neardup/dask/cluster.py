@@ -18,12 +18,8 @@ CONNECT_TIMEOUT = 10.0
 #: thresholds alone and return free heap pages after each task instead (``_heap.trim``).
 DROPPED_ENVIRON = ("MALLOC_TRIM_THRESHOLD_",)
 #: Arrow's default pool (mimalloc) keeps what the stages free, where the system allocator gives
-#: it back to ``_heap.trim``. Sending their profiles for a performance report, workers size
-#: Dask's own deeply nested dicts and warn when they cannot: noise about Dask's bookkeeping.
-WORKER_ENVIRON = {
-    "ARROW_DEFAULT_MEMORY_POOL": "system",
-    "DASK_LOGGING__DISTRIBUTED__SIZEOF": "error",
-}
+#: it back to ``_heap.trim``.
+WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 
 
 def import_distributed() -> Any:
