@@ -1,5 +1,6 @@
 """A cluster run fits its tasks to the workers' memory limit: blocks and shuffle destinations
-no larger than a share of the smallest worker's limit, with the same outputs."""
+no larger than a share of the smallest worker's limit, the finish engine spilling past a share
+of its worker's, with the same outputs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ distributed = pytest.importorskip("distributed")
 from neardup.cli import main  # noqa: E402
 from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output  # noqa: E402
 from neardup.dask.job import MIN_DESTS, MIN_TASK_BYTES, WORKER_SHARE, fit_to_workers  # noqa: E402
+from neardup.dask.stages import ENGINE_SHARE, engine_memory  # noqa: E402
 from neardup.params import DedupParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
 
@@ -37,7 +39,14 @@ def test_blocks_and_destinations_shrink_to_the_smallest_worker_s_limit() -> None
     assert fit_to_workers(options, _Cluster(64 << 20)).block_bytes == MIN_TASK_BYTES
 
 
-def test_small_blocks_and_many_destinations_give_the_local_outputs(tmp_path: Path) -> None:
+def _spill_everything() -> None:
+    """On a worker: the finish engine keeps nothing in memory (every block spilled)."""
+    from neardup.dask import stages
+
+    stages.ENGINE_SHARE = 1e-9
+
+
+def test_small_tasks_and_a_bounded_finish_engine_give_the_local_outputs(tmp_path: Path) -> None:
     base = random_documents(120, seed=51, words=(6, 120))
     texts = near_duplicate_corpus(base, 240, 0.5, seed=52).texts
     corpus = tmp_path / "in.jsonl"
@@ -47,7 +56,12 @@ def test_small_blocks_and_many_destinations_give_the_local_outputs(tmp_path: Pat
     local = tmp_path / "local.jsonl"
     assert main(["dedup", str(corpus), "-o", str(local), "-q"]) == 0
     work = tmp_path / "work"
-    with connect("local:2", memory_limit="1GB") as client:
+    assert engine_memory() == {}  # not on a worker: the engine as on one machine
+    with connect("local:2", memory_limit=1 << 30) as client:
+        got = client.submit(engine_memory, pure=False).result()  # in a task, on a worker
+        assert got["memory_limit"] == int((1 << 30) * ENGINE_SHARE)
+        assert Path(got["spill_dir"]).is_dir()
+        client.run(_spill_everything)
         summary = dedup(
             [str(corpus)],
             DedupParams(),
@@ -55,7 +69,7 @@ def test_small_blocks_and_many_destinations_give_the_local_outputs(tmp_path: Pat
             JobOptions(block_bytes=20_000, dest_bytes=8_000, work_dir=str(work)),
             client,
         )
-        assert summary["blocks"] > 1
+        assert summary["blocks"] > 1 and summary["spilled_bytes"] > 0
         dests = len(list((work / "graph").glob("part-*.json")))
         assert dests > MIN_DESTS
     assert read_output(str(tmp_path / "kept")) == local.read_bytes()
