@@ -13,12 +13,17 @@ Every run is the ``neardup dedup`` command line in its own process, watched with
 1. local, ``--jobs 2`` (reference outputs, wall, peak RSS of the process tree);
 2. ``--dask local:2`` on the same file: wall, the CLI process's peak RSS (client and local
    scheduler; the workers are other processes), each worker's peak, the per-stage seconds the
-   job reports (``stage_seconds`` in ``--summary-json``); the part files concatenated in
-   manifest order must equal the local outputs byte for byte;
+   job reports (``stage_seconds`` in ``--summary-json``) with its tasks' compute seconds summed
+   over the workers and their number (``stage_task_seconds``), printed as a table; the part
+   files concatenated in manifest order must equal the local outputs byte for byte;
 3. ``--dask local:2`` on ``--big`` (4× the documents): the client's peak against 2.'s;
 4. resume: the run of 2. with ``--work-dir`` killed (its whole process group, SIGKILL) at
    ``--kill-at`` (default 70%) of 2.'s wall time, then the same command again: its wall time
    against the full run's, and the same outputs.
+
+``--performance-report DIR`` also writes Dask's performance report of each cluster run there
+(``dask.html``, ``dask_big.html``, ``resume.html``); ``--memory-limit SIZE`` gives each worker
+of the cluster runs that limit.
 """
 
 from __future__ import annotations
@@ -86,15 +91,36 @@ def dedup_cmd(corpus: str, out: Path, extra: list[str]) -> list[str]:
             str(out / "summary.json"), *extra]  # fmt: skip
 
 
-def dask_run(corpus: str, out: Path, workers: int, extra: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+def dask_run(corpus: str, out: Path, workers: int, extra: list[str]) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     got = watch(dedup_cmd(corpus, out, ["--dask", f"local:{workers}", *extra]))
     summary = json.loads((out / "summary.json").read_text())
     got["stage_seconds"] = summary.get("stage_seconds")
+    got["stage_task_seconds"] = summary.get("stage_task_seconds")
     got["documents"] = summary["documents"]
     got["removed"] = summary["removed"]
     return got
+
+
+def stage_table(run: dict[str, Any]) -> str:
+    """A cluster run's stages: wall seconds, task compute seconds (all workers), tasks."""
+    rows = [f"  {'stage':<11}{'wall s':>9}{'compute s':>11}{'tasks':>7}"]
+    tasks = run.get("stage_task_seconds") or {}
+    for stage, wall in (run.get("stage_seconds") or {}).items():
+        t = tasks.get(stage, {})
+        rows.append(f"  {stage:<11}{wall:>9.1f}{t.get('compute', 0):>11.1f}{t.get('tasks', 0):>7}")
+    return "\n".join(rows)
+
+
+def cluster_options(args: argparse.Namespace, name: str) -> list[str]:
+    """The options of cluster run ``name``: its performance report, the workers' limit."""
+    extra = []
+    if args.performance_report:
+        extra += ["--performance-report", str(Path(args.performance_report) / f"{name}.html")]
+    if args.memory_limit:
+        extra += ["--memory-limit", args.memory_limit]
+    return extra
 
 
 def main() -> None:
@@ -105,7 +131,11 @@ def main() -> None:
     parser.add_argument("--kill-at", type=float, default=0.7, help="share of the full run")
     parser.add_argument("--tmp", default=tempfile.gettempdir(), help="where outputs go")
     parser.add_argument("--json", help="write the figures here too")
+    parser.add_argument("--performance-report", metavar="DIR", help="an HTML report per run here")
+    parser.add_argument("--memory-limit", metavar="SIZE", help="each worker's limit (e.g. 1GB)")
     args = parser.parse_args()
+    if args.performance_report:
+        Path(args.performance_report).mkdir(parents=True, exist_ok=True)
     tmp = Path(args.tmp) / "neardup_bench_dask"
     shutil.rmtree(tmp, ignore_errors=True)
     report: dict[str, Any] = {"corpus": args.corpus, "workers": args.workers}
@@ -120,28 +150,36 @@ def main() -> None:
     print("local --jobs", args.workers, report["local"], flush=True)
     want = [names[o].read_bytes() for o in OUTPUTS]
 
-    report["dask"] = dask_run(args.corpus, tmp / "dask", args.workers)
+    report["dask"] = dask_run(
+        args.corpus, tmp / "dask", args.workers, cluster_options(args, "dask")
+    )
     same = [concat(tmp / "dask" / o) for o in OUTPUTS] == want
     report["dask"]["same_outputs_as_local"] = same
     report["dask_over_local_wall"] = round(report["dask"]["wall_s"] / report["local"]["wall_s"], 2)
     print(f"--dask local:{args.workers}", report["dask"], flush=True)
+    print(stage_table(report["dask"]), flush=True)
     print("dask / local wall:", report["dask_over_local_wall"], flush=True)
 
     if args.big:
-        report["dask_big"] = dask_run(args.big, tmp / "dask_big", args.workers)
+        big = cluster_options(args, "dask_big")
+        report["dask_big"] = dask_run(args.big, tmp / "dask_big", args.workers, big)
         ratio = report["dask_big"]["own_peak_mb"] / report["dask"]["own_peak_mb"]
         report["client_peak_ratio_big_over_small"] = round(ratio, 2)
         print("--big", report["dask_big"], f"client peak ratio {ratio:.2f}", flush=True)
+        print(stage_table(report["dask_big"]), flush=True)
         shutil.rmtree(tmp / "dask_big", ignore_errors=True)
 
     work = tmp / "work"
     out = tmp / "resume"
     out.mkdir(parents=True)
-    cmd = dedup_cmd(args.corpus, out, ["--dask", f"local:{args.workers}", "--work-dir", str(work)])
+    more = ["--work-dir", str(work), *cluster_options(args, "resume")]
+    cmd = dedup_cmd(args.corpus, out, ["--dask", f"local:{args.workers}", *more])
     kill_after = args.kill_at * report["dask"]["wall_s"]
     first = watch(cmd, kill_after=kill_after)
     again = watch(cmd)
     same = [concat(out / o) for o in OUTPUTS] == want
+    resumed = json.loads((out / "summary.json").read_text())
+    print(stage_table(resumed), flush=True)
     report["resume"] = {
         "killed_after_s": round(kill_after, 2),
         "killed": first["killed"],

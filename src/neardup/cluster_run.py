@@ -33,6 +33,7 @@ def cluster_job(
     work_dir: str | None,
     restart: bool,
     storage_options: dict[str, Any] | None,
+    performance_report: str | None = None,
 ) -> tuple[list[str], JobOptions]:
     """The input paths and job options of a cluster run (JSONL only)."""
     if read.format not in (None, "jsonl"):
@@ -46,6 +47,7 @@ def cluster_job(
         work_dir=work_dir,
         restart=restart,
         storage_options=storage_options or {},
+        performance_report=performance_report,
     )
 
 
@@ -60,20 +62,24 @@ def dedup_cluster(
     storage_options: dict[str, Any] | None = None,
     info: Callable[[str], None] | None = None,
     worker_memory: int | None = None,
+    performance_report: str | None = None,
 ) -> DedupResult:
     """``dedup_source`` on a Dask cluster: the workers read the inputs (paths, folders, globs or
     fsspec URLs) and write part files into the output folders, with a manifest each; the same
     records, clusters and pairs as one machine once the parts are concatenated. ``cluster``:
     ``"local:N"``, a scheduler address, or a Client; ``work_dir`` keeps finished stages so the
     same command resumes (see ``neardup.dask``); ``worker_memory``: each ``local:N`` worker's
-    memory limit in bytes (Dask's default otherwise)."""
+    memory limit in bytes (Dask's default otherwise); ``performance_report``: a file for Dask's
+    performance report of the run (HTML)."""
     read = read or ReadOptions()
     if read.key_field:
         raise ParamError(
             "--keep-field is not available on a cluster yet; use --keep first or longest, or "
             "run without --dask"
         )
-    paths, options = cluster_job(read, inputs, work_dir, restart, storage_options)
+    paths, options = cluster_job(
+        read, inputs, work_dir, restart, storage_options, performance_report
+    )
     folders = ClusterOutputs(
         outputs.kept, outputs.clusters, outputs.pairs, outputs.summary_json, outputs.all_pairs
     )
@@ -101,14 +107,17 @@ def decontaminate_cluster(
     storage_options: dict[str, Any] | None = None,
     info: Callable[[str], None] | None = None,
     worker_memory: int | None = None,
+    performance_report: str | None = None,
 ) -> dict[str, Any]:
     """``decontaminate_source`` on a Dask cluster: the workers read the training data (JSONL
     paths, folders, globs or fsspec URLs) block by block and write clean and matches part files
     into the output folders, with a manifest each; the benchmark is read here. The same records
     and lines as one machine once the parts are concatenated. ``cluster``, ``work_dir``,
-    ``restart``, ``worker_memory``: as for ``dedup_cluster``."""
+    ``restart``, ``worker_memory``, ``performance_report``: as for ``dedup_cluster``."""
     read = read or ReadOptions()
-    paths, options = cluster_job(read, inputs, work_dir, restart, storage_options)
+    paths, options = cluster_job(
+        read, inputs, work_dir, restart, storage_options, performance_report
+    )
     folders = DecontaminateFolders(outputs.clean, outputs.matches, outputs.summary_json)
     summary = run_decontaminate(
         paths, against, params, folders, options, cluster, info, against_read, worker_memory

@@ -48,9 +48,16 @@ def job(args: argparse.Namespace) -> Job:
 def run(args: argparse.Namespace) -> int:
     """Write the clean documents and the matches named; the summary on stderr."""
     todo = job(args)
-    if args.work_dir or args.restart or args.storage_options or args.memory_limit:
+    if (
+        args.work_dir
+        or args.restart
+        or args.storage_options
+        or args.memory_limit
+        or args.performance_report
+    ):
         raise ParamError(
-            "--work-dir, --restart, --storage-options and --memory-limit go with --dask"
+            "--work-dir, --restart, --storage-options, --memory-limit and --performance-report "
+            "go with --dask"
         )
     summary = decontaminate_source(
         inputs(args.inputs),

@@ -22,8 +22,10 @@ from .summary import dedup_summary
 def run(args: argparse.Namespace) -> int:
     """Deduplicate the inputs into the outputs named; the summary on stderr."""
     check_args(args)
-    if args.work_dir or args.restart or args.storage_options:
-        raise ParamError("--work-dir, --restart and --storage-options go with --dask")
+    if args.work_dir or args.restart or args.storage_options or args.performance_report:
+        raise ParamError(
+            "--work-dir, --restart, --storage-options and --performance-report go with --dask"
+        )
     result = dedup_source(
         inputs(args.inputs),
         dedup_params(args),

@@ -187,6 +187,11 @@ def add_dask_options(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="JSON",
         help="with --dask: fsspec options for remote paths, e.g. '{\"anon\": false}' (credentials are best left to the environment or fsspec's configuration)",
     )
+    parser.add_argument(
+        "--performance-report",
+        metavar="FILE",
+        help="with --dask: write Dask's performance report of the run (HTML: task stream, worker profiles, bandwidth) to FILE",
+    )
 
 
 def add_read_fields(g: Any) -> None:

@@ -23,6 +23,7 @@ def run(args: argparse.Namespace) -> int:
             "--work-dir": args.work_dir,
             "--restart": args.restart,
             "--storage-options": args.storage_options,
+            "--performance-report": args.performance_report,
         }.items()
         if given
     ]

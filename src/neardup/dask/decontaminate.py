@@ -38,6 +38,7 @@ from ..errors import ParamError
 from ..params import DecontaminateParams
 from ..text import Utf8Texts
 from .bundles import Pieces, regroup
+from .diagnostics import StageClock, check_report, performance_report
 from .folders import (
     Folder,
     check_folders,
@@ -51,7 +52,6 @@ from .job import (
     DEST_BYTES,
     MIN_DESTS,
     JobOptions,
-    _Clock,
     _dup_problems,
     _line_offsets,
     _problems,
@@ -278,9 +278,12 @@ def check_job(
     files = list_inputs(inputs, storage)
     against = [InputFile(p, p, 0, "", False) for p in also_inputs if p != "-"]
     check_folders(
-        {"-o": folders.clean, "--matches": folders.matches}, folders.summary_json,
+        {"-o": folders.clean, "--matches": folders.matches},
+        {"--summary-json": folders.summary_json,
+         "--performance-report": options.performance_report},
         [*files, *against], options.work_dir, storage,
     )  # fmt: skip
+    check_report(options.performance_report)
     return files
 
 
@@ -307,7 +310,9 @@ def _scan(client: Any, layout: Layout, finder: Any) -> list[Any]:
     work, n_blocks = layout.work, len(layout.blocks)
     if work.done("scan"):
         return [work.read_json(f"scan/part-{b:05d}.json") for b in range(n_blocks)]
-    futures = client.map(scan_block, range(n_blocks), layout=layout, finder=finder, pure=False)
+    futures = client.map(
+        scan_block, range(n_blocks), layout=layout, finder=finder, pure=False, key="neardup-scan"
+    )
     metas: list[Any] = client.gather(futures)
     work.mark("scan")
     return metas
@@ -330,7 +335,7 @@ def _write(
     unmark(out, storage)
     futures = client.map(
         write_block, range(n_blocks), [dropped.get(b, []) for b in range(n_blocks)],
-        layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False,
+        layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False, key="neardup-write",
     )  # fmt: skip
     written = dict(enumerate(client.gather(futures)))
     work.mark("write")
@@ -355,7 +360,10 @@ def run_decontaminate(
     say = info or (lambda message: None)
     bench_ids, bench_texts, bench_skipped = bench
     storage = dict(options.storage_options)
-    with work_folder(options, info) as work:
+    with (
+        work_folder(options, info) as work,
+        performance_report(client, options.performance_report, storage),
+    ):
         blocks = plan_blocks(files, options.block_bytes)
         run = _run_key(params, bench_ids, bench_texts, options)
         spec = start_work(work, files, options, say, run)
@@ -364,7 +372,7 @@ def run_decontaminate(
             MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // ID_DEST_BYTES)
         )
 
-        clock = _Clock(say)
+        clock = StageClock(say, client)
         clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
         # Sent once, packed (Dask never looks inside for task keys), not with every task.
         finder = client.submit(
@@ -394,6 +402,7 @@ def run_decontaminate(
         summary = _summary(written, report, items, params, started, folders)
         summary["blocks"] = len(blocks)
         summary["stage_seconds"] = clock.seconds
+        summary["stage_task_seconds"] = clock.tasks
         write_manifests(out, written, summary, len(blocks), storage)
         write_summary_json(folders.summary_json, summary, storage)
         return summary

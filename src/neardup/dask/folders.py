@@ -20,20 +20,17 @@ MANIFEST = "manifest.json"
 
 def check_folders(
     folders: dict[str, str | None],
-    summary_json: str | None,
+    out_files: dict[str, str | None],
     files: list[InputFile],
     work: str | None,
     storage: dict[str, Any],
 ) -> None:
-    """Output folders (by flag) are not inputs, not each other, not the work folder or the
-    summary file, and hold nothing but an earlier neardup output (replaced) when they exist."""
+    """Output folders and files (by flag: ``--summary-json``, ``--performance-report``) are
+    not inputs, not each other, not the work folder; a file is no folder; a folder holds
+    nothing but an earlier neardup output (replaced) when it exists."""
     named = {
         flag: value
-        for flag, value in (
-            *folders.items(),
-            ("--work-dir", work),
-            ("--summary-json", summary_json),
-        )
+        for flag, value in (*folders.items(), ("--work-dir", work), *out_files.items())
         if value
     }
     seen: dict[str, str] = {}
@@ -50,9 +47,9 @@ def check_folders(
         if flag == "--work-dir":
             continue
         fs, path = filesystem(value, storage)
-        if flag == "--summary-json":
+        if flag in out_files:
             if fs.isdir(path):
-                raise ParamError(f"--summary-json {value} is a folder; give a file name")
+                raise ParamError(f"{flag} {value} is a folder; give a file name")
             continue
         if fs.exists(path) and not fs.isdir(path):
             raise ParamError(

@@ -49,6 +49,7 @@ from ..methods import make_method, needs_fit
 from ..params import DedupParams
 from .bundles import regroup
 from .components import connected_components
+from .diagnostics import StageClock, check_report, performance_report
 from .folders import (
     Folder,
     check_folders,
@@ -70,7 +71,7 @@ from .stages import (
     write_pieces,
     write_take,
 )
-from .workdir import WorkDir
+from .workdir import RUN_FILE, WorkDir
 
 
 class Placed(Protocol):
@@ -87,10 +88,16 @@ class Placed(Protocol):
 
 
 #: Input bytes per destination of the graph and finish shuffles (gzip counted 4x), and the
-#: fewest destinations. From the inputs alone, so a resumed run finds the same partitions
-#: whatever the number of workers.
+#: fewest destinations. From the inputs (and the workers' memory limit: ``fit_to_workers``),
+#: never from the number of workers; the work folder records the sizes a run started with.
 DEST_BYTES = 64 << 20
 MIN_DESTS = 4
+#: A graph task's working memory grows with its input bytes (a block's, or a destination's)
+#: on top of what the worker holds anyway: blocks and destinations are cut to this share of the
+#: smallest worker's memory limit (docs/DASK.md, "Memory per worker", has the measure), never
+#: below ``MIN_TASK_BYTES``.
+WORKER_SHARE = 1 / 64
+MIN_TASK_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -116,6 +123,8 @@ class JobOptions:
     restart: bool = False
     storage_options: dict[str, Any] = field(default_factory=dict)
     block_bytes: int = BLOCK_BYTES
+    dest_bytes: int = DEST_BYTES  # input bytes per destination of the graph and finish shuffles
+    performance_report: str | None = None  # Dask's HTML performance report of the run, if named
 
 
 def _check(params: DedupParams, options: JobOptions) -> None:
@@ -134,16 +143,19 @@ def _check(params: DedupParams, options: JobOptions) -> None:
 
 
 def _check_outputs(
-    outputs: ClusterOutputs, files: list[InputFile], work: str | None, storage: dict[str, Any]
+    outputs: ClusterOutputs, files: list[InputFile], options: JobOptions, storage: dict[str, Any]
 ) -> None:
-    """Output folders are not inputs, not each other, not the work folder, and hold nothing
-    but an earlier neardup output (replaced) when they exist."""
+    """Output folders and files are not inputs, not each other, not the work folder, and
+    folders hold nothing but an earlier neardup output (replaced) when they exist."""
     if not outputs.kept and not outputs.clusters and not outputs.pairs:
         raise ParamError("nothing to write: give -o FOLDER (and/or --clusters, --pairs FOLDER)")
     check_folders(
         {"-o": outputs.kept, "--clusters": outputs.clusters, "--pairs": outputs.pairs},
-        outputs.summary_json, files, work, storage,
+        {"--summary-json": outputs.summary_json,
+         "--performance-report": options.performance_report},
+        files, options.work_dir, storage,
     )  # fmt: skip
+    check_report(options.performance_report)
 
 
 def _problems(
@@ -213,7 +225,8 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
         trim()
         return pd.DataFrame({"value": [json.dumps(meta)]})
 
-    frame = dd.from_map(one, layout.blocks, meta=pd.DataFrame({"value": pd.Series([], dtype=str)}))
+    meta = pd.DataFrame({"value": pd.Series([], dtype=str)})
+    frame = dd.from_map(one, layout.blocks, meta=meta, label="neardup-scan")
     values = frame.compute()["value"].tolist()
     return [json.loads(v) for v in values]
 
@@ -258,9 +271,43 @@ def run_job(
     _check(params, options)
     storage = dict(options.storage_options)
     files = list_inputs(inputs, storage)
-    _check_outputs(outputs, files, options.work_dir, storage)
-    with work_folder(options, info) as work:
+    _check_outputs(outputs, files, options, storage)
+    options = fit_to_workers(options, client)
+    with (
+        work_folder(options, info) as work,
+        performance_report(client, options.performance_report, storage),
+    ):
+        options = sizes_started_with(work, options)
         return _run(files, params, outputs, options, client, info, work, started)
+
+
+def sizes_started_with(work: WorkDir, options: JobOptions) -> JobOptions:
+    """``options`` with the block and destination sizes of the run kept in ``work``, if any:
+    they cut the work into tasks and never change the output, so a run resumed on workers with
+    another memory limit goes on with the cut it started with."""
+    if options.restart or not work.exists(RUN_FILE):
+        return options
+    sizes = dict(work.read_json(RUN_FILE)).get("options") or {}
+    return replace(
+        options,
+        block_bytes=int(sizes.get("block_bytes", options.block_bytes)),
+        dest_bytes=int(sizes.get("dest_bytes", options.dest_bytes)),
+    )
+
+
+def fit_to_workers(options: JobOptions, client: Any) -> JobOptions:
+    """``options`` with blocks and shuffle destinations no larger than ``WORKER_SHARE`` of the
+    smallest memory limit among the cluster's workers; unchanged when no worker has one."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    limits = [int(w["memory_limit"]) for w in workers if w.get("memory_limit")]
+    if not limits:
+        return options
+    size = max(MIN_TASK_BYTES, int(min(limits) * WORKER_SHARE))
+    return replace(
+        options,
+        block_bytes=min(options.block_bytes, size),
+        dest_bytes=min(options.dest_bytes, size),
+    )
 
 
 @contextmanager
@@ -293,7 +340,7 @@ def start_work(
     run_record = {
         **run,
         "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
-        "options": {"block_bytes": options.block_bytes},
+        "options": {"block_bytes": options.block_bytes, "dest_bytes": options.dest_bytes},
     }
     if work.start(run_record, options.restart):
         say(f"resuming the run kept in {work.url}")
@@ -366,9 +413,10 @@ def _run(
     say = info or (lambda message: None)
     layout = _start(files, params, outputs, options, say, work)
     blocks, storage = layout.blocks, layout.storage_options
-    n_dests = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // DEST_BYTES))
+    input_bytes = sum(f.size * (4 if f.gzip else 1) for f in files)
+    n_dests = max(MIN_DESTS, -(-input_bytes // options.dest_bytes))
 
-    clock = _Clock(say)
+    clock = StageClock(say, client)
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
     metas = _scan(layout, client)
     work.mark("scan")
@@ -404,28 +452,10 @@ def _run(
     clock.start("")
     summary = _summary(params, finished, written, report, started, len(blocks))
     summary["stage_seconds"] = clock.seconds
+    summary["stage_task_seconds"] = clock.tasks
     write_manifests(_folders(outs), written, summary, len(blocks), storage)
     write_summary_json(outputs.summary_json, summary, storage)
     return summary
-
-
-class _Clock:
-    """Wall seconds of each stage (by its first word), said as each one starts."""
-
-    def __init__(self, say: Any) -> None:
-        self.say = say
-        self.seconds: dict[str, float] = {}
-        self._name = ""
-        self._since = 0.0
-
-    def start(self, message: str) -> None:
-        now = time.perf_counter()
-        if self._name:
-            self.seconds[self._name] = round(now - self._since, 3)
-        self._name = message.split(":")[0]
-        self._since = now
-        if message:
-            self.say(message)
 
 
 def _summary(

@@ -41,6 +41,10 @@ from .workdir import WorkDir, write_whole
 
 #: The "column" of content hashes among the lookup keys: exact copies are linked too.
 CONTENT_COLUMN = -1
+#: The share of a worker's memory limit the finish engine keeps per-document blocks and exact
+#: sets in before spilling them (one machine's default is an eighth of the memory available):
+#: a component is never split, so one finish task can hold a giant one whatever the partition.
+ENGINE_SHARE = 1 / 8
 
 
 @dataclass(frozen=True)
@@ -285,7 +289,7 @@ def finish_take(
     order = np.argsort(table.column("key").to_numpy(), kind="stable")
     table = table.take(pa.array(order))
     docs = Docs.from_arrow(table)
-    dedup = Deduplicator(layout.params, pairs=layout.pairs)  # type: ignore[arg-type]
+    dedup = Deduplicator(layout.params, pairs=layout.pairs, **engine_memory())  # type: ignore[arg-type]
     dedup.append(
         SignedBatch(docs.canonical, docs.length, signatures_of(docs.sig), evidence_of(docs.ev)), 0
     )
@@ -320,6 +324,21 @@ def finish_take(
     stats = {k: v for k, v in dedup.stats_.as_dict().items() if isinstance(v, int | float)}
     work.write_json(rel + ".json", stats)
     return stats
+
+
+def engine_memory() -> dict[str, Any]:
+    """The finish engine's ``memory_limit`` (``ENGINE_SHARE`` of this worker's limit) and
+    ``spill_dir`` (the worker's own folder); none off a worker or on one without a limit."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return {}
+    limit = worker.memory_manager.memory_limit
+    if not limit:
+        return {}
+    return {"memory_limit": int(limit * ENGINE_SHARE), "spill_dir": worker.local_directory}
 
 
 def _lines(write: Any, *args: Any, **kwargs: Any) -> list[bytes]:

@@ -1,0 +1,94 @@
+"""A cluster run fits its tasks to the workers' memory limit: blocks and shuffle destinations
+no larger than a share of the smallest worker's limit, the finish engine spilling past a share
+of its worker's, with the same outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from neardup.cli import main  # noqa: E402
+from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output  # noqa: E402
+from neardup.dask.job import MIN_DESTS, MIN_TASK_BYTES, WORKER_SHARE, fit_to_workers  # noqa: E402
+from neardup.dask.stages import ENGINE_SHARE, engine_memory  # noqa: E402
+from neardup.params import DedupParams  # noqa: E402
+from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
+
+
+class _Cluster:
+    """What ``fit_to_workers`` asks of a client: its workers' memory limits."""
+
+    def __init__(self, *limits: int) -> None:
+        self.limits = limits
+
+    def scheduler_info(self) -> dict[str, object]:
+        return {"workers": {f"w{i}": {"memory_limit": m} for i, m in enumerate(self.limits)}}
+
+
+def test_blocks_and_destinations_shrink_to_the_smallest_worker_s_limit() -> None:
+    options = JobOptions()
+    fitted = fit_to_workers(options, _Cluster(8 << 30, 1 << 30))
+    assert fitted.block_bytes == fitted.dest_bytes == int((1 << 30) * WORKER_SHARE)
+    assert fitted.block_bytes < options.block_bytes and fitted.dest_bytes < options.dest_bytes
+    assert fit_to_workers(options, _Cluster(64 << 30)) == options  # roomy workers: as they were
+    assert fit_to_workers(options, _Cluster(0, 0)) == options  # no limit set
+    assert fit_to_workers(options, _Cluster(64 << 20)).block_bytes == MIN_TASK_BYTES
+
+
+def _spill_everything() -> None:
+    """On a worker: the finish engine keeps nothing in memory (every block spilled)."""
+    from neardup.dask import stages
+
+    stages.ENGINE_SHARE = 1e-9
+
+
+def test_small_tasks_and_a_bounded_finish_engine_give_the_local_outputs(tmp_path: Path) -> None:
+    base = random_documents(120, seed=51, words=(6, 120))
+    texts = near_duplicate_corpus(base, 240, 0.5, seed=52).texts
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    local = tmp_path / "local.jsonl"
+    assert main(["dedup", str(corpus), "-o", str(local), "-q"]) == 0
+    work = tmp_path / "work"
+    assert engine_memory() == {}  # not on a worker: the engine as on one machine
+    with connect("local:2", memory_limit=1 << 30) as client:
+        got = client.submit(engine_memory, pure=False).result()  # in a task, on a worker
+        assert got["memory_limit"] == int((1 << 30) * ENGINE_SHARE)
+        assert Path(got["spill_dir"]).is_dir()
+        client.run(_spill_everything)
+        summary = dedup(
+            [str(corpus)],
+            DedupParams(),
+            ClusterOutputs(str(tmp_path / "kept")),
+            JobOptions(block_bytes=20_000, dest_bytes=8_000, work_dir=str(work)),
+            client,
+        )
+        assert summary["blocks"] > 1 and summary["spilled_bytes"] > 0
+        dests = len(list((work / "graph").glob("part-*.json")))
+        assert dests > MIN_DESTS
+    assert read_output(str(tmp_path / "kept")) == local.read_bytes()
+
+
+def test_a_run_resumed_with_other_sizes_keeps_the_sizes_it_started_with(tmp_path: Path) -> None:
+    texts = near_duplicate_corpus(
+        random_documents(60, seed=61, words=(6, 60)), 120, 0.5, seed=62
+    ).texts
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    work = str(tmp_path / "work")
+    with connect("local:2") as client:
+
+        def run(block_bytes: int, out: str) -> dict[str, object]:
+            options = JobOptions(block_bytes=block_bytes, dest_bytes=8_000, work_dir=work)
+            return dedup([str(corpus)], DedupParams(), ClusterOutputs(out), options, client)
+
+        first = run(4_000, str(tmp_path / "a"))
+        again = run(64_000, str(tmp_path / "b"))  # as on workers with more memory
+    assert first["blocks"] == again["blocks"] > 1
+    assert read_output(str(tmp_path / "b")) == read_output(str(tmp_path / "a"))

@@ -1,0 +1,129 @@
+"""A cluster run's own cost: Dask's performance report (written whole, checked like the other
+outputs) and each stage's task seconds in the summary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from neardup.cli import main  # noqa: E402
+from neardup.dask import (  # noqa: E402
+    ClusterOutputs,
+    DecontaminateFolders,
+    JobOptions,
+    connect,
+    decontaminate,
+    dedup,
+)
+from neardup.errors import InputError, ParamError  # noqa: E402
+from neardup.params import DecontaminateParams, DedupParams  # noqa: E402
+from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
+
+STAGES = ("scan", "graph", "components", "finish", "write")
+LABELS = ("neardup-scan", "neardup-graph", "neardup-finish", "neardup-write")
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[object]:
+    with connect("local:2") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = random_documents(120, seed=41, words=(6, 120))
+    texts = near_duplicate_corpus(base, 240, 0.5, seed=42).texts
+    path = tmp_path_factory.mktemp("report") / "in.jsonl"
+    path.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    return path
+
+
+def test_the_report_shows_every_stage_and_the_summary_has_each_stage_s_task_seconds(
+    corpus: Path, tmp_path: Path
+) -> None:
+    report, summary = tmp_path / "report.html", tmp_path / "summary.json"
+    args = ["dedup", str(corpus), "-o", str(tmp_path / "kept"), "--dask", "local:2"]
+    more = ["--performance-report", str(report), "--summary-json", str(summary), "-q"]
+    assert main([*args, *more]) == 0
+    html = report.read_text()
+    assert html.lstrip().lower().startswith("<!doctype html>")
+    assert all(label in html for label in LABELS)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("report")] == ["report.html"]
+    tasks = json.loads(summary.read_text())["stage_task_seconds"]
+    assert list(tasks) == list(STAGES)
+    for stage in STAGES:
+        assert tasks[stage]["compute"] > 0 and tasks[stage]["tasks"] >= 1, (stage, tasks)
+        assert tasks[stage]["transfer"] >= 0
+
+
+def test_a_failing_run_leaves_no_report(client: object, corpus: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(corpus.read_text() + '{"id": "x", "text": 5}\n')
+    report = tmp_path / "report.html"
+    with pytest.raises(InputError, match="line 241"):
+        dedup(
+            [str(bad)],
+            DedupParams(),
+            ClusterOutputs(str(tmp_path / "kept")),
+            JobOptions(performance_report=str(report)),
+            client,
+        )
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith("report")] == []
+
+
+def test_decontaminate_writes_its_report_and_task_seconds(
+    client: object, corpus: Path, tmp_path: Path
+) -> None:
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text(
+        json.dumps({"id": "q", "text": corpus.read_text().split('"text": "')[1][:300]}) + "\n"
+    )
+    report = tmp_path / "report.html"
+    summary = decontaminate(
+        [str(corpus)],
+        str(bench),
+        DecontaminateParams(),
+        DecontaminateFolders(str(tmp_path / "clean")),
+        JobOptions(performance_report=str(report)),
+        client,
+    )
+    assert "neardup-scan" in report.read_text() and "neardup-write" in report.read_text()
+    assert list(summary["stage_task_seconds"]) == ["scan", "ids", "write"]
+    assert all(t["compute"] > 0 for t in summary["stage_task_seconds"].values())
+
+
+def test_the_report_is_refused_without_dask_and_where_it_cannot_go(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = str(tmp_path / "r.html")
+    for command in (["dedup", str(corpus), "-o", str(tmp_path / "k.jsonl")],
+                    ["decontaminate", str(corpus), "--against", str(corpus), "-o", "c.jsonl"]):  # fmt: skip
+        assert main([*command, "--performance-report", report, "-q"]) == 1
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "go with --dask" in err, err
+    args = ["dedup", str(corpus), "-o", str(tmp_path / "kept"), "--dask", "local:1", "-q"]
+    cases = {
+        "--performance-report .* is an input": str(corpus),
+        "--performance-report .* is a folder": str(tmp_path),
+        "does not exist": str(tmp_path / "nowhere" / "r.html"),
+        "--performance-report and --summary-json name the same": str(tmp_path / "s.json"),
+    }
+    for message, where in cases.items():
+        more = ["--summary-json", str(tmp_path / "s.json"), "--performance-report", where]
+        assert main([*args, *more]) == 1
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and __import__("re").search(message, err), err
+    assert not (tmp_path / "kept").exists()
+    with pytest.raises(ParamError, match="is an input"):
+        decontaminate(
+            [str(corpus)], str(corpus), DecontaminateParams(),
+            DecontaminateFolders(str(tmp_path / "clean")),
+            JobOptions(performance_report=str(corpus)), client=object(),
+        )  # fmt: skip
