@@ -270,8 +270,8 @@ def remove_by_leaders(
     c buckets is a candidate when c >= min_shared and ``count_ok[c]`` (the method's decision
     from the count; ``count_score[c]`` is its score, used when the verifier defers to the
     method). ``check``: the verifier's rule over the rows. sets: where exact shingle sets of
-    rows are fetched and held (hybrid verification; see the module docstring). keep_pairs: also return the accepted
-    pairs. max_leaders: the most leaders a bucket takes (its first kept documents), which bounds
+    rows are fetched and held (hybrid verification; see the module docstring). keep_pairs:
+    also return the accepted pairs. max_leaders: the most leaders a bucket takes (its first kept documents), which bounds
     the comparisons per document in buckets of boilerplate. The result does not depend on how
     the rows' buckets were numbered, nor on ``jobs`` (threads: a pass over many documents runs
     in parts of whole components, one per thread).
@@ -289,29 +289,18 @@ def remove_by_leaders(
     state = _Passes.start(m)
     count_ok = np.ascontiguousarray(count_ok, dtype=np.bool_)
     weight = np.diff(buckets.offsets) + 1  # a document's work: its buckets, and itself
+    fixed = (buckets.offsets, buckets.buckets, buckets.n_buckets, int(min_shared), count_ok)
     while True:
+        args = check.kernel_args(count_score, exact.codes, exact.scores)
 
-        def one_pass(part: npt.NDArray[np.bool_]) -> _PassOut:
+        def one_pass(part: npt.NDArray[np.bool_], args: tuple[object, ...] = args) -> _PassOut:
             return _k.leader_pass(
-                order,
-                rank,
-                buckets.offsets,
-                buckets.buckets,
-                buckets.n_buckets,
-                int(min_shared),
-                count_ok,
-                check.kernel_args(count_score, exact.codes, exact.scores),
-                part,
-                state.kept,
-                state.dup,
-                state.score,
-                keep_pairs,
-                int(max_leaders),
-            )
+                order, rank, *fixed, args, part, state.kept, state.dup, state.score,
+                keep_pairs, int(max_leaders),
+            )  # fmt: skip
 
         parts = component_parts(run, component, weight, jobs)
-        outs = [out for _, out in ordered_map(one_pass, parts, jobs)]
-        a, b, s, wa, wb, stats = _joined(outs, rank)
+        a, b, s, wa, wb, stats = _joined([o for _, o in ordered_map(one_pass, parts, jobs)], rank)
         state.merge(run, a, b, s, stats)
         if len(wa) == 0:
             break

@@ -358,54 +358,66 @@ def run_decontaminate(
     if not isinstance(params, DecontaminateParams):
         raise TypeError(f"params must be a DecontaminateParams, got {params!r}")
     say = info or (lambda message: None)
-    bench_ids, bench_texts, bench_skipped = bench
     storage = dict(options.storage_options)
     with (
         work_folder(options, info) as work,
         performance_report(client, options.performance_report, storage),
     ):
-        blocks = plan_blocks(files, options.block_bytes)
-        run = _run_key(params, bench_ids, bench_texts, options)
-        spec = start_work(work, files, options, say, run)
-        layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
-        n_ids = max(
-            MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // ID_DEST_BYTES)
-        )
+        return _run_in(files, bench, params, folders, options, client, say, work, started)
 
-        clock = StageClock(say, client)
-        clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
-        # Sent once, packed (Dask never looks inside for task keys), not with every task.
-        finder = client.submit(
-            Decontaminator, Utf8Texts.from_strings(bench_texts), params, pure=False
-        )
-        names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
-        empty_items = client.submit(_without_shingles, finder, pure=False)
-        metas = _scan(client, layout, finder)
-        layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
-        clock.start("ids: finding repeated ids")
-        _stage(
-            layout, "ids",
-            lambda: regroup(range(len(blocks)), id_pieces, (layout, n_ids), n_ids, id_take,
-                            (layout,), "neardup-ids"),
-        )  # fmt: skip
-        report = _problems(metas, layout, _dup_problems(layout, n_ids, "ids"), options.on_error)
-        dropped = {b: v.tolist() for b, v in dropped_of(work, n_ids, "ids").items()}
+def _run_in(
+    files: list[InputFile],
+    bench: tuple[list[str], list[str], int],
+    params: DecontaminateParams,
+    folders: DecontaminateFolders,
+    options: JobOptions,
+    client: Any,
+    say: Any,
+    work: WorkDir,
+    started: float,
+) -> dict[str, Any]:
+    """The job's stages in its work folder: scan, repeated ids, write; returns the summary."""
+    bench_ids, bench_texts, bench_skipped = bench
+    storage = dict(options.storage_options)
+    blocks = plan_blocks(files, options.block_bytes)
+    run = _run_key(params, bench_ids, bench_texts, options)
+    spec = start_work(work, files, options, say, run)
+    layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
+    n_ids = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // ID_DEST_BYTES))
 
-        clock.start("write: clean records and matches")
-        gz = all(f.gzip for f in files)
-        out: list[Folder] = [(folders.clean, gz, "kept"), (folders.matches, False, "matches")]
-        check_written(work, out, len(blocks), storage)
-        written = _write(client, layout, out, dropped, names, folders, gz)
-        clock.start("")
-        items = (len(bench_texts), int(empty_items.result()), bench_skipped)
-        summary = _summary(written, report, items, params, started, folders)
-        summary["blocks"] = len(blocks)
-        summary["stage_seconds"] = clock.seconds
-        summary["stage_task_seconds"] = clock.tasks
-        write_manifests(out, written, summary, len(blocks), storage)
-        write_summary_json(folders.summary_json, summary, storage)
-        return summary
+    clock = StageClock(say, client)
+    clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
+    # Sent once, packed (Dask never looks inside for task keys), not with every task.
+    finder = client.submit(Decontaminator, Utf8Texts.from_strings(bench_texts), params, pure=False)
+    names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
+    empty_items = client.submit(_without_shingles, finder, pure=False)
+    metas = _scan(client, layout, finder)
+    layout = replace(layout, line_offsets=_line_offsets(layout, metas))
+
+    clock.start("ids: finding repeated ids")
+    _stage(
+        layout, "ids",
+        lambda: regroup(range(len(blocks)), id_pieces, (layout, n_ids), n_ids, id_take,
+                        (layout,), "neardup-ids"),
+    )  # fmt: skip
+    report = _problems(metas, layout, _dup_problems(layout, n_ids, "ids"), options.on_error)
+    dropped = {b: v.tolist() for b, v in dropped_of(work, n_ids, "ids").items()}
+
+    clock.start("write: clean records and matches")
+    gz = all(f.gzip for f in files)
+    out: list[Folder] = [(folders.clean, gz, "kept"), (folders.matches, False, "matches")]
+    check_written(work, out, len(blocks), storage)
+    written = _write(client, layout, out, dropped, names, folders, gz)
+    clock.start("")
+    items = (len(bench_texts), int(empty_items.result()), bench_skipped)
+    summary = _summary(written, report, items, params, started, folders)
+    summary["blocks"] = len(blocks)
+    summary["stage_seconds"] = clock.seconds
+    summary["stage_task_seconds"] = clock.tasks
+    write_manifests(out, written, summary, len(blocks), storage)
+    write_summary_json(folders.summary_json, summary, storage)
+    return summary
 
 
 def _summary(
