@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError
+from ._parquet import batch_rows
 from ._report import (
     _SKIP_HINT,
     BAD_SCHEMA,
@@ -21,7 +22,6 @@ from ._report import (
     UNREADABLE,
     Entry,
     Problems,
-    too_large,
 )
 from ._rows import kept_rows
 
@@ -152,7 +152,7 @@ def scan_csv(
     row0 = 0
     try:
         for batch in reader:
-            yield from _batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
+            yield from batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
             row0 += batch.num_rows
     except read_errors as exc:
         if bad.first is not None:
@@ -181,36 +181,6 @@ def _missing_column(
             )
             return True
     return False
-
-
-def _batch_rows(
-    entry: Entry,
-    batch: pa.RecordBatch,
-    row0: int,
-    text_field: str,
-    id_field: str,
-    key_field: str | None,
-    problems: Problems,
-) -> Iterator[tuple[int, str | None, str, int, object]]:
-    """The good rows of one batch whose first row is number ``row0 + 1``."""
-    import pyarrow.compute as pc
-
-    texts: list[str] = batch.column(text_field).to_pylist()
-    sizes: list[int] = pc.binary_length(batch.column(text_field)).to_pylist()
-    ids = batch.column(id_field).to_pylist() if id_field in batch.schema.names else None
-    keys = batch.column(key_field).to_pylist() if key_field is not None else None
-    for j, text in enumerate(texts):
-        recno = row0 + j + 1
-        if sizes[j] > entry.max_record:
-            problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
-            continue
-        yield (
-            recno,
-            None if ids is None else ids[j],
-            text,
-            sizes[j],
-            None if keys is None else keys[j],
-        )
 
 
 def kept_csv_batches(

@@ -164,7 +164,7 @@ def scan_parquet(
     row0 = 0
     try:
         for batch in pfile.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-            yield from _batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
+            yield from batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
             row0 += batch.num_rows
     except read_errors as exc:
         problems.file(
@@ -244,7 +244,7 @@ def _same_schema(entry: Entry, schema: pa.Schema, first: SchemaRef, problems: Pr
     return False
 
 
-def _batch_rows(
+def batch_rows(
     entry: Entry,
     batch: pa.RecordBatch,
     row0: int,
@@ -253,7 +253,9 @@ def _batch_rows(
     key_field: str | None,
     problems: Problems,
 ) -> Iterator[tuple[int, str | None, str, int, object]]:
-    """The good rows of one record batch whose first row is number ``row0 + 1``."""
+    """The good rows of one Arrow record batch (of a Parquet or CSV file) whose first row is
+    number ``row0 + 1``: (record number, id, text, its UTF-8 bytes, key); a null text or id, or
+    a text over the record limit, is a problem recorded and skipped."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
