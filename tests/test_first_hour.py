@@ -101,8 +101,11 @@ def test_summary_throughput_is_input_megabytes_over_wall_time(
     rate, mb, seconds = (float(x.replace(",", "")) for x in found.groups())
     assert rate > 0  # never "0.0 MB/s" for a small input
     assert mb == pytest.approx(src.stat().st_size / 1e6, rel=0.1)
-    assert rate == pytest.approx(mb / seconds, rel=0.1)
-    assert seconds == pytest.approx(json.loads(summary.read_text())["seconds"], abs=0.01)
+    wall = json.loads(summary.read_text())["seconds"]
+    assert seconds == pytest.approx(wall, abs=0.01)
+    # against the unrounded wall time (a run of 0.05 s printed with two decimals is 10% off);
+    # the rate itself is printed to two significant digits, within 5%
+    assert rate == pytest.approx(src.stat().st_size / 1e6 / wall, rel=0.06)
 
 
 # -- item 6: runs that would do nothing ----------------------------------------------------------
