@@ -379,8 +379,7 @@ def _gather(
     """The bytes of the file's ranges [starts[i], ends[i]) (sorted, disjoint), in file order,
     one array per chunk read (valid until the next is asked for: its buffer is reused). Seeks
     to the first range and over gaps longer than SKIP_BYTES, and never reads past a run's last
-    range (a damaged tail read in pass 1 stays
-    unread). The lines starting at ``lines`` must still start with the bytes ``firsts`` seen in
+    range (a damaged tail read in pass 1 stays unread). The lines starting at ``lines`` must still start with the bytes ``firsts`` seen in
     pass 1; raises when they do not or the file ends early (it changed after pass 1)."""
     gather_ranges = _kernels()[2].gather_ranges
     if not len(starts):
@@ -388,7 +387,7 @@ def _gather(
     # Runs of ranges separated by gaps of at most SKIP_BYTES: a read never passes its run's end.
     last = np.r_[np.flatnonzero(starts[1:] - ends[:-1] > SKIP_BYTES), len(ends) - 1]
     run_end = np.repeat(ends[last], np.diff(np.r_[-1, last]))  # each range's run's end
-    size = min(CHUNK, int(run_end.max() - starts.min()))
+    size = min(CHUNK, int((ends[last] - starts[np.r_[0, last[:-1] + 1]]).max()))  # longest run
     data = np.empty(size, dtype=np.uint8)
     out = np.empty(size, dtype=np.uint8)
     with open_jsonl(entry) as handle:
