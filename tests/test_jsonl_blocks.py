@@ -159,6 +159,18 @@ def test_utf8_texts_hold_the_strings_and_their_lengths(texts: list[str]) -> None
     assert np.array_equal(plain.lengths, same.lengths)
 
 
+@settings(deadline=None)
+@given(st.lists(st.text(), min_size=1, max_size=12), st.data())
+def test_utf8_texts_take_any_rows_in_any_order_with_repeats(
+    texts: list[str], data: st.DataObject
+) -> None:
+    u = Utf8Texts.from_strings(["skipped", *texts])[1:]  # a view not starting at offset 0
+    rows = data.draw(st.lists(st.integers(0, len(texts) - 1), max_size=20))
+    took = u.take(np.asarray(rows, dtype=np.int64))
+    assert list(took) == [texts[i] for i in rows]
+    assert took.offsets[0] == 0 and took.nbytes == len(took.buf)
+
+
 # ------------------------------------------------------------------ the Source, both paths
 LINES = [
     b'{"id": "a", "text": "first doc"}\n',

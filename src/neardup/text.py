@@ -191,12 +191,15 @@ class Utf8Texts(Sequence[str]):
 
     def take(self, rows: np.ndarray) -> Utf8Texts:
         """The texts ``rows`` (int64 indices), in that order, copied into a new buffer."""
-        off = self.offsets
-        sizes = (off[rows + 1] - off[rows]).astype(np.int64)
+        from ._kernels.ranges import gather_ranges  # a copy per text, not an index per byte
+
+        rows = np.asarray(rows, dtype=np.int64)
+        starts, ends = self.offsets[rows], self.offsets[rows + 1]
         new_off = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=new_off[1:])
-        idx = np.repeat(off[rows] - new_off[:-1], sizes) + np.arange(new_off[-1], dtype=np.int64)
-        return Utf8Texts(self.buf[idx], new_off)
+        np.cumsum(ends - starts, out=new_off[1:])
+        buf = np.empty(int(new_off[-1]), dtype=np.uint8)
+        gather_ranges(self.buf, starts, ends, buf)
+        return Utf8Texts(buf, new_off)
 
     def lengths(self) -> np.ndarray:
         """Characters of each text (``len`` of the decoded string), int64[n]."""
