@@ -1012,3 +1012,11 @@ def test_key_ranks_choose_the_preferred_cluster_member_end_to_end(tmp_path: Path
     least = choose_representatives(labels, "field", key=key_ranks(keys, "min"), prefer="min")
     assert best.tolist() == [False, True, False, True, False]
     assert least.tolist() == [True, False, False, True, False]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_ids_are_quoted_as_json_dumps_quotes_them(value: str) -> None:
+    from neardup.io._writers import _quote
+
+    assert _quote(value) == json.dumps(value, ensure_ascii=False)
