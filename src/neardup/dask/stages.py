@@ -36,7 +36,14 @@ from .bundles import Pieces, concat_tables, spread
 from .components import labels_file
 from .inputs import Block, InputFile, filesystem, is_url
 from .scan import ReadSpec, copy_kept, texts_of
-from .tables import Docs, evidence_of, key_block, key_index, signatures_of
+from .tables import (
+    Docs,
+    binary_column,
+    evidence_of,
+    key_block,
+    key_index,
+    signatures_of,
+)
 from .workdir import WorkDir, write_whole
 
 #: The "column" of content hashes among the lookup keys: exact copies are linked too.
@@ -45,6 +52,10 @@ CONTENT_COLUMN = -1
 #: sets in before spilling them (one machine's default is an eighth of the memory available):
 #: a component is never split, so one finish task can hold a giant one whatever the partition.
 ENGINE_SHARE = 1 / 8
+#: What the write stage reads of the scan (where records are), and what the graph stage
+#: reads (the signatures too): neither needs the verifier's evidence, the largest column.
+PLACE_COLUMNS = ["key", "recno", "id", "absent", "start", "end", "first", "canonical", "length"]
+GRAPH_COLUMNS = [*PLACE_COLUMNS, "sig"]
 
 
 @dataclass(frozen=True)
@@ -67,9 +78,10 @@ def _table(columns: dict[str, Any]) -> Any:
     return pa.table(columns)
 
 
-def load_docs(layout: Layout, block: int) -> Docs:
-    """A block's documents from the scan, absent ids filled in (``NAME:LINE`` or ``LINE``)."""
-    docs = Docs.from_arrow(layout.work.read_table(f"scan/part-{block:05d}.parquet"))
+def load_docs(layout: Layout, block: int, columns: list[str] | None = None) -> Docs:
+    """A block's documents from the scan, absent ids filled in (``NAME:LINE`` or ``LINE``);
+    ``columns``: only those read (see ``Docs.from_arrow``)."""
+    docs = Docs.from_arrow(layout.work.read_table(f"scan/part-{block:05d}.parquet", columns))
     name = layout.files[layout.blocks[block].file].name
     return fill_ids(docs, name, layout.line_offsets[block], layout.spec.many)
 
@@ -93,7 +105,7 @@ def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
 # -- graph ----------------------------------------------------------------------------------------
 def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
     """A block's id records and link records (column-folded key, document), by destination."""
-    docs = load_docs(layout, block)
+    docs = load_docs(layout, block, GRAPH_COLUMNS)
     method = make_method(layout.params)
     row, col, key = postings(method, signatures_of(docs.sig))
     full = np.flatnonzero(docs.canonical != np.uint64(0xFFFFFFFFFFFFFFFF))
@@ -133,7 +145,7 @@ def id_records(docs: Docs, line_offset: int, n_dests: int) -> dict[int, Any]:
                     "hash": hashes[mine],
                     "doc": docs.key[mine],
                     "line": line,
-                    "id": list(docs.ids.take(mine)),
+                    "id": binary_column(docs.ids.take(mine)),
                 }
             )
     return out
@@ -150,8 +162,9 @@ def smallest_linked(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
 
 
 def _split(dest: npt.NDArray[np.int64], n: int) -> list[IntArray]:
-    """Positions of each destination's rows (ascending), by one stable sort."""
-    order = np.argsort(dest, kind="stable")
+    """Positions of each destination's rows (ascending), by one stable sort (a radix sort
+    when the destinations fit 16 bits: NumPy sorts those in linear time)."""
+    order = np.argsort(dest.astype(np.uint16) if n <= 1 << 16 else dest, kind="stable")
     bounds = np.searchsorted(dest[order], np.arange(n + 1))
     return [order[bounds[d] : bounds[d + 1]] for d in range(n)]
 
@@ -197,11 +210,11 @@ def duplicates(parts: list[Any]) -> Any:
     repeated = np.flatnonzero(np.r_[h[1:] == h[:-1], False] | np.r_[False, h[1:] == h[:-1]])
     if not len(repeated):
         return empty
-    names = ids.column("id").to_pylist()
+    names = ids.column("id").take(order[repeated]).to_pylist()  # UTF-8 bytes
     first: dict[str, tuple[int, int]] = {}
     out: list[tuple[int, int, int, int, str]] = []
-    for i in repeated.tolist():  # only records whose id hash repeats: a handful
-        rid = names[int(order[i])]
+    for i, name in zip(repeated.tolist(), names, strict=True):  # repeated id hashes: a handful
+        rid = name.decode("utf-8", "surrogatepass")
         if rid in first:
             out.append((int(doc[i]), *first[rid][:1], int(lines[i]), first[rid][1], rid))
         else:
@@ -408,7 +421,7 @@ def write_take(
     rel = f"write/part-{block:05d}.json"
     if work.exists(rel):
         return dict(work.read_json(rel))
-    docs = Docs.from_arrow(work.read_table(f"scan/part-{block:05d}.parquet"))
+    docs = Docs.from_arrow(work.read_table(f"scan/part-{block:05d}.parquet", PLACE_COLUMNS))
     keep = np.ones(len(docs), dtype=np.bool_)
     if block in dropped:
         keep[np.asarray(dropped[block], dtype=np.int64)] = False

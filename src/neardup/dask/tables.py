@@ -162,27 +162,19 @@ class Docs:
     def to_arrow(self) -> Any:
         import pyarrow as pa
 
-        def binary(rows: Rows) -> Any:
-            lo = int(rows.offsets[0])
-            return pa.LargeBinaryArray.from_buffers(
-                pa.large_binary(), len(rows),
-                [None, pa.py_buffer((rows.offsets - lo).astype(np.int64)), pa.py_buffer(rows.data[lo:])],
-            )  # fmt: skip
-
-        ids = Rows(self.ids.buf, self.ids.offsets, "|u1", None)
         table = pa.table(
             {
                 "key": self.key,
                 "recno": self.recno,
-                "id": binary(ids),
+                "id": binary_column(self.ids),
                 "absent": self.absent,
                 "start": self.start,
                 "end": self.end,
                 "first": self.first,
                 "canonical": self.canonical,
                 "length": self.length,
-                "sig": binary(self.sig),
-                "ev": binary(self.ev),
+                "sig": binary_column(self.sig),
+                "ev": binary_column(self.ev),
             }
         )
         meta = {
@@ -195,9 +187,15 @@ class Docs:
 
     @staticmethod
     def from_arrow(table: Any) -> Docs:
+        """The documents of a table; a signature or evidence column left out of it (a stage
+        that never reads it) comes back as empty rows."""
         meta = table.schema.metadata or {}
 
         def rows(name: str, dtype: str, width: str) -> Rows:
+            if name not in table.column_names:
+                return Rows(
+                    np.zeros(0, np.uint8), np.zeros(table.num_rows + 1, np.int64), dtype, None
+                )
             col = table.column(name).combine_chunks()
             bufs = col.buffers()
             offsets = np.frombuffer(bufs[1], dtype=np.int64)[col.offset : col.offset + len(col) + 1]
@@ -220,6 +218,20 @@ class Docs:
             rows("sig", meta[b"sig_dtype"].decode(), meta[b"sig_width"].decode()),
             rows("ev", meta[b"ev_dtype"].decode(), meta[b"ev_width"].decode()),
         )  # fmt: skip
+
+
+def binary_column(rows: Rows | Utf8Texts) -> Any:
+    """Rows of bytes (or texts' UTF-8) as an Arrow large-binary array over the same buffers."""
+    import pyarrow as pa
+
+    data, offsets = (
+        (rows.buf, rows.offsets) if isinstance(rows, Utf8Texts) else (rows.data, rows.offsets)
+    )
+    lo = int(offsets[0])
+    return pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(offsets) - 1,
+        [None, pa.py_buffer((offsets - lo).astype(np.int64)), pa.py_buffer(data[lo:])],
+    )  # fmt: skip
 
 
 def ipc_bytes(table: Any) -> bytes:

@@ -82,11 +82,12 @@ class WorkDir:
         pq.write_table(table, sink, compression="none", row_group_size=1 << 16)
         self.write_bytes(rel, sink.getvalue().to_pybytes())
 
-    def read_table(self, rel: str, filters: Any = None) -> Any:
+    def read_table(self, rel: str, columns: list[str] | None = None) -> Any:
+        """A Parquet table of the folder (only ``columns``, when given)."""
         import pyarrow.parquet as pq
 
         with self.fs.open(self.path(rel), "rb") as fh:
-            return pq.read_table(fh, filters=filters)
+            return pq.read_table(fh, columns=columns)
 
     def done(self, stage: str) -> bool:
         return self.exists(f"{stage}/{DONE}")
