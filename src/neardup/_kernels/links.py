@@ -1,8 +1,12 @@
 """Numba kernel: rows of (key, document) -> each row's smallest document with the same key.
 
 The cluster backend's graph stage links every document to the smallest holder of each lookup
-key it has (a star per key); an open-addressing table over the keys finds those minima in one
-pass, where sorting millions of random 64-bit keys took seconds.
+key it has (a star per key); an open-addressing table over the keys finds those minima, where
+sorting millions of random 64-bit keys took seconds. One table over millions of rows is probed
+at random far beyond the caches, a miss on nearly every row; so the rows are first dealt into
+partitions by their key's hash (sequential writes, one stream a partition) and each partition
+gets a table small enough to stay in the core's cache. Equal keys share a hash, so a key's rows
+all meet in one partition.
 """
 
 from __future__ import annotations
@@ -10,34 +14,66 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .hashing import splitmix64
+from .hashing import bucket_u64, splitmix64
+
+#: Rows a partition holds on average: its table (2 slots a row, 16 bytes a slot, rounded up
+#: to a power of two) stays within a core's L2 cache.
+PART_ROWS = 4096
 
 
 @njit(cache=True, nogil=True)
-def key_minimum(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
+def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) -> np.ndarray:
     """int64[n]: for row i, the smallest ``docs[j]`` over rows j with ``keys[j] == keys[i]``
-    (documents are >= 0)."""
+    (documents are >= 0); ``part_rows`` (rows a partition aims at) changes only the speed."""
     n = keys.shape[0]
+    parts = max(1, (n + part_rows - 1) // part_rows)
+    # rows dealt into partitions by the top of their key's hash; splitmix64 is a bijection, so
+    # the hash stands for the key, and its low bits pick the slot in the partition's table
+    start = np.zeros(parts + 1, dtype=np.int64)
+    for i in range(n):
+        start[bucket_u64(splitmix64(np.uint64(keys[i])), parts) + 1] += 1
+    largest = 0
+    for p in range(parts):
+        largest = max(largest, start[p + 1])
+        start[p + 1] += start[p]
+    fill = start[:parts].copy()
+    dealt = np.empty(2 * n, dtype=np.int64)  # (hash, document) side by side, partition order
+    for i in range(n):
+        h = splitmix64(np.uint64(keys[i]))
+        b = bucket_u64(h, parts)
+        j = fill[b]
+        fill[b] = j + 1
+        dealt[2 * j] = np.int64(h)
+        dealt[2 * j + 1] = docs[i]
     size = 16
-    while size < 2 * n:
+    while size < 2 * largest:
         size *= 2
-    mask = np.uint64(size - 1)
-    # one slot = (key, smallest document) side by side: one cache line per probe; -1 is empty
-    table = np.full(2 * size, -1, dtype=np.int64)
-    where = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        k = np.uint64(keys[i])
-        s = splitmix64(k) & mask
-        while table[2 * s + 1] >= 0 and np.uint64(table[2 * s]) != k:
-            s = (s + np.uint64(1)) & mask
-        at = 2 * np.int64(s)
-        if table[at + 1] < 0:
-            table[at] = np.int64(k)
-            table[at + 1] = docs[i]
-        elif docs[i] < table[at + 1]:
-            table[at + 1] = docs[i]
-        where[i] = at + 1
+    # one slot = (hash, smallest document) side by side: one cache line per probe; -1 is empty
+    table = np.empty(2 * size, dtype=np.int64)
+    smallest = np.empty(n, dtype=np.int64)  # partition order
+    for p in range(parts):
+        slots = 16
+        while slots < 2 * (start[p + 1] - start[p]):
+            slots *= 2
+        mask = slots - 1
+        table[: 2 * slots] = -1
+        for j in range(start[p], start[p + 1]):
+            h, d = dealt[2 * j], dealt[2 * j + 1]
+            s = h & mask
+            while table[2 * s + 1] >= 0 and table[2 * s] != h:
+                s = (s + 1) & mask
+            if table[2 * s + 1] < 0 or d < table[2 * s + 1]:
+                table[2 * s] = h
+                table[2 * s + 1] = d
+            dealt[2 * j] = 2 * s + 1
+        for j in range(start[p], start[p + 1]):
+            smallest[j] = table[dealt[2 * j]]
+    # back to row order: dealing kept each partition's rows in order, so row i takes the next
+    # result of its partition
     out = np.empty(n, dtype=np.int64)
+    fill = start[:parts].copy()
     for i in range(n):
-        out[i] = table[where[i]]
+        b = bucket_u64(splitmix64(np.uint64(keys[i])), parts)
+        out[i] = smallest[fill[b]]
+        fill[b] += 1
     return out
