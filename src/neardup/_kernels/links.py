@@ -16,15 +16,33 @@ import numpy as np
 from ._jit import njit
 from .hashing import bucket_u64, splitmix64
 
-#: Rows a partition holds on average: its table (2 slots a row, 16 bytes a slot, rounded up
-#: to a power of two) stays within a core's L2 cache.
-PART_ROWS = 4096
+#: Rows a partition holds on average: its table (at least 2 slots a row, a power of two, 16
+#: bytes a slot) is then 16,384 slots, 256 KiB, within a core's L2 cache.
+PART_ROWS = 6000
+
+
+def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) -> np.ndarray:
+    """int64[n]: for row i, the smallest ``docs[j]`` over rows j with ``keys[j] == keys[i]``
+    (documents are >= 0); ``part_rows`` (rows a partition aims at) changes only the speed.
+
+    The row-sized buffers come from NumPy, which asks the kernel for huge pages: the dealing
+    writes to a stream a partition, too many for the TLB's small pages."""
+    n = keys.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    _key_minimum(keys, docs, part_rows, np.empty(2 * n, np.int64), np.empty(n, np.int64), out)
+    return out
 
 
 @njit(cache=True, nogil=True)
-def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) -> np.ndarray:
-    """int64[n]: for row i, the smallest ``docs[j]`` over rows j with ``keys[j] == keys[i]``
-    (documents are >= 0); ``part_rows`` (rows a partition aims at) changes only the speed."""
+def _key_minimum(
+    keys: np.ndarray,
+    docs: np.ndarray,
+    part_rows: int,
+    dealt: np.ndarray,
+    smallest: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``key_minimum`` into ``out``; ``dealt`` (2n) and ``smallest`` (n) are scratch."""
     n = keys.shape[0]
     parts = max(1, (n + part_rows - 1) // part_rows)
     # rows dealt into partitions by the top of their key's hash; splitmix64 is a bijection, so
@@ -37,7 +55,7 @@ def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) 
         largest = max(largest, start[p + 1])
         start[p + 1] += start[p]
     fill = start[:parts].copy()
-    dealt = np.empty(2 * n, dtype=np.int64)  # (hash, document) side by side, partition order
+    # dealt: (hash, document) side by side, in partition order
     for i in range(n):
         h = splitmix64(np.uint64(keys[i]))
         b = bucket_u64(h, parts)
@@ -50,7 +68,6 @@ def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) 
         size *= 2
     # one slot = (hash, smallest document) side by side: one cache line per probe; -1 is empty
     table = np.empty(2 * size, dtype=np.int64)
-    smallest = np.empty(n, dtype=np.int64)  # partition order
     for p in range(parts):
         slots = 16
         while slots < 2 * (start[p + 1] - start[p]):
@@ -67,13 +84,11 @@ def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) 
                 table[2 * s + 1] = d
             dealt[2 * j] = 2 * s + 1
         for j in range(start[p], start[p + 1]):
-            smallest[j] = table[dealt[2 * j]]
+            smallest[j] = table[dealt[2 * j]]  # partition order
     # back to row order: dealing kept each partition's rows in order, so row i takes the next
     # result of its partition
-    out = np.empty(n, dtype=np.int64)
     fill = start[:parts].copy()
     for i in range(n):
         b = bucket_u64(splitmix64(np.uint64(keys[i])), parts)
         out[i] = smallest[fill[b]]
         fill[b] += 1
-    return out
