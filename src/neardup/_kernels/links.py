@@ -33,6 +33,15 @@ def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) 
     return out
 
 
+@njit(cache=True, inline="always")
+def _slots(rows: int) -> int:
+    """Slots of a table for ``rows`` rows: a power of two, at least 2 a row (and 16)."""
+    slots = 16
+    while slots < 2 * rows:
+        slots *= 2
+    return slots
+
+
 @njit(cache=True, nogil=True)
 def _key_minimum(
     keys: np.ndarray,
@@ -45,35 +54,27 @@ def _key_minimum(
     """``key_minimum`` into ``out``; ``dealt`` (2n) and ``smallest`` (n) are scratch."""
     n = keys.shape[0]
     parts = max(1, (n + part_rows - 1) // part_rows)
-    # rows dealt into partitions by the top of their key's hash; splitmix64 is a bijection, so
-    # the hash stands for the key, and its low bits pick the slot in the partition's table
+    # splitmix64 is a bijection, so a key's hash stands for it: the hash's top bits pick the
+    # partition, its low bits the slot in the partition's table
     start = np.zeros(parts + 1, dtype=np.int64)
-    for i in range(n):
+    for i in range(n if parts > 1 else 0):  # one partition (few rows) holds all, in order
         start[bucket_u64(splitmix64(np.uint64(keys[i])), parts) + 1] += 1
-    largest = 0
     for p in range(parts):
-        largest = max(largest, start[p + 1])
         start[p + 1] += start[p]
+    start[parts] = n
     fill = start[:parts].copy()
-    # dealt: (hash, document) side by side, in partition order
-    for i in range(n):
+    for i in range(n):  # dealt: (hash, document) side by side, in partition order
         h = splitmix64(np.uint64(keys[i]))
         b = bucket_u64(h, parts)
         j = fill[b]
         fill[b] = j + 1
         dealt[2 * j] = np.int64(h)
         dealt[2 * j + 1] = docs[i]
-    size = 16
-    while size < 2 * largest:
-        size *= 2
     # one slot = (hash, smallest document) side by side: one cache line per probe; -1 is empty
-    table = np.empty(2 * size, dtype=np.int64)
+    table = np.empty(2 * _slots(np.max(start[1:] - start[:-1])), dtype=np.int64)
     for p in range(parts):
-        slots = 16
-        while slots < 2 * (start[p + 1] - start[p]):
-            slots *= 2
-        mask = slots - 1
-        table[: 2 * slots] = -1
+        mask = _slots(start[p + 1] - start[p]) - 1
+        table[: 2 * mask + 2] = -1
         for j in range(start[p], start[p + 1]):
             h, d = dealt[2 * j], dealt[2 * j + 1]
             s = h & mask
@@ -85,6 +86,9 @@ def _key_minimum(
             dealt[2 * j] = 2 * s + 1
         for j in range(start[p], start[p + 1]):
             smallest[j] = table[dealt[2 * j]]  # partition order
+    if parts == 1:
+        out[:] = smallest
+        return
     # back to row order: dealing kept each partition's rows in order, so row i takes the next
     # result of its partition
     fill = start[:parts].copy()
