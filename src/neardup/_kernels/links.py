@@ -1,8 +1,12 @@
 """Numba kernel: rows of (key, document) -> each row's smallest document with the same key.
 
 The cluster backend's graph stage links every document to the smallest holder of each lookup
-key it has (a star per key); an open-addressing table over the keys finds those minima in one
-pass, where sorting millions of random 64-bit keys took seconds.
+key it has (a star per key); an open-addressing table over the keys finds those minima, where
+sorting millions of random 64-bit keys took seconds. One table over millions of rows is probed
+at random far beyond the caches, a miss on nearly every row; so the rows are first dealt into
+partitions by their key's hash (sequential writes, one stream a partition) and each partition
+gets a table small enough to stay in the core's cache. Equal keys share a hash, so a key's rows
+all meet in one partition.
 """
 
 from __future__ import annotations
@@ -10,34 +14,85 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .hashing import splitmix64
+from .hashing import bucket_u64, splitmix64
+
+#: Rows a partition holds on average: its table (at least 2 slots a row, a power of two, 16
+#: bytes a slot) is then 16,384 slots, 256 KiB, within a core's L2 cache.
+PART_ROWS = 6000
+
+
+def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) -> np.ndarray:
+    """int64[n]: for row i, the smallest ``docs[j]`` over rows j with ``keys[j] == keys[i]``
+    (documents are >= 0); ``part_rows`` (rows a partition aims at) changes only the speed.
+
+    The row-sized buffers come from NumPy, which asks the kernel for huge pages: the dealing
+    writes to a stream a partition, too many for the TLB's small pages."""
+    n = keys.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    _key_minimum(keys, docs, part_rows, np.empty(2 * n, np.int64), np.empty(n, np.int64), out)
+    return out
+
+
+@njit(cache=True, inline="always")
+def _slots(rows: int) -> int:
+    """Slots of a table for ``rows`` rows: a power of two, at least 2 a row (and 16)."""
+    slots = 16
+    while slots < 2 * rows:
+        slots *= 2
+    return slots
 
 
 @njit(cache=True, nogil=True)
-def key_minimum(keys: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """int64[n]: for row i, the smallest ``docs[j]`` over rows j with ``keys[j] == keys[i]``
-    (documents are >= 0)."""
+def _key_minimum(
+    keys: np.ndarray,
+    docs: np.ndarray,
+    part_rows: int,
+    dealt: np.ndarray,
+    smallest: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``key_minimum`` into ``out``; ``dealt`` (2n) and ``smallest`` (n) are scratch."""
     n = keys.shape[0]
-    size = 16
-    while size < 2 * n:
-        size *= 2
-    mask = np.uint64(size - 1)
-    # one slot = (key, smallest document) side by side: one cache line per probe; -1 is empty
-    table = np.full(2 * size, -1, dtype=np.int64)
-    where = np.empty(n, dtype=np.int64)
+    parts = max(1, (n + part_rows - 1) // part_rows)
+    # splitmix64 is a bijection, so a key's hash stands for it: the hash's top bits pick the
+    # partition, its low bits the slot in the partition's table
+    start = np.zeros(parts + 1, dtype=np.int64)
+    for i in range(n if parts > 1 else 0):  # one partition (few rows) holds all, in order
+        start[bucket_u64(splitmix64(np.uint64(keys[i])), parts) + 1] += 1
+    for p in range(parts):
+        start[p + 1] += start[p]
+    start[parts] = n
+    fill = start[:parts].copy()
+    for i in range(n):  # dealt: (hash, document) side by side, in partition order
+        h = splitmix64(np.uint64(keys[i]))
+        b = bucket_u64(h, parts)
+        j = fill[b]
+        fill[b] = j + 1
+        dealt[2 * j] = np.int64(h)
+        dealt[2 * j + 1] = docs[i]
+    # one slot = (hash, smallest document) side by side: one cache line per probe; -1 is empty
+    table = np.empty(2 * _slots(np.max(start[1:] - start[:-1])), dtype=np.int64)
+    for p in range(parts):
+        mask = _slots(start[p + 1] - start[p]) - 1
+        table[: 2 * mask + 2] = -1
+        for j in range(start[p], start[p + 1]):
+            h, d = dealt[2 * j], dealt[2 * j + 1]
+            s = h & mask
+            while table[2 * s + 1] >= 0 and table[2 * s] != h:
+                s = (s + 1) & mask
+            if table[2 * s + 1] < 0 or d < table[2 * s + 1]:
+                table[2 * s] = h
+                table[2 * s + 1] = d
+            dealt[2 * j] = 2 * s + 1
+        for j in range(start[p], start[p + 1]):
+            smallest[j] = table[dealt[2 * j]]  # partition order
+    if parts == 1:
+        out[:] = smallest
+        return
+    # back to row order: dealing kept each partition's rows in order, so row i takes the next
+    # result of its partition
+    fill = start[:parts].copy()
     for i in range(n):
-        k = np.uint64(keys[i])
-        s = splitmix64(k) & mask
-        while table[2 * s + 1] >= 0 and np.uint64(table[2 * s]) != k:
-            s = (s + np.uint64(1)) & mask
-        at = 2 * np.int64(s)
-        if table[at + 1] < 0:
-            table[at] = np.int64(k)
-            table[at + 1] = docs[i]
-        elif docs[i] < table[at + 1]:
-            table[at + 1] = docs[i]
-        where[i] = at + 1
-    out = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        out[i] = table[where[i]]
-    return out
+        b = bucket_u64(splitmix64(np.uint64(keys[i])), parts)
+        out[i] = smallest[fill[b]]
+        fill[b] += 1
