@@ -92,3 +92,29 @@ def test_a_run_resumed_with_other_sizes_keeps_the_sizes_it_started_with(tmp_path
         again = run(64_000, str(tmp_path / "b"))  # as on workers with more memory
     assert first["blocks"] == again["blocks"] > 1
     assert read_output(str(tmp_path / "b")) == read_output(str(tmp_path / "a"))
+
+
+def test_decontaminate_fits_its_blocks_to_the_workers_limit(tmp_path: Path) -> None:
+    items = random_documents(6, seed=71, words=(20, 40))
+    docs = random_documents(80, seed=72, words=(10, 80))
+    docs[::4] = [f"{d} {items[i % 6]}" for i, d in enumerate(docs[::4])]
+    corpus, bench = tmp_path / "in.jsonl", tmp_path / "bench.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(docs))
+    )
+    bench.write_text(
+        "".join(json.dumps({"id": f"q{i}", "text": t}) + "\n" for i, t in enumerate(items))
+    )
+    args = ["decontaminate", str(corpus), "--against", str(bench), "-q"]
+    assert main([*args, "-o", str(tmp_path / "local.jsonl")]) == 0
+    work = tmp_path / "work"
+    limit = 1 << 30  # blocks of 16 MB, not 32
+    assert main([*args, "-o", str(tmp_path / "clean"), "--dask", "local:2", "--memory-limit",
+                 str(limit), "--work-dir", str(work)]) == 0  # fmt: skip
+    sizes = json.loads((work / "run.json").read_text())["options"]
+    assert (
+        sizes["block_bytes"]
+        == sizes["dest_bytes"]
+        == max(MIN_TASK_BYTES, int(limit * WORKER_SHARE))
+    )
+    assert read_output(str(tmp_path / "clean")) == (tmp_path / "local.jsonl").read_bytes()

@@ -49,13 +49,14 @@ from .folders import (
 )
 from .inputs import Block, InputFile, list_inputs, plan_blocks
 from .job import (
-    DEST_BYTES,
     MIN_DESTS,
     JobOptions,
     _dup_problems,
     _line_offsets,
     _problems,
     _stage,
+    fit_to_workers,
+    sizes_started_with,
     start_work,
     work_folder,
 )
@@ -64,8 +65,9 @@ from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put
 from .tables import Docs
 from .workdir import WorkDir
 
-#: Input bytes per destination of the ids shuffle (ids are a small part of a record).
-ID_DEST_BYTES = 16 * DEST_BYTES
+#: Input bytes per destination of the ids shuffle, in destination sizes (``dest_bytes``): ids
+#: are a small part of a record.
+ID_DEST_SHARE = 16
 
 
 @dataclass(frozen=True)
@@ -359,10 +361,12 @@ def run_decontaminate(
         raise TypeError(f"params must be a DecontaminateParams, got {params!r}")
     say = info or (lambda message: None)
     storage = dict(options.storage_options)
+    options = fit_to_workers(options, client)
     with (
         work_folder(options, info) as work,
         performance_report(client, options.performance_report, storage),
     ):
+        options = sizes_started_with(work, options)
         return _run_in(files, bench, params, folders, options, client, say, work, started)
 
 
@@ -384,7 +388,8 @@ def _run_in(
     run = _run_key(params, bench_ids, bench_texts, options)
     spec = start_work(work, files, options, say, run)
     layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
-    n_ids = max(MIN_DESTS, -(-sum(f.size * (4 if f.gzip else 1) for f in files) // ID_DEST_BYTES))
+    input_bytes = sum(f.size * (4 if f.gzip else 1) for f in files)
+    n_ids = max(MIN_DESTS, -(-input_bytes // (ID_DEST_SHARE * options.dest_bytes)))
 
     clock = StageClock(say, client)
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files, {len(bench_texts)} items")
