@@ -1,5 +1,11 @@
-"""Star edges -> each linked document's component label (its smallest document), in rounds of
-large-star and small-star (Kiveris et al., "Connected Components in MapReduce and Beyond", 2014).
+"""Star edges -> each linked document's component label (its smallest document): in one task
+when every edge fits a task's memory budget, else in rounds of large-star and small-star
+(Kiveris et al., "Connected Components in MapReduce and Beyond", 2014).
+
+The single task (``single_labels``) reads every edge of the graph stage on one worker and labels
+them by union-find; it writes the same files the rounds do, into ``components/single/``. It
+empties that folder first, and the client marks the stage once it returns, so it is whole or
+done again. The rounds keep no task holding more than the edges at one block's documents.
 
 Edges are oriented (doc, root), root < doc. Each round regroups them by document through Dask's
 P2P shuffle (``bundles.regroup``), a destination per block of the document's key:
@@ -20,10 +26,13 @@ it was in; the client holds one line of counts per round.
 
 from __future__ import annotations
 
+import uuid
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
+from .._heap import trim
 from .._types import IntArray
 from .bundles import Pieces, concat_tables, regroup
 from .tables import key_block
@@ -32,6 +41,13 @@ from .workdir import WorkDir
 #: Alternating rounds finish in O(log^2 n) (Kiveris et al.), about 2 log2 n on a path, the slowest
 #: shape in practice (a path of 2^40 documents: about 80); reaching this means a fault.
 MAX_ROUNDS = 256
+#: The single task's working memory per edge read, at its peak: its int64 arrays (the edges, both
+#: ends joined, ``np.unique``'s sort and inverse, the union-find labels) peak at 124-128 bytes an
+#: edge under tracemalloc, plus Arrow's buffers of the part being read (docs/DASK.md, "Memory
+#: per worker"). Components run in one task when the edges times this fit the budget.
+BYTES_PER_EDGE = 160
+#: The single task's labels, a file per block, as a round's (``labels_file``).
+SINGLE = "components/single"
 
 
 def round_folder(r: int) -> str:
@@ -45,17 +61,25 @@ def labels_file(folder: str, block: int) -> str:
 
 
 def connected_components(
-    work: WorkDir, n_graph: int, n_blocks: int, max_rounds: int = MAX_ROUNDS
+    work: WorkDir,
+    n_graph: int,
+    n_blocks: int,
+    n_edges: int,
+    budget: int,
+    max_rounds: int = MAX_ROUNDS,
 ) -> str:
-    """Every star edge of the graph stage -> the folder holding each block's labels; rounds
-    already kept in the work folder are not run again, so a call that stopped (killed, or past
-    ``max_rounds``) is resumed by the next."""
+    """Every star edge of the graph stage (``n_edges``) -> the folder holding each block's
+    labels: in one task when the edges' working memory fits ``budget`` bytes, else in rounds;
+    rounds already kept in the work folder are not run again, so a call that stopped (killed,
+    or past ``max_rounds``) is resumed by the next."""
     if work.done("components"):
         return str(work.read_json("components/labels.json")["labels"])
+    if n_edges * BYTES_PER_EDGE <= budget:
+        return _single(work, n_graph)
     for r in range(1, max_rounds + 1):
         totals = _round(work, r, n_graph, n_blocks)
         if r % 2 == 1 and totals["unsettled"] == 0:
-            summary = {"labels": round_folder(r), "rounds": r, **totals}
+            summary = {"labels": round_folder(r), "method": "rounds", "rounds": r, **totals}
             work.write_json("components/labels.json", summary)
             work.mark("components")
             return round_folder(r)
@@ -63,6 +87,48 @@ def connected_components(
         f"connected components did not converge in {max_rounds} rounds of large-star and "
         f"small-star; the rounds are kept in {work.url}/components"
     )
+
+
+def _single(work: WorkDir, n_graph: int) -> str:
+    """The components found by ``single_labels``, run as one task on a worker (the client
+    never holds the edges), then the stage marked done."""
+    import dask
+
+    totals = dask.delayed(single_labels, pure=False)(
+        work, n_graph, dask_key_name=f"neardup-components-{uuid.uuid4().hex}"
+    ).compute()
+    summary = {"labels": SINGLE, "method": "single", "rounds": 0, **totals}
+    work.write_json("components/labels.json", summary)
+    work.mark("components")
+    return SINGLE
+
+
+def single_labels(work: WorkDir, n_graph: int) -> dict[str, int]:
+    """Every star edge of the graph stage, in one task -> each block's labels (doc, label) in
+    ``SINGLE``, sorted by document as a large-star round writes them; returns the edges read,
+    documents labelled and components (centres) found."""
+    from .stages import smallest_linked  # stages reads labels_file from this module
+
+    work.forget(SINGLE)  # what a task stopped part-way left
+    docs, roots = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+    for part in range(n_graph):
+        rel = f"graph/part-{part:05d}.parquet"
+        if work.exists(rel):  # absent when no edge was sent to that destination
+            t = work.read_table(rel)
+            docs.append(t.column("doc").to_numpy())
+            roots.append(t.column("root").to_numpy())
+    doc, root = np.concatenate(docs), np.concatenate(roots)
+    del docs, roots
+    nodes, labels = smallest_linked(doc, root)
+    blocks = key_block(nodes)
+    bounds = np.append(_groups(blocks)[0], len(nodes)).tolist()
+    for s, e in pairwise(bounds):
+        _write(work, labels_file(SINGLE, int(blocks[s])), {"doc": nodes[s:e], "label": labels[s:e]})
+    centres = int(np.count_nonzero(labels == nodes))
+    totals = {"edges": len(doc), "documents": len(nodes), "centres": centres}
+    del doc, root, nodes, labels, blocks
+    trim()
+    return totals
 
 
 def _round(work: WorkDir, r: int, n_graph: int, n_blocks: int) -> dict[str, Any]:
