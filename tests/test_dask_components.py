@@ -5,6 +5,7 @@ files either way; a run stopped part-way resumes to the same labels."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +17,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from neardup._types import IntArray  # noqa: E402
-from neardup.dask import connect  # noqa: E402
+from neardup.cli import main  # noqa: E402
+from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output  # noqa: E402
+from neardup.dask import components as components_module  # noqa: E402
 from neardup.dask.components import (  # noqa: E402
     BYTES_PER_EDGE,
     MAX_ROUNDS,
@@ -26,6 +29,8 @@ from neardup.dask.components import (  # noqa: E402
 )
 from neardup.dask.stages import smallest_linked  # noqa: E402
 from neardup.dask.workdir import WorkDir  # noqa: E402
+from neardup.params import DedupParams  # noqa: E402
+from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
 
 N_GRAPH = 3
 N_BLOCKS = 4
@@ -222,3 +227,27 @@ def test_a_round_killed_part_way_is_finished_from_its_written_parts(
     np.testing.assert_array_equal(got[1], want[1])
     assert written.stat().st_mtime_ns == before  # the part written before the kill is kept
     assert work.exists("components/round-0002/part-00001.json")
+
+
+@pytest.mark.parametrize("method", ["single", "rounds"])
+def test_a_dedup_job_gives_the_local_outputs_with_either_method(
+    client: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    base = random_documents(200, seed=31, words=(6, 120))
+    texts = near_duplicate_corpus(base, 400, 0.5, seed=32).texts
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in
+                              enumerate(texts)))  # fmt: skip
+    names = ("kept", "clusters", "pairs")
+    local = [tmp_path / f"local.{name}.jsonl" for name in names]
+    args = ["dedup", str(corpus), "-o", str(local[0]), "--clusters", str(local[1])]
+    assert main([*args, "--pairs", str(local[2]), "-q"]) == 0
+    if method == "rounds":  # the client decides: no graph's edges fit any budget
+        monkeypatch.setattr(components_module, "BYTES_PER_EDGE", 1 << 60)
+    outputs = ClusterOutputs(*(str(tmp_path / name) for name in names))
+    work = WorkDir(str(tmp_path / "work"))
+    options = JobOptions(block_bytes=5000, work_dir=work.url)
+    dedup([str(corpus)], DedupParams(), outputs, options, client)
+    summary = work.read_json("components/labels.json")
+    assert summary["method"] == method and summary["documents"] > 0
+    assert [read_output(str(tmp_path / name)) for name in names] == [p.read_bytes() for p in local]
