@@ -68,10 +68,10 @@ def graph_folder(tmp: Path, u: IntArray, v: IntArray, seed: int = 0) -> WorkDir:
     return work
 
 
-def edges_in(work: WorkDir) -> int:
-    """The edges of the graph stage's parts, as its answers count them."""
-    parts = [f"graph/part-{d:05d}.parquet" for d in range(N_GRAPH)]
-    return sum(work.read_table(rel).num_rows for rel in parts if work.exists(rel))
+def edges_in(work: WorkDir) -> dict[int, int]:
+    """The edges of each of the graph stage's parts, as its answers count them."""
+    parts = {d: f"graph/part-{d:05d}.parquet" for d in range(N_GRAPH)}
+    return {d: work.read_table(rel).num_rows for d, rel in parts.items() if work.exists(rel)}
 
 
 def components(work: WorkDir, budget: int, max_rounds: int = MAX_ROUNDS) -> str:
@@ -164,19 +164,31 @@ def test_no_edges_label_nothing_in_one_task(client: object, tmp_path: Path) -> N
         assert work.read_json("components/labels.json")["method"] == "single"
 
 
-def test_the_budget_chooses_one_task_or_rounds(client: object, tmp_path: Path) -> None:
-    u, v = path(200)
-    chosen = {}
-    for slack in (0, -1):
-        work = graph_folder(tmp_path / f"slack{slack}", u, v)
-        with distributed.get_task_stream(client) as stream:  # type: ignore[arg-type]
-            components(work, edges_in(work) * BYTES_PER_EDGE + slack)
-        tasks = [str(t["key"]) for t in stream.data]
-        summary = work.read_json("components/labels.json")
-        single = any("neardup-components" in key for key in tasks)
-        assert single == (summary["method"] == "single") == (summary["rounds"] == 0)
-        chosen[slack] = summary["method"]
-    assert chosen == {0: "single", -1: "rounds"}
+@pytest.mark.parametrize(
+    ("capacity", "method", "tried"),
+    [
+        (3 * 299, "single", True),  # every edge at once
+        (2 * 299, "single", True),  # two parts, folded into stars, then the third
+        (2 * 299 - 1, "rounds", True),  # the stars and one part do not fit: it gives up
+        (299 - 1, "rounds", False),  # one part does not fit: not tried
+    ],
+)
+def test_the_budget_chooses_one_task_or_rounds(
+    client: object, tmp_path: Path, capacity: int, method: str, tried: bool
+) -> None:
+    u, v = path(300)  # 299 edges, each in all three parts as a key shared thrice puts it
+    work = WorkDir(str(tmp_path))
+    for d in range(N_GRAPH):
+        work.write_table(f"graph/part-{d:05d}.parquet", pa.table({"doc": v, "root": u}))
+    with distributed.get_task_stream(client) as stream:  # type: ignore[arg-type]
+        docs, labels = labels_of(work, components(work, capacity * BYTES_PER_EDGE))
+    summary = work.read_json("components/labels.json")
+    assert (summary["method"], summary["rounds"] == 0) == (method, method == "single")
+    assert any("neardup-components" in str(t["key"]) for t in stream.data) == tried
+    assert work.exists(SINGLE) == (method == "single")  # a task that gave up wrote nothing
+    want_docs, want_labels = smallest_linked(u, v)
+    np.testing.assert_array_equal(docs, want_docs)
+    np.testing.assert_array_equal(labels, want_labels)
 
 
 def test_a_single_task_stopped_part_way_is_done_again(client: object, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ scan                  input block                      read, parse, sign (``scan
 graph                 lookup key / id hash (shuffle)   link documents sharing a key or content
                                                        hash; find duplicate ids
 components            one task, or document's block    the links' connected components: in one
-                      (shuffle, one per round)         task if its edges fit a task, else in
+                      (shuffle, one per round)         task if they fit a task, else in
                                                        large-star and small-star rounds
 finish                component (shuffle)              the engine's own ``finish`` on whole
                                                        components; clusters and pairs lines
@@ -437,8 +437,8 @@ def _run(
     offsets = _first_records(metas, dropped_arrays)
 
     clock.start("components")
-    n_edges = sum(int(answer["edges"]) for answer in graph.values())
-    labels = connected_components(work, n_graph, len(blocks), n_edges, options.dest_bytes)
+    edges = {d: int(answer["edges"]) for d, answer in graph.items()}
+    labels = connected_components(work, n_graph, len(blocks), edges, options.dest_bytes)
 
     n_finish = n_dests
     clock.start("finish: removal per component")
