@@ -1,14 +1,14 @@
 """Star edges -> each linked document's component label (its smallest document): in one task
-when every edge fits a task's memory budget, else in rounds of large-star and small-star
+when the graph fits a task's memory budget, else in rounds of large-star and small-star
 (Kiveris et al., "Connected Components in MapReduce and Beyond", 2014).
 
 The single task (``single_labels``) reads the graph stage's parts on one worker, folding them by
 union-find into one star per component whenever the edges it holds would pass the budget (the
 parts repeat an edge once per key two documents share); it writes the same files the rounds do,
 into ``components/single/``. It empties that folder first, and the client marks the stage once
-it returns, so it is whole or done again. When even the stars and one part pass the budget it
-gives up, writing nothing, and the rounds run: they keep no task holding more than the edges at
-one block's documents.
+it returns, so it is whole or done again. When the stars and one part pass the budget it gives
+up, writing nothing, and the rounds run: they keep no task holding more than the edges at one
+block's documents.
 
 Edges are oriented (doc, root), root < doc. Each round regroups them by document through Dask's
 P2P shuffle (``bundles.regroup``), a destination per block of the document's key:
@@ -45,7 +45,7 @@ from .workdir import WorkDir
 #: shape in practice (a path of 2^40 documents: about 80); reaching this means a fault.
 MAX_ROUNDS = 256
 #: The single task's working memory per edge it holds, at its peak: its int64 arrays (the edges,
-#: both ends joined, ``np.unique``'s sort and inverse, the union-find labels) peak at 124-128
+#: both ends joined, ``np.unique``'s sort and inverse, the union-find labels) peak at 114-127
 #: bytes an edge under tracemalloc, plus Arrow's buffers of the part being read (docs/DASK.md,
 #: "Memory per worker"). The task holds at most the budget over this many edges.
 BYTES_PER_EDGE = 160
