@@ -165,16 +165,16 @@ def test_no_edges_label_nothing_in_one_task(client: object, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("capacity", "method", "tried"),
+    ("capacity", "method", "tried", "folds"),
     [
-        (3 * 299, "single", True),  # every edge at once
-        (2 * 299, "single", True),  # two parts, folded into stars, then the third
-        (2 * 299 - 1, "rounds", True),  # the stars and one part do not fit: it gives up
-        (299 - 1, "rounds", False),  # one part does not fit: not tried
+        (3 * 299, "single", True, 0),  # every edge at once
+        (2 * 299, "single", True, 1),  # two parts, folded into stars, then the third
+        (2 * 299 - 1, "rounds", True, None),  # the stars and one part do not fit: it gives up
+        (299 - 1, "rounds", False, None),  # one part does not fit: not tried
     ],
 )
 def test_the_budget_chooses_one_task_or_rounds(
-    client: object, tmp_path: Path, capacity: int, method: str, tried: bool
+    client: object, tmp_path: Path, capacity: int, method: str, tried: bool, folds: int | None
 ) -> None:
     u, v = path(300)  # 299 edges, each in all three parts as a key shared thrice puts it
     work = WorkDir(str(tmp_path))
@@ -184,6 +184,7 @@ def test_the_budget_chooses_one_task_or_rounds(
         docs, labels = labels_of(work, components(work, capacity * BYTES_PER_EDGE))
     summary = work.read_json("components/labels.json")
     assert (summary["method"], summary["rounds"] == 0) == (method, method == "single")
+    assert summary.get("folds") == folds
     assert any("neardup-components" in str(t["key"]) for t in stream.data) == tried
     assert work.exists(SINGLE) == (method == "single")  # a task that gave up wrote nothing
     want_docs, want_labels = smallest_linked(u, v)

@@ -112,19 +112,20 @@ def _single(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[str, in
 def single_labels(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[str, int] | None:
     """The graph stage's parts (``edges``: part -> its edges), read in one task and folded into
     one star per component -> each block's labels (doc, label) in ``SINGLE``, sorted by
-    document as a large-star round writes them; returns the edges read, documents labelled and
-    components (centres) found. Holds at most ``capacity`` edges: the stars found so far and the
+    document as a large-star round writes them; returns the edges read, documents labelled,
+    components (centres) found and folds made. Holds at most ``capacity`` edges: the stars found so far and the
     parts read since, folded when the next part would not fit (repeated edges, one per key two
     documents share, go); None, with nothing written, when the stars and a part alone do not."""
     work.forget(SINGLE)  # what a task stopped part-way left
     star = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     batch: list[tuple[IntArray, IntArray]] = []
-    held = 0
+    held = folds = 0
     for part, n in sorted(edges.items()):
         if not n:
             continue
         if len(star[0]) + held + n > capacity:
             star, batch, held = _fold(star, batch), [], 0
+            folds += 1
             if len(star[0]) + n > capacity:
                 return None
         t = work.read_table(f"graph/part-{part:05d}.parquet")
@@ -137,7 +138,8 @@ def single_labels(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[s
     for s, e in pairwise(bounds):
         _write(work, labels_file(SINGLE, int(blocks[s])), {"doc": nodes[s:e], "label": labels[s:e]})
     centres = int(np.count_nonzero(labels == nodes))
-    totals = {"edges": sum(edges.values()), "documents": len(nodes), "centres": centres}
+    totals = {"edges": sum(edges.values()), "documents": len(nodes), "centres": centres,
+              "folds": folds}  # fmt: skip
     del nodes, labels, blocks
     trim()
     return totals
