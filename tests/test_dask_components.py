@@ -1,9 +1,11 @@
-"""Connected components in rounds of large-star and small-star on a real LocalCluster of
-processes: every linked document labelled with its component's smallest document, as union-find
-labels them, whatever the graph's shape; a run stopped between rounds resumes to the same labels."""
+"""Connected components on a real LocalCluster of processes, in one task or in rounds of
+large-star and small-star as the edges fit the budget: every linked document labelled with its
+component's smallest document, as union-find labels them, whatever the graph's shape, in the same
+files either way; a run stopped part-way resumes to the same labels."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,13 +17,25 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from neardup._types import IntArray  # noqa: E402
-from neardup.dask import connect  # noqa: E402
-from neardup.dask.components import connected_components, labels_file  # noqa: E402
+from neardup.cli import main  # noqa: E402
+from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output  # noqa: E402
+from neardup.dask import components as components_module  # noqa: E402
+from neardup.dask.components import (  # noqa: E402
+    BYTES_PER_EDGE,
+    MAX_ROUNDS,
+    SINGLE,
+    connected_components,
+    labels_file,
+)
 from neardup.dask.stages import smallest_linked  # noqa: E402
 from neardup.dask.workdir import WorkDir  # noqa: E402
+from neardup.params import DedupParams  # noqa: E402
+from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
 
 N_GRAPH = 3
 N_BLOCKS = 4
+ROUNDS = 0  # a budget no edge fits: components in rounds
+SINGLE_TASK = 1 << 40  # a budget every test graph fits: components in one task
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +54,7 @@ def keys(positions: IntArray) -> IntArray:
 def graph_folder(tmp: Path, u: IntArray, v: IntArray, seed: int = 0) -> WorkDir:
     """A work folder whose graph stage holds the edges (u, v) as (doc, root), root < doc, spread
     at random over its parts, some edges twice (the graph stage's parts repeat edges)."""
-    work = WorkDir(str(tmp / "work"))
+    work = WorkDir(str(tmp))
     rng = np.random.default_rng(seed)
     doc, root = np.maximum(u, v), np.minimum(u, v)
     again = rng.random(len(doc)) < 0.2
@@ -52,6 +66,17 @@ def graph_folder(tmp: Path, u: IntArray, v: IntArray, seed: int = 0) -> WorkDir:
             f"graph/part-{d:05d}.parquet", pa.table({"doc": doc[at], "root": root[at]})
         )
     return work
+
+
+def edges_in(work: WorkDir) -> dict[int, int]:
+    """The edges of each of the graph stage's parts, as its answers count them."""
+    parts = {d: f"graph/part-{d:05d}.parquet" for d in range(N_GRAPH)}
+    return {d: work.read_table(rel).num_rows for d, rel in parts.items() if work.exists(rel)}
+
+
+def components(work: WorkDir, budget: int, max_rounds: int = MAX_ROUNDS) -> str:
+    """The labels' folder of ``connected_components`` with the graph's edges and ``budget``."""
+    return connected_components(work, N_GRAPH, N_BLOCKS, edges_in(work), budget, max_rounds)
 
 
 def labels_of(work: WorkDir, folder: str) -> tuple[IntArray, IntArray]:
@@ -68,14 +93,26 @@ def labels_of(work: WorkDir, folder: str) -> tuple[IntArray, IntArray]:
 
 
 def check_components(tmp: Path, u: IntArray, v: IntArray) -> int:
-    """The cluster's labels equal union-find's; returns the number of rounds run."""
-    work = graph_folder(tmp, u, v)
-    folder = connected_components(work, N_GRAPH, N_BLOCKS)
-    docs, labels = labels_of(work, folder)
+    """The labels of the rounds and of the single task equal union-find's, in the same files
+    byte for byte; returns the number of rounds run."""
     want_docs, want_labels = smallest_linked(u, v)
-    np.testing.assert_array_equal(docs, want_docs)
-    np.testing.assert_array_equal(labels, want_labels)
-    return int(work.read_json("components/labels.json")["rounds"])
+    found = {}
+    for method, budget in (("rounds", ROUNDS), ("single", SINGLE_TASK)):
+        work = graph_folder(tmp / method, u, v)
+        folder = components(work, budget)
+        summary = work.read_json("components/labels.json")
+        assert summary["method"] == method
+        docs, labels = labels_of(work, folder)
+        np.testing.assert_array_equal(docs, want_docs)
+        np.testing.assert_array_equal(labels, want_labels)
+        found[method] = (work, folder, int(summary["rounds"]))
+    (rounds, in_rounds, n_rounds), (single, in_single, _) = found["rounds"], found["single"]
+    for b in range(N_BLOCKS):  # what finish reads is the same, whichever method wrote it
+        rel = labels_file(in_rounds, b)
+        assert rounds.exists(rel) == single.exists(labels_file(in_single, b))
+        if rounds.exists(rel):
+            assert rounds.read_bytes(rel) == single.read_bytes(labels_file(in_single, b))
+    return n_rounds
 
 
 def path(n: int) -> tuple[IntArray, IntArray]:
@@ -119,12 +156,53 @@ def test_a_random_graph_equals_union_find(client: object, tmp_path: Path) -> Non
     check_components(tmp_path, keys(a[linked]), keys(b[linked]))
 
 
-def test_no_edges_label_nothing(client: object, tmp_path: Path) -> None:
+def test_no_edges_label_nothing_in_one_task(client: object, tmp_path: Path) -> None:
     none = np.zeros(0, np.int64)
-    check_components(tmp_path / "empty-parts", none, none)
-    work = WorkDir(str(tmp_path / "no-parts"))
-    folder = connected_components(work, N_GRAPH, N_BLOCKS)
-    assert len(labels_of(work, folder)[0]) == 0
+    for work in (graph_folder(tmp_path / "empty-parts", none, none),
+                 WorkDir(str(tmp_path / "no-parts"))):  # fmt: skip
+        assert len(labels_of(work, components(work, ROUNDS))[0]) == 0  # no edge is over budget
+        assert work.read_json("components/labels.json")["method"] == "single"
+
+
+@pytest.mark.parametrize(
+    ("capacity", "method", "tried", "folds"),
+    [
+        (3 * 299, "single", True, 0),  # every edge at once
+        (2 * 299, "single", True, 1),  # two parts, folded into stars, then the third
+        (2 * 299 - 1, "rounds", True, None),  # the stars and one part do not fit: it gives up
+        (299 - 1, "rounds", False, None),  # one part does not fit: not tried
+    ],
+)
+def test_the_budget_chooses_one_task_or_rounds(
+    client: object, tmp_path: Path, capacity: int, method: str, tried: bool, folds: int | None
+) -> None:
+    u, v = path(300)  # 299 edges, each in all three parts as a key shared thrice puts it
+    work = WorkDir(str(tmp_path))
+    for d in range(N_GRAPH):
+        work.write_table(f"graph/part-{d:05d}.parquet", pa.table({"doc": v, "root": u}))
+    with distributed.get_task_stream(client) as stream:  # type: ignore[arg-type]
+        docs, labels = labels_of(work, components(work, capacity * BYTES_PER_EDGE))
+    summary = work.read_json("components/labels.json")
+    assert (summary["method"], summary["rounds"] == 0) == (method, method == "single")
+    assert summary.get("folds") == folds
+    assert any("neardup-components" in str(t["key"]) for t in stream.data) == tried
+    assert work.exists(SINGLE) == (method == "single")  # a task that gave up wrote nothing
+    want_docs, want_labels = smallest_linked(u, v)
+    np.testing.assert_array_equal(docs, want_docs)
+    np.testing.assert_array_equal(labels, want_labels)
+
+
+def test_a_single_task_stopped_part_way_is_done_again(client: object, tmp_path: Path) -> None:
+    u, v = path(100)
+    want = smallest_linked(u, v)
+    work = graph_folder(tmp_path, u, v)
+    stray = labels_file(SINGLE, N_BLOCKS + 2)  # a block with no linked document
+    work.write_bytes(stray, b"left by a task that stopped")
+    got = labels_of(work, components(work, SINGLE_TASK))
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert not work.exists(stray)
+    assert work.done("components")
 
 
 def test_a_run_stopped_after_a_round_resumes_to_the_same_labels(
@@ -134,10 +212,10 @@ def test_a_run_stopped_after_a_round_resumes_to_the_same_labels(
     want = smallest_linked(u, v)
     work = graph_folder(tmp_path, u, v)
     with pytest.raises(RuntimeError, match="did not converge in 2 rounds"):
-        connected_components(work, N_GRAPH, N_BLOCKS, max_rounds=2)
+        components(work, ROUNDS, max_rounds=2)
     assert work.done("components/round-0002") and not work.exists("components/round-0003")
     first = Path(work.path("components/round-0001/totals.json")).stat().st_mtime_ns
-    got = labels_of(work, connected_components(work, N_GRAPH, N_BLOCKS))
+    got = labels_of(work, components(work, ROUNDS))
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     assert Path(work.path("components/round-0001/totals.json")).stat().st_mtime_ns == first
@@ -148,7 +226,7 @@ def test_a_round_killed_part_way_is_finished_from_its_written_parts(
 ) -> None:
     u, v = path(100)
     work = graph_folder(tmp_path, u, v)
-    want = labels_of(work, connected_components(work, N_GRAPH, N_BLOCKS))
+    want = labels_of(work, components(work, ROUNDS))
     rounds = int(work.read_json("components/labels.json")["rounds"])
     for r in range(3, rounds + 1):
         work.forget(f"components/round-{r:04d}")
@@ -157,8 +235,32 @@ def test_a_round_killed_part_way_is_finished_from_its_written_parts(
         work.fs.rm(work.path(f"components/{rel}"))
     written = Path(work.path("components/round-0002/part-00000.json"))
     before = written.stat().st_mtime_ns
-    got = labels_of(work, connected_components(work, N_GRAPH, N_BLOCKS))
+    got = labels_of(work, components(work, ROUNDS))
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
     assert written.stat().st_mtime_ns == before  # the part written before the kill is kept
     assert work.exists("components/round-0002/part-00001.json")
+
+
+@pytest.mark.parametrize("method", ["single", "rounds"])
+def test_a_dedup_job_gives_the_local_outputs_with_either_method(
+    client: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    base = random_documents(200, seed=31, words=(6, 120))
+    texts = near_duplicate_corpus(base, 400, 0.5, seed=32).texts
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in
+                              enumerate(texts)))  # fmt: skip
+    names = ("kept", "clusters", "pairs")
+    local = [tmp_path / f"local.{name}.jsonl" for name in names]
+    args = ["dedup", str(corpus), "-o", str(local[0]), "--clusters", str(local[1])]
+    assert main([*args, "--pairs", str(local[2]), "-q"]) == 0
+    if method == "rounds":  # the client decides: no graph's edges fit any budget
+        monkeypatch.setattr(components_module, "BYTES_PER_EDGE", 1 << 60)
+    outputs = ClusterOutputs(*(str(tmp_path / name) for name in names))
+    work = WorkDir(str(tmp_path / "work"))
+    options = JobOptions(block_bytes=5000, work_dir=work.url)
+    dedup([str(corpus)], DedupParams(), outputs, options, client)
+    summary = work.read_json("components/labels.json")
+    assert summary["method"] == method and summary["documents"] > 0
+    assert [read_output(str(tmp_path / name)) for name in names] == [p.read_bytes() for p in local]

@@ -1,5 +1,14 @@
-"""Star edges -> each linked document's component label (its smallest document), in rounds of
-large-star and small-star (Kiveris et al., "Connected Components in MapReduce and Beyond", 2014).
+"""Star edges -> each linked document's component label (its smallest document): in one task
+when the graph fits a task's memory budget, else in rounds of large-star and small-star
+(Kiveris et al., "Connected Components in MapReduce and Beyond", 2014).
+
+The single task (``single_labels``) reads the graph stage's parts on one worker, folding them by
+union-find into one star per component whenever the edges it holds would pass the budget (the
+parts repeat an edge once per key two documents share); it writes the same files the rounds do,
+into ``components/single/``. It empties that folder first, and the client marks the stage once
+it returns, so it is whole or done again. When the stars and one part pass the budget it gives
+up, writing nothing, and the rounds run: they keep no task holding more than the edges at one
+block's documents.
 
 Edges are oriented (doc, root), root < doc. Each round regroups them by document through Dask's
 P2P shuffle (``bundles.regroup``), a destination per block of the document's key:
@@ -20,10 +29,13 @@ it was in; the client holds one line of counts per round.
 
 from __future__ import annotations
 
+import uuid
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
 
+from .._heap import trim
 from .._types import IntArray
 from .bundles import Pieces, concat_tables, regroup
 from .tables import key_block
@@ -32,6 +44,13 @@ from .workdir import WorkDir
 #: Alternating rounds finish in O(log^2 n) (Kiveris et al.), about 2 log2 n on a path, the slowest
 #: shape in practice (a path of 2^40 documents: about 80); reaching this means a fault.
 MAX_ROUNDS = 256
+#: The single task's working memory per edge it holds, at its peak: its int64 arrays (the edges,
+#: both ends joined, ``np.unique``'s sort and inverse, the union-find labels) peak at 114-127
+#: bytes an edge under tracemalloc, plus Arrow's buffers of the part being read (docs/DASK.md,
+#: "Memory per worker"). The task holds at most the budget over this many edges.
+BYTES_PER_EDGE = 160
+#: The single task's labels, a file per block, as a round's (``labels_file``).
+SINGLE = "components/single"
 
 
 def round_folder(r: int) -> str:
@@ -45,17 +64,32 @@ def labels_file(folder: str, block: int) -> str:
 
 
 def connected_components(
-    work: WorkDir, n_graph: int, n_blocks: int, max_rounds: int = MAX_ROUNDS
+    work: WorkDir,
+    n_graph: int,
+    n_blocks: int,
+    edges: dict[int, int],
+    budget: int,
+    max_rounds: int = MAX_ROUNDS,
 ) -> str:
-    """Every star edge of the graph stage -> the folder holding each block's labels; rounds
-    already kept in the work folder are not run again, so a call that stopped (killed, or past
-    ``max_rounds``) is resumed by the next."""
+    """Every star edge of the graph stage (``edges``: how many each destination's part holds)
+    -> the folder holding each block's labels: in one task when its edges fit ``budget`` bytes,
+    else in rounds; rounds already kept in the work folder are not run again, so a call that
+    stopped (killed, or past ``max_rounds``) is resumed by the next."""
     if work.done("components"):
         return str(work.read_json("components/labels.json")["labels"])
+    capacity = budget // BYTES_PER_EDGE
+    started = work.exists(round_folder(1))  # the single task did not fit before
+    if not started and max(edges.values(), default=0) <= capacity:
+        totals = _single(work, edges, capacity)
+        if totals is not None:
+            summary = {"labels": SINGLE, "method": "single", "rounds": 0, **totals}
+            work.write_json("components/labels.json", summary)
+            work.mark("components")
+            return SINGLE
     for r in range(1, max_rounds + 1):
         totals = _round(work, r, n_graph, n_blocks)
         if r % 2 == 1 and totals["unsettled"] == 0:
-            summary = {"labels": round_folder(r), "rounds": r, **totals}
+            summary = {"labels": round_folder(r), "method": "rounds", "rounds": r, **totals}
             work.write_json("components/labels.json", summary)
             work.mark("components")
             return round_folder(r)
@@ -63,6 +97,71 @@ def connected_components(
         f"connected components did not converge in {max_rounds} rounds of large-star and "
         f"small-star; the rounds are kept in {work.url}/components"
     )
+
+
+def _single(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[str, int] | None:
+    """``single_labels`` run as one task on a worker (the client never holds the edges)."""
+    import dask
+
+    task = dask.delayed(single_labels, pure=False)
+    key = f"neardup-components-{uuid.uuid4().hex}"
+    answer: dict[str, int] | None = task(work, edges, capacity, dask_key_name=key).compute()
+    return answer
+
+
+def single_labels(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[str, int] | None:
+    """The graph stage's parts (``edges``: part -> its edges), read in one task and folded into
+    one star per component -> each block's labels (doc, label) in ``SINGLE``, sorted by
+    document as a large-star round writes them; returns the edges read, documents labelled,
+    components (centres) found and folds made. Holds at most ``capacity`` edges: the stars found so far and the
+    parts read since, folded when the next part would not fit (repeated edges, one per key two
+    documents share, go); None, with nothing written, when the stars and a part alone do not."""
+    work.forget(SINGLE)  # what a task stopped part-way left
+    star = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    batch: list[tuple[IntArray, IntArray]] = []
+    held = folds = 0
+    for part, n in sorted(edges.items()):
+        if not n:
+            continue
+        if len(star[0]) + held + n > capacity:
+            star, batch, held = _fold(star, batch), [], 0
+            folds += 1
+            if len(star[0]) + n > capacity:
+                return None
+        t = work.read_table(f"graph/part-{part:05d}.parquet")
+        batch.append((t.column("doc").to_numpy(), t.column("root").to_numpy()))
+        held += n
+    nodes, labels = _linked([star, *batch])
+    del star, batch
+    blocks = key_block(nodes)
+    bounds = np.append(_groups(blocks)[0], len(nodes)).tolist()
+    for s, e in pairwise(bounds):
+        _write(work, labels_file(SINGLE, int(blocks[s])), {"doc": nodes[s:e], "label": labels[s:e]})
+    centres = int(np.count_nonzero(labels == nodes))
+    totals = {"edges": sum(edges.values()), "documents": len(nodes), "centres": centres,
+              "folds": folds}  # fmt: skip
+    del nodes, labels, blocks
+    trim()
+    return totals
+
+
+def _linked(edges: list[tuple[IntArray, IntArray]]) -> tuple[IntArray, IntArray]:
+    """Edges in pieces -> every linked document, ascending, and its component's smallest."""
+    from .stages import smallest_linked  # stages reads labels_file from this module
+
+    return smallest_linked(
+        np.concatenate([doc for doc, _ in edges]), np.concatenate([root for _, root in edges])
+    )
+
+
+def _fold(
+    star: tuple[IntArray, IntArray], batch: list[tuple[IntArray, IntArray]]
+) -> tuple[IntArray, IntArray]:
+    """The stars so far and a batch of edges -> the same components as stars: each linked
+    document but the smallest of its component, and that smallest."""
+    nodes, labels = _linked([star, *batch])
+    moved = nodes != labels
+    return nodes[moved], labels[moved]
 
 
 def _round(work: WorkDir, r: int, n_graph: int, n_blocks: int) -> dict[str, Any]:

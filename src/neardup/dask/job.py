@@ -8,8 +8,9 @@ stage                 partitioned by                   what it does
 scan                  input block                      read, parse, sign (``scan.scan_block``)
 graph                 lookup key / id hash (shuffle)   link documents sharing a key or content
                                                        hash; find duplicate ids
-components            document's block (shuffle, one   the links' connected components: large-
-                      per round)                       star and small-star rounds (``components``)
+components            one task, or document's block    the links' connected components: in one
+                      (shuffle, one per round)         task if they fit a task, else in
+                                                       large-star and small-star rounds
 finish                component (shuffle)              the engine's own ``finish`` on whole
                                                        components; clusters and pairs lines
 write                 input block (shuffle)            kept records, clusters and pairs parts
@@ -424,7 +425,7 @@ def _run(
 
     n_graph = n_dests
     clock.start("graph: linking documents that share a key")
-    _stage(
+    graph = _stage(
         layout, "graph",
         lambda: regroup(range(len(blocks)), graph_pieces, (layout, n_graph), n_graph,
                         graph_take, (layout,), "neardup-graph"),
@@ -436,7 +437,8 @@ def _run(
     offsets = _first_records(metas, dropped_arrays)
 
     clock.start("components")
-    labels = connected_components(work, n_graph, len(blocks))
+    edges = {d: int(answer["edges"]) for d, answer in graph.items()}
+    labels = connected_components(work, n_graph, len(blocks), edges, options.dest_bytes)
 
     n_finish = n_dests
     clock.start("finish: removal per component")
