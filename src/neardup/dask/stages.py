@@ -4,7 +4,8 @@
   key: documents sharing one are linked (the only documents that can meet in removal), and ids
   regrouped by their hash reveal duplicate ids (the later record is a bad one, as on one machine).
 - ``components`` (its own module): the links -> connected components (the union of shared keys
-  and exact copies), in rounds of large-star and small-star.
+  and exact copies): in one task when the edges fit its budget, else in rounds of large-star
+  and small-star.
 - ``finish``: the documents of whole components, regrouped by component, run through the
   engine's own ``Deduplicator.finish`` (the same removal, verification and pairs: components are
   independent), texts read again by span from the inputs; each document's outcome comes back as
