@@ -26,8 +26,8 @@ from neardup.dask.components import (  # noqa: E402
     SINGLE,
     connected_components,
     labels_file,
+    smallest_linked,
 )
-from neardup.dask.stages import smallest_linked  # noqa: E402
 from neardup.dask.workdir import WorkDir  # noqa: E402
 from neardup.params import DedupParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402

@@ -37,6 +37,7 @@ import numpy as np
 
 from .._heap import trim
 from .._types import IntArray
+from ..clusters import cluster_labels
 from .bundles import Pieces, concat_tables, regroup
 from .tables import key_block
 from .workdir import WorkDir
@@ -147,11 +148,19 @@ def single_labels(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[s
 
 def _linked(edges: list[tuple[IntArray, IntArray]]) -> tuple[IntArray, IntArray]:
     """Edges in pieces -> every linked document, ascending, and its component's smallest."""
-    from .stages import smallest_linked  # stages reads labels_file from this module
-
     return smallest_linked(
         np.concatenate([doc for doc, _ in edges]), np.concatenate([root for _, root in edges])
     )
+
+
+def smallest_linked(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
+    """Edges between documents (64-bit keys) -> every linked document, ascending, and the
+    smallest document of its connected component."""
+    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
+    if not len(nodes):
+        return nodes, nodes
+    labels = cluster_labels(len(nodes), inv[: len(u)], inv[len(u) :])
+    return nodes, nodes[labels]
 
 
 def _fold(
@@ -175,6 +184,7 @@ def _round(work: WorkDir, r: int, n_graph: int, n_blocks: int) -> dict[str, Any]
     answers = regroup(
         range(n_sources), star_pieces, (work, source, large), n_blocks, star_take,
         (work, folder, large), "neardup-large-star" if large else "neardup-small-star",
+        (work, folder),
     )  # fmt: skip
     totals = {"edges": 0, "changed": 0, "unsettled": 0, "documents": 0, "centres": 0}
     for answer in answers.values():

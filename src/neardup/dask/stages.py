@@ -26,7 +26,6 @@ import numpy.typing as npt
 from .._kernels.links import key_minimum
 from .._kernels.shingles import raw_hash_kernel
 from .._types import IntArray
-from ..clusters import cluster_labels
 from ..engine import Deduplicator, SignedBatch
 from ..io._writers import write_clusters, write_pairs
 from ..methods import make_method, postings
@@ -34,7 +33,7 @@ from ..methods.base import column_keys
 from ..params import DedupParams
 from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
-from .components import labels_file
+from .components import labels_file, smallest_linked
 from .inputs import Block, InputFile, filesystem, is_url
 from .scan import ReadSpec, copy_kept, texts_of
 from .tables import (
@@ -150,16 +149,6 @@ def id_records(docs: Docs, line_offset: int, n_dests: int) -> dict[int, Any]:
                 }
             )
     return out
-
-
-def smallest_linked(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
-    """Edges between documents (64-bit keys) -> every linked document, ascending, and the
-    smallest document of its connected component."""
-    nodes, inv = np.unique(np.concatenate([u, v]), return_inverse=True)
-    if not len(nodes):
-        return nodes, nodes
-    labels = cluster_labels(len(nodes), inv[: len(u)], inv[len(u) :])
-    return nodes, nodes[labels]
 
 
 def _split(dest: npt.NDArray[np.int64], n: int) -> list[IntArray]:
