@@ -18,9 +18,12 @@ import numpy as np
 from .._heap import trim
 from .._kernels.hashing import GOLDEN
 from .tables import from_ipc, ipc_bytes
+from .workdir import WorkDir
 
 #: A source's pieces: destination -> {kind: Arrow table}.
 Pieces = dict[int, dict[str, Any]]
+#: Where a regrouping's destinations keep their answers: (work folder, stage folder).
+Kept = tuple[WorkDir, str]
 
 
 def _frame(pieces: Pieces) -> Any:
@@ -43,8 +46,14 @@ def _frame(pieces: Pieces) -> Any:
     )
 
 
-def _source(item: Any, make: Callable[..., Pieces], args: tuple[Any, ...]) -> Any:
-    frame = _frame(make(item, *args))
+def _source(
+    item: Any, make: Callable[..., Pieces], args: tuple[Any, ...], kept: Kept | None
+) -> Any:
+    pieces = make(item, *args)
+    if kept is not None:  # a resumed stage: its finished destinations get nothing again
+        done = kept[0].finished(kept[1])
+        pieces = {d: tables for d, tables in pieces.items() if d not in done}
+    frame = _frame(pieces)
     trim()
     return frame
 
@@ -77,10 +86,15 @@ def regroup(
     take: Callable[..., dict[str, Any]],
     take_args: tuple[Any, ...],
     label: str,
+    kept: Kept | None = None,
 ) -> dict[int, dict[str, Any]]:
     """Run ``make(source, *make_args)`` on each source (a Pieces dict), regroup the pieces by
     destination with Dask's P2P shuffle, then ``take(dest, {kind: [tables]}, *take_args)`` once
-    per destination that received a piece; returns each destination's (JSON-able) answer."""
+    per destination that received a piece; returns each destination's (JSON-able) answer.
+
+    ``kept``: the work folder and stage folder where each ``take`` writes its answer last
+    (``part-NNNNN.json``): destinations that finished in an earlier, killed run are neither
+    sent pieces nor taken again, and their kept answers are returned."""
     import json
 
     import dask.dataframe as dd
@@ -94,17 +108,24 @@ def regroup(
             "blob": pd.array([], dtype=pd.ArrowDtype(pa.large_binary())),
         }
     )
-    frame = dd.from_map(_source, list(sources), args=(make, make_args), meta=meta, label=label)
+    done = kept[0].finished(kept[1]) if kept is not None else set()
+    frame = dd.from_map(
+        _source, list(sources), args=(make, make_args, kept if done else None), meta=meta,
+        label=label,
+    )  # fmt: skip
     parts = max(1, min(n_dests, 64))
     shuffled = frame.shuffle(on="dest", npartitions=parts, shuffle_method="p2p")
     done_meta = pd.DataFrame(
         {"dest": pd.array([], dtype="int64"), "value": pd.Series([], dtype=str)}
     )
     result = shuffled.map_partitions(_destinations, take, take_args, meta=done_meta).compute()
-    return {
+    answers = {
         int(d): json.loads(v)
         for d, v in zip(result["dest"].tolist(), result["value"].tolist(), strict=True)
     }
+    for d in sorted(done - answers.keys()):
+        answers[d] = kept[0].answer(kept[1], d)  # type: ignore[index]
+    return answers
 
 
 def concat_tables(tables: list[Any]) -> Any:

@@ -404,7 +404,7 @@ def _run_in(
     _stage(
         layout, "ids",
         lambda: regroup(range(len(blocks)), id_pieces, (layout, n_ids), n_ids, id_take,
-                        (layout,), "neardup-ids"),
+                        (layout,), "neardup-ids", (work, "ids")),
     )  # fmt: skip
     report = _problems(metas, layout, _dup_problems(layout, n_ids, "ids"), options.on_error)
     dropped = {b: v.tolist() for b, v in dropped_of(work, n_ids, "ids").items()}

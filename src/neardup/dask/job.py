@@ -248,11 +248,7 @@ def _stage(layout: Placed, name: str, run: Any) -> dict[int, dict[str, Any]]:
     """A shuffle stage's answers: computed (then marked done) or read back from the folder."""
     work = layout.work
     if work.done(name):
-        answers = {}
-        for path in sorted(work.fs.glob(work.path(f"{name}/part-*.json"))):
-            index = int(path.rsplit("part-", 1)[1].split(".")[0])
-            answers[index] = dict(work.read_json(f"{name}/part-{index:05d}.json"))
-        return answers
+        return {index: work.answer(name, index) for index in sorted(work.finished(name))}
     answers = run()
     work.mark(name)
     return answers
@@ -397,7 +393,7 @@ def _write(
     return _stage(
         layout, "write",
         lambda: regroup(items, write_pieces, (layout,), n_blocks, write_take,
-                        (layout, outs, dropped), "neardup-write"),
+                        (layout, outs, dropped), "neardup-write", (work, "write")),
     )  # fmt: skip
 
 
@@ -428,7 +424,7 @@ def _run(
     graph = _stage(
         layout, "graph",
         lambda: regroup(range(len(blocks)), graph_pieces, (layout, n_graph), n_graph,
-                        graph_take, (layout,), "neardup-graph"),
+                        graph_take, (layout,), "neardup-graph", (work, "graph")),
     )  # fmt: skip
     dups = _dup_problems(layout, n_graph)
     report = _problems(metas, layout, dups, options.on_error)
@@ -445,7 +441,8 @@ def _run(
     finished = _stage(
         layout, "finish",
         lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped, labels),
-                        n_finish, finish_take, (layout, offsets, dropped), "neardup-finish"),
+                        n_finish, finish_take, (layout, offsets, dropped), "neardup-finish",
+                        (work, "finish")),
     )  # fmt: skip
 
     clock.start("write: kept records, clusters and pairs")

@@ -53,6 +53,16 @@ class WorkDir:
     def exists(self, rel: str) -> bool:
         return bool(self.fs.exists(self.path(rel)))
 
+    def finished(self, folder: str) -> set[int]:
+        """The partitions of a stage's ``folder`` that finished: those whose answer
+        (``part-NNNNN.json``, written last) exists."""
+        paths = self.fs.glob(self.path(f"{folder}/part-*.json"))
+        return {int(str(p).rsplit("part-", 1)[1].split(".")[0]) for p in paths}
+
+    def answer(self, folder: str, part: int) -> dict[str, Any]:
+        """What finished partition ``part`` of ``folder`` answered."""
+        return dict(self.read_json(f"{folder}/part-{part:05d}.json"))
+
     def write_bytes(self, rel: str, data: bytes) -> None:
         """``data`` as file ``rel``: whole or absent, never partial."""
         write_whole(self.fs, self.path(rel), data, is_url(self.url))

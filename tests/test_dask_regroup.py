@@ -1,0 +1,66 @@
+"""Regrouping through Dask's P2P shuffle (``bundles.regroup``) on a real LocalCluster: each
+destination's take sees every source's pieces for it, and a regrouping run again after a kill
+sends nothing to, and takes nothing again at, the destinations that had finished."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from neardup.dask import connect  # noqa: E402
+from neardup.dask.bundles import Pieces, concat_tables, regroup  # noqa: E402
+from neardup.dask.workdir import WorkDir  # noqa: E402
+
+N_DESTS = 5
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[object]:
+    with connect("local:2") as c:
+        yield c
+
+
+def numbers(source: int) -> Pieces:
+    """Source s holds 10s..10s+9; each number goes to destination number % N_DESTS."""
+    values = np.arange(10 * source, 10 * source + 10, dtype=np.int64)
+    return {d: {"n": pa.table({"n": values[values % N_DESTS == d]})} for d in range(N_DESTS)}
+
+
+def total(dest: int, tables: dict[str, list[Any]], work: WorkDir) -> dict[str, Any]:
+    """A destination's sum and count, its answer written last; and a note that it ran."""
+    values = concat_tables(tables["n"]).column("n").to_numpy()
+    work.write_json(f"ran/{dest}-{len(values)}.json", True)
+    answer = {"sum": int(values.sum()), "count": len(values)}
+    work.write_json(f"stage/part-{dest:05d}.json", answer)
+    return answer
+
+
+def test_every_destination_takes_all_its_pieces(client: object, tmp_path: Path) -> None:
+    work = WorkDir(str(tmp_path))
+    got = regroup(range(4), numbers, (), N_DESTS, total, (work,), "t", (work, "stage"))
+    assert got == {
+        d: {"sum": sum(n for n in range(40) if n % N_DESTS == d), "count": 8}
+        for d in range(N_DESTS)
+    }
+
+
+def test_a_resumed_regrouping_skips_the_destinations_that_finished(
+    client: object, tmp_path: Path
+) -> None:
+    work = WorkDir(str(tmp_path))
+    first = regroup(range(4), numbers, (), N_DESTS, total, (work,), "t", (work, "stage"))
+    # as if killed while taking: destinations 1 and 3 had not written their answers
+    for d in (1, 3):
+        (tmp_path / "stage" / f"part-{d:05d}.json").unlink()
+    for ran in (tmp_path / "ran").iterdir():
+        ran.unlink()
+    again = regroup(range(4), numbers, (), N_DESTS, total, (work,), "t", (work, "stage"))
+    assert again == first
+    assert sorted(p.name for p in (tmp_path / "ran").iterdir()) == ["1-8.json", "3-8.json"]
