@@ -26,6 +26,7 @@ from neardup.dask.components import (  # noqa: E402
     SINGLE,
     connected_components,
     labels_file,
+    single_labels,
     smallest_linked,
 )
 from neardup.dask.workdir import WorkDir  # noqa: E402
@@ -190,6 +191,22 @@ def test_the_budget_chooses_one_task_or_rounds(
     want_docs, want_labels = smallest_linked(u, v)
     np.testing.assert_array_equal(docs, want_docs)
     np.testing.assert_array_equal(labels, want_labels)
+
+
+def test_a_single_task_gives_up_once_its_stars_fill_half_its_budget(tmp_path: Path) -> None:
+    u, v = path(301)  # 300 edges
+    work = WorkDir(str(tmp_path))
+    parts = [(0, 200), (0, 200), (200, 300), (0, 50)]  # edges [lo, hi) of the path in each part
+    for d, (lo, hi) in enumerate(parts):
+        work.write_table(
+            f"graph/part-{d:05d}.parquet", pa.table({"doc": v[lo:hi], "root": u[lo:hi]})
+        )
+    edges = {d: hi - lo for d, (lo, hi) in enumerate(parts)}
+    # 500 held, then the fourth part makes a fold: 300 star edges, more than half of 500
+    assert single_labels(work, edges, 500) is None
+    assert not work.exists(SINGLE)
+    done = single_labels(work, edges, 550)  # all 550 at once (a budget half-filled by stars
+    assert done is not None and done["documents"] == 301  # still folds: the parametrized test)
 
 
 def test_a_single_task_stopped_part_way_is_done_again(client: object, tmp_path: Path) -> None:
