@@ -13,7 +13,13 @@ distributed = pytest.importorskip("distributed")
 
 from neardup.cli import main  # noqa: E402
 from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output  # noqa: E402
-from neardup.dask.job import MIN_DESTS, MIN_TASK_BYTES, WORKER_SHARE, fit_to_workers  # noqa: E402
+from neardup.dask.job import (  # noqa: E402
+    MIN_DESTS,
+    MIN_TASK_BYTES,
+    WORKER_SHARE,
+    components_budget,
+    fit_to_workers,
+)
 from neardup.dask.stages import ENGINE_SHARE, engine_memory  # noqa: E402
 from neardup.params import DedupParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
@@ -37,6 +43,15 @@ def test_blocks_and_destinations_shrink_to_the_smallest_worker_s_limit() -> None
     assert fit_to_workers(options, _Cluster(64 << 30)) == options  # roomy workers: as they were
     assert fit_to_workers(options, _Cluster(0, 0)) == options  # no limit set
     assert fit_to_workers(options, _Cluster(64 << 20)).block_bytes == MIN_TASK_BYTES
+
+
+def test_components_may_hold_the_finish_engine_s_share_of_the_smallest_worker() -> None:
+    options = JobOptions()
+    budget = components_budget(options, _Cluster(8 << 30, 1 << 30))
+    assert budget == int((1 << 30) * ENGINE_SHARE) > options.dest_bytes
+    assert components_budget(options, _Cluster(0, 0)) == options.dest_bytes  # no limit set
+    small = fit_to_workers(options, _Cluster(256 << 20))
+    assert components_budget(small, _Cluster(256 << 20)) == int((256 << 20) * ENGINE_SHARE)
 
 
 def _spill_everything() -> None:

@@ -62,6 +62,7 @@ from .folders import (
 from .inputs import BLOCK_BYTES, Block, InputFile, list_inputs, plan_blocks
 from .scan import ReadSpec, scan_block
 from .stages import (
+    ENGINE_SHARE,
     Layout,
     Outputs,
     dropped_of,
@@ -292,11 +293,26 @@ def sizes_started_with(work: WorkDir, options: JobOptions) -> JobOptions:
     )
 
 
+def worker_limits(client: Any) -> list[int]:
+    """The memory limits of the cluster's workers that have one (bytes)."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    return [int(w["memory_limit"]) for w in workers if w.get("memory_limit")]
+
+
+def components_budget(options: JobOptions, client: Any) -> int:
+    """Bytes the single components task may hold: the finish engine's share of the smallest
+    worker's memory limit (a finish task holds a whole component too), at least a shuffle
+    destination's ``dest_bytes``; only ``dest_bytes`` when no worker has a limit."""
+    limits = worker_limits(client)
+    return (
+        max(options.dest_bytes, int(min(limits) * ENGINE_SHARE)) if limits else options.dest_bytes
+    )
+
+
 def fit_to_workers(options: JobOptions, client: Any) -> JobOptions:
     """``options`` with blocks and shuffle destinations no larger than ``WORKER_SHARE`` of the
     smallest memory limit among the cluster's workers; unchanged when no worker has one."""
-    workers = client.scheduler_info().get("workers", {}).values()
-    limits = [int(w["memory_limit"]) for w in workers if w.get("memory_limit")]
+    limits = worker_limits(client)
     if not limits:
         return options
     size = max(MIN_TASK_BYTES, int(min(limits) * WORKER_SHARE))
@@ -434,7 +450,8 @@ def _run(
 
     clock.start("components")
     edges = {d: int(answer["edges"]) for d, answer in graph.items()}
-    labels = connected_components(work, n_graph, len(blocks), edges, options.dest_bytes)
+    budget = components_budget(options, client)
+    labels = connected_components(work, n_graph, len(blocks), edges, budget)
 
     n_finish = n_dests
     clock.start("finish: removal per component")
