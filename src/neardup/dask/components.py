@@ -129,7 +129,7 @@ def single_labels(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[s
             star, batch, held = _fold(star, batch), [], 0
             folds += 1
             # stars over half the budget leave each later fold less than half a budget of new
-            # edges: folds would multiply (30 s at 4M documents, against 8 s of rounds)
+            # edges: the folds would multiply
             if len(star[0]) + n > capacity or 2 * len(star[0]) > capacity:
                 return None
         t = work.read_table(f"graph/part-{part:05d}.parquet")
