@@ -114,10 +114,10 @@ def single_labels(work: WorkDir, edges: dict[int, int], capacity: int) -> dict[s
     """The graph stage's parts (``edges``: part -> its edges), read in one task and folded into
     one star per component -> each block's labels (doc, label) in ``SINGLE``, sorted by
     document as a large-star round writes them; returns the edges read, documents labelled,
-    components (centres) found and folds made. Holds at most ``capacity`` edges: the stars found so far and the
-    parts read since, folded when the next part would not fit (repeated edges, one per key two
-    documents share, go); None, with nothing written, when the stars and a part alone do not
-    fit, or the stars fill more than half of it."""
+    components (centres) found and folds made. Holds at most ``capacity`` edges: the stars
+    found so far and the parts read since, folded when the next part would not fit (repeated
+    edges, one per key two documents share, go); None, with nothing written, when the stars
+    and a part alone do not fit, or the stars fill more than half of it."""
     work.forget(SINGLE)  # what a task stopped part-way left
     star = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     batch: list[tuple[IntArray, IntArray]] = []
@@ -166,14 +166,20 @@ def smallest_linked(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
     return nodes, nodes[labels]
 
 
+def stars(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
+    """Edges between documents -> the same components as stars: each linked document but the
+    smallest of its component, and that smallest."""
+    nodes, labels = smallest_linked(u, v)
+    moved = nodes != labels
+    return nodes[moved], labels[moved]
+
+
 def _fold(
     star: tuple[IntArray, IntArray], batch: list[tuple[IntArray, IntArray]]
 ) -> tuple[IntArray, IntArray]:
-    """The stars so far and a batch of edges -> the same components as stars: each linked
-    document but the smallest of its component, and that smallest."""
-    nodes, labels = _linked([star, *batch])
-    moved = nodes != labels
-    return nodes[moved], labels[moved]
+    """The stars so far and a batch of edges -> ``stars`` of them all."""
+    pieces = [star, *batch]
+    return stars(np.concatenate([u for u, _ in pieces]), np.concatenate([v for _, v in pieces]))
 
 
 def _round(work: WorkDir, r: int, n_graph: int, n_blocks: int) -> dict[str, Any]:

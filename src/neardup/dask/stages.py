@@ -33,7 +33,7 @@ from ..methods.base import column_keys
 from ..params import DedupParams
 from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
-from .components import labels_file, smallest_linked
+from .components import labels_file, stars
 from .inputs import Block, InputFile, filesystem, is_url
 from .scan import ReadSpec, copy_kept, texts_of
 from .tables import (
@@ -174,9 +174,7 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
         smallest = key_minimum(fold, doc)  # each row links to its key's smallest holder
         shared = doc != smallest
         a, b = smallest[shared], doc[shared]
-        nodes, root = smallest_linked(a, b)  # stars: each document to its component's smallest
-        moved = root != nodes
-        edges_u, edges_v = nodes[moved], root[moved]
+        edges_u, edges_v = stars(a, b)  # each document to its component's smallest
     dups = duplicates(tables.get("ids", []))
     work.write_table(rel + ".parquet", _table({"doc": edges_u, "root": edges_v}))
     work.write_table(f"graph/dups-{dest:05d}.parquet", dups)
