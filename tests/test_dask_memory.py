@@ -21,6 +21,7 @@ from neardup.dask.job import (  # noqa: E402
     fit_to_workers,
 )
 from neardup.dask.stages import ENGINE_SHARE, engine_memory  # noqa: E402
+from neardup.dask.worker_heap import HEAP_SHARE  # noqa: E402
 from neardup.params import DedupParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
 
@@ -133,3 +134,21 @@ def test_decontaminate_fits_its_blocks_to_the_workers_limit(tmp_path: Path) -> N
         == max(MIN_TASK_BYTES, int(limit * WORKER_SHARE))
     )
     assert read_output(str(tmp_path / "clean")) == (tmp_path / "local.jsonl").read_bytes()
+
+
+def _heap_allowance() -> int:
+    from neardup import _heap
+
+    return _heap._allowance
+
+
+def test_workers_keep_free_heap_pages_below_half_their_limit(tmp_path: Path) -> None:
+    corpus = tmp_path / "in.jsonl"
+    texts = random_documents(20, seed=3, words=(6, 40))
+    corpus.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    with connect("local:1", memory_limit=1 << 30) as client:
+        assert client.run(_heap_allowance) == {w: 0 for w in client.scheduler_info()["workers"]}
+        dedup([str(corpus)], DedupParams(), ClusterOutputs(str(tmp_path / "kept")),
+              JobOptions(), client)  # fmt: skip
+        allowances = set(client.run(_heap_allowance).values())
+    assert allowances == {int((1 << 30) * HEAP_SHARE)}

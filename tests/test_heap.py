@@ -62,3 +62,30 @@ def test_trim_returns_freed_blocks_that_malloc_kept() -> None:
     assert out[3] == "True"
     assert held - kept < 50  # freeing alone kept the blocks resident ...
     assert kept - after > 200  # ... and trimming gave back most of them
+
+
+class _FakeTrim:
+    """malloc_trim's stand-in: counts the calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, pad: int) -> int:
+        self.calls += 1
+        return 1
+
+
+@pytest.mark.skipif(_heap.resident_bytes() is None, reason="needs /proc/self/statm")
+def test_trim_keeps_free_pages_while_the_process_is_within_its_allowance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = _FakeTrim()
+    monkeypatch.setattr(_heap, "_malloc_trim", lambda: fake)
+    monkeypatch.setattr(_heap, "_allowance", 0)
+    held = _heap.resident_bytes()
+    assert held is not None and held > 0
+    assert _heap.trim() and fake.calls == 1  # no allowance: always handed back
+    _heap.allow_resident(held * 4)
+    assert not _heap.trim() and fake.calls == 1  # well within it: kept
+    _heap.allow_resident(held // 4)
+    assert _heap.trim() and fake.calls == 2  # past it: handed back

@@ -5,6 +5,10 @@ from their own mapping: glibc raises its mmap threshold after the first such arr
 When ``finish`` drops gigabytes of them, malloc keeps the pages as free heap, still resident,
 and the next stage's peak stacks on top. ``trim`` asks glibc to give them back
 (``malloc_trim``); elsewhere it does nothing.
+
+Pages handed back cost a page fault each (and zeroing) when the next task allocates again: a
+process that may hold more, a Dask worker well under its memory limit, sets an allowance
+(``allow_resident``) below which ``trim`` keeps them.
 """
 
 from __future__ import annotations
@@ -12,7 +16,11 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 from collections.abc import Callable
+
+#: Resident bytes up to which ``trim`` keeps free pages (0: it always hands them back).
+_allowance = 0
 
 
 @functools.cache
@@ -28,7 +36,29 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return fn
 
 
+def allow_resident(nbytes: int) -> None:
+    """Let ``trim`` keep free heap pages while the process holds at most ``nbytes``."""
+    global _allowance
+    _allowance = max(0, int(nbytes))
+
+
+def resident_bytes() -> int | None:
+    """This process's resident memory (bytes), or None where /proc does not tell."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def trim() -> bool:
-    """Return free heap pages to the operating system; True when glibc released any."""
+    """Return free heap pages to the operating system (unless the process holds no more than
+    its ``allow_resident`` allowance); True when glibc released any."""
     fn = _malloc_trim()
-    return bool(fn(0)) if fn is not None else False
+    if fn is None:
+        return False
+    if _allowance:
+        held = resident_bytes()
+        if held is not None and held <= _allowance:
+            return False
+    return bool(fn(0))

@@ -64,6 +64,7 @@ from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block, text
 from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put_part
 from .tables import Docs
 from .workdir import WorkDir
+from .worker_heap import keep_heap_on_workers
 
 #: Input bytes per destination of the ids shuffle, in destination sizes (``dest_bytes``): ids
 #: are a small part of a record.
@@ -362,6 +363,7 @@ def run_decontaminate(
     say = info or (lambda message: None)
     storage = dict(options.storage_options)
     options = fit_to_workers(options, client)
+    keep_heap_on_workers(client)
     with (
         work_folder(options, info) as work,
         performance_report(client, options.performance_report, storage),

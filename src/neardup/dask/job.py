@@ -74,6 +74,7 @@ from .stages import (
     write_take,
 )
 from .workdir import RUN_FILE, WorkDir
+from .worker_heap import keep_heap_on_workers
 
 
 class Placed(Protocol):
@@ -271,6 +272,7 @@ def run_job(
     files = list_inputs(inputs, storage)
     _check_outputs(outputs, files, options, storage)
     options = fit_to_workers(options, client)
+    keep_heap_on_workers(client)
     with (
         work_folder(options, info) as work,
         performance_report(client, options.performance_report, storage),
