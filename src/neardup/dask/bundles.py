@@ -17,7 +17,7 @@ import numpy as np
 
 from .._heap import trim
 from .._kernels.hashing import GOLDEN
-from .tables import from_ipc, ipc_bytes
+from .tables import from_ipc, write_ipc
 from .workdir import WorkDir
 
 #: A source's pieces: destination -> {kind: Arrow table}.
@@ -27,21 +27,28 @@ Kept = tuple[WorkDir, str]
 
 
 def _frame(pieces: Pieces) -> Any:
+    """One row per (destination, kind): its table as an Arrow IPC stream, every stream written
+    once into one buffer that the rows' blobs are slices of."""
     import pandas as pd
     import pyarrow as pa
 
-    dests, kinds, blobs = [], [], []
+    dests, kinds, offsets = [], [], [0]
+    sink = pa.BufferOutputStream()
     for dest in sorted(pieces):
         for kind in sorted(pieces[dest]):
             dests.append(dest)
             kinds.append(kind)
-            blobs.append(ipc_bytes(pieces[dest][kind]))
+            write_ipc(sink, pieces[dest][kind])
+            offsets.append(sink.tell())
+    blobs = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), len(dests),
+        [None, pa.py_buffer(np.asarray(offsets, dtype=np.int64)), sink.getvalue()],
+    )  # fmt: skip
     return pd.DataFrame(
         {
             "dest": pd.array(dests, dtype="int64"),
             "kind": pd.array(kinds, dtype=pd.ArrowDtype(pa.string())),
-            # through pyarrow: pandas' own conversion of a list of bytes costs 9x
-            "blob": pd.arrays.ArrowExtensionArray(pa.array(blobs, type=pa.large_binary())),
+            "blob": pd.arrays.ArrowExtensionArray(blobs),
         }
     )
 
@@ -59,21 +66,25 @@ def _source(
 
 
 def _destinations(frame: Any, take: Callable[..., dict[str, Any]], args: tuple[Any, ...]) -> Any:
-    import pandas as pd
-
-    out_dest: list[int] = []
-    out_value: list[str] = []
     import json
 
-    dests = frame["dest"].to_numpy(dtype=np.int64) if len(frame) else np.zeros(0, np.int64)
-    for dest in sorted(set(dests.tolist())):
-        rows = frame[dests == dest]
-        tables: dict[str, list[Any]] = {}
-        for kind, blob in zip(rows["kind"].tolist(), rows["blob"].tolist(), strict=True):
-            tables.setdefault(kind, []).append(from_ipc(blob))
+    import pandas as pd
+
+    tables_of: dict[int, dict[str, list[Any]]] = {}
+    if len(frame):
+        # The blobs' own Arrow buffers, read in place (a pandas row selection copies them).
+        blobs = [blob for chunk in frame["blob"].array.__arrow_array__().chunks for blob in chunk]
+        dests = frame["dest"].to_numpy(dtype=np.int64).tolist()
+        for dest, kind, blob in zip(dests, frame["kind"].tolist(), blobs, strict=True):
+            tables_of.setdefault(dest, {}).setdefault(kind, []).append(from_ipc(blob.as_buffer()))
+    del frame
+    out_dest: list[int] = []
+    out_value: list[str] = []
+    for dest in sorted(tables_of):
+        tables = tables_of.pop(dest)
         out_dest.append(dest)
         out_value.append(json.dumps(take(dest, tables, *args)))
-        del rows, tables
+        del tables
         trim()  # the take's arrays are gone: hand their heap pages back
     return pd.DataFrame({"dest": pd.array(out_dest, dtype="int64"), "value": out_value})
 

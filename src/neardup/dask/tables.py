@@ -9,7 +9,6 @@ as bytes. Tables are what the work folder stores (Parquet) and what shuffles mov
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -234,17 +233,17 @@ def binary_column(rows: Rows | Utf8Texts) -> Any:
     )  # fmt: skip
 
 
-def ipc_bytes(table: Any) -> bytes:
-    """An Arrow table as IPC stream bytes (what a shuffle bundle carries)."""
+def write_ipc(sink: Any, table: Any) -> None:
+    """An Arrow table as an IPC stream onto ``sink`` (what a shuffle bundle carries)."""
     import pyarrow as pa
 
-    sink = io.BytesIO()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue()
 
 
-def from_ipc(data: bytes) -> Any:
+def from_ipc(data: Any) -> Any:
+    """The table of an IPC stream (bytes or an Arrow buffer, read in place)."""
     import pyarrow as pa
 
-    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+    buffer = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+    return pa.ipc.open_stream(buffer).read_all()
