@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import BinaryIO, cast
@@ -377,40 +377,112 @@ def _gather(
     firsts: npt.NDArray[np.uint8],
 ) -> Iterator[npt.NDArray[np.uint8]]:
     """The bytes of the file's ranges [starts[i], ends[i]) (sorted, disjoint), in file order,
-    one array per chunk read (valid until the next is asked for: its buffer is reused). Seeks
-    to the first range and over gaps longer than SKIP_BYTES, and never reads past a run's last
-    range (a damaged tail read in pass 1 stays unread). The lines starting at ``lines`` must still start with the bytes ``firsts`` seen in
-    pass 1; raises when they do not or the file ends early (it changed after pass 1)."""
-    gather_ranges = _kernels()[2].gather_ranges
+    one array per buffer read (valid until the next is asked for: its buffer is reused). Seeks
+    over gaps longer than SKIP_BYTES, and never reads past a run's last range (a damaged tail
+    read in pass 1 stays unread). The lines starting at ``lines`` (inside the ranges) must still
+    start with the bytes ``firsts`` seen in pass 1; raises when they do not or the file ends
+    early (it changed after pass 1).
+
+    Runs (ranges apart by at most SKIP_BYTES) are read back to back into one buffer of at most
+    CHUNK bytes, a run longer than what is left of it going on in the next; a full buffer is
+    checked and gathered at once, so a run costs Python only a seek and a read."""
     if not len(starts):
         return
     # Runs of ranges separated by gaps of at most SKIP_BYTES: a read never passes its run's end.
-    last = np.r_[np.flatnonzero(starts[1:] - ends[:-1] > SKIP_BYTES), len(ends) - 1]
-    run_end = np.repeat(ends[last], np.diff(np.r_[-1, last]))  # each range's run's end
-    size = min(CHUNK, int((ends[last] - starts[np.r_[0, last[:-1] + 1]]).max()))  # longest run
-    data = np.empty(size, dtype=np.uint8)
-    out = np.empty(size, dtype=np.uint8)
+    first = np.r_[0, np.flatnonzero(starts[1:] - ends[:-1] > SKIP_BYTES) + 1]
+    run_s = starts[first]
+    run_e = ends[np.r_[first[1:] - 1, len(ends) - 1]]
+    buffer = _Buffer(entry, starts, ends, lines, firsts, min(CHUNK, int((run_e - run_s).sum())))
+    view = buffer.data.data
+    size = len(view)
     with open_jsonl(entry) as handle:
-        pos = -1  # file offset of the next read
-        i = 0  # the first range not yet wholly copied
-        while i < len(starts):
-            if pos < int(starts[i]) and (pos < 0 or int(starts[i]) - pos > SKIP_BYTES):
-                pos = int(starts[i])
-                handle.seek(pos)
-            want = min(size, int(run_end[i]) - pos)
-            n = cast(io.BufferedIOBase, handle).readinto(data.data[:want])
-            if not n:
-                raise_changed(entry)
-            end = pos + n
-            lo, hi = np.searchsorted(lines, [pos, end])
-            if not np.array_equal(data[lines[lo:hi] - pos], firsts[lo:hi]):
-                raise_changed(entry)
-            j = int(np.searchsorted(starts, end))  # ranges starting before the chunk's end
-            a = np.maximum(starts[i:j], pos) - pos
-            b = np.minimum(ends[i:j], end) - pos
-            yield out[: gather_ranges(data, a, b, out)]
-            i = j if j and ends[j - 1] <= end else max(j - 1, i)
-            pos = end
+        readinto = cast(io.BufferedIOBase, handle).readinto
+        at = -1  # the handle's position; -1: not known yet
+        for a, b in zip(run_s.tolist(), run_e.tolist(), strict=True):
+            if a != at:
+                handle.seek(a)
+            while a < b:
+                fill = buffer.fill
+                m = min(b - a, size - fill)
+                n = readinto(view[fill : fill + m])
+                if n != m:
+                    _read_rest(readinto, view[fill + (n or 0) : fill + m], entry)
+                buffer.add(a, m)
+                a += m
+                if buffer.fill == size:
+                    yield buffer.gathered()
+            at = b
+        if buffer.fill:
+            yield buffer.gathered()
+
+
+def _read_rest(readinto: Callable[[memoryview], int], view: memoryview, entry: Entry) -> None:
+    """Fill ``view`` after a short read; raises if the file ends first (it changed)."""
+    while len(view):
+        n = readinto(view)
+        if not n:
+            raise_changed(entry)
+        view = view[n:]
+
+
+class _Buffer:
+    """Pieces of runs read back to back into ``data`` (``fill`` bytes so far), then the ranges
+    and lines among them checked and gathered at once, translated to buffer offsets."""
+
+    def __init__(
+        self,
+        entry: Entry,
+        starts: IntArray,
+        ends: IntArray,
+        lines: IntArray,
+        firsts: npt.NDArray[np.uint8],
+        size: int,
+    ) -> None:
+        self.entry = entry
+        self.starts = starts
+        self.ends = ends
+        self.lines = lines
+        self.firsts = firsts
+        self.data = np.empty(size, dtype=np.uint8)
+        self.out = np.empty(size, dtype=np.uint8)
+        self.fill = 0
+        self.at: list[int] = []  # each piece's offset in the file
+        self.off: list[int] = []  # and in ``data``
+        self.next = 0  # the first range not yet wholly gathered
+
+    def add(self, at: int, n: int) -> None:
+        """The ``n`` bytes at file offset ``at`` were read into ``data[fill:]``."""
+        self.at.append(at)
+        self.off.append(self.fill)
+        self.fill += n
+
+    def gathered(self) -> Bytes:
+        """The bytes of the ranges (or their parts) in the pieces read, after checking the
+        lines starting there; the buffer is then empty again."""
+        at = np.array(self.at, dtype=np.int64)
+        off = np.array(self.off, dtype=np.int64)
+        shift = off - at  # file offset -> buffer offset, by piece
+        stop = at + np.diff(np.r_[off, self.fill])  # each piece's end in the file
+        lo, hi = int(at[0]), int(stop[-1])
+        a, b = np.searchsorted(self.lines, [lo, hi])
+        lines = self.lines[a:b]
+        piece = np.searchsorted(at, lines, "right") - 1
+        if not np.array_equal(self.data[lines + shift[piece]], self.firsts[a:b]):
+            raise_changed(self.entry)
+        i, j = self.next, int(np.searchsorted(self.starts, hi))  # ranges starting before hi
+        s, e = self.starts[i:j], self.ends[i:j]
+        piece = np.maximum(np.searchsorted(at, s, "right") - 1, 0)  # the first: maybe earlier
+        n = _kernels()[2].gather_ranges(
+            self.data,
+            np.maximum(s, at[piece]) + shift[piece],
+            np.minimum(e, stop[piece]) + shift[piece],
+            self.out,
+        )
+        self.next = j - 1 if j > i and int(e[-1]) > hi else j  # a range cut at hi goes on
+        self.fill = 0
+        self.at.clear()
+        self.off.clear()
+        return self.out[:n]
 
 
 def copy_kept_spans(entry: Entry, keep: npt.NDArray[np.bool_], out: object) -> None:

@@ -1,0 +1,165 @@
+"""Pass 2's reads by byte span (``_jsonl_blocks._gather``): the ranges' bytes are those of the
+file's slices whatever the buffer size, gaps and handle; reads stay inside runs and skip long
+gaps; a file changed after pass 1 is the same one-line error."""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.errors import InputError
+from neardup.io import _jsonl_blocks as blocks
+from neardup.io._report import Entry
+
+
+class _Reads(io.BytesIO):
+    """A file in memory that records each read as (offset, bytes) and reads at most ``most``
+    bytes a call (short reads, as a remote file may give)."""
+
+    def __init__(self, data: bytes, most: int) -> None:
+        super().__init__(data)
+        self.most = most
+        self.reads: list[tuple[int, int]] = []
+
+    def readinto(self, buffer: object) -> int:
+        at = self.tell()
+        n = super().readinto(memoryview(buffer)[: self.most])  # type: ignore[arg-type]
+        self.reads.append((at, n))
+        return n
+
+
+def _runs(pairs: list[tuple[int, int]], skip: int) -> list[tuple[int, int]]:
+    """The ranges merged across gaps of at most ``skip`` bytes: what may be read."""
+    runs = [pairs[0]]
+    for a, b in pairs[1:]:
+        if a - runs[-1][1] > skip:
+            runs.append((a, b))
+        else:
+            runs[-1] = (runs[-1][0], b)
+    return runs
+
+
+@st.composite
+def _files(draw: st.DrawFn) -> tuple[bytes, list[tuple[int, int]], list[int]]:
+    """Random bytes, sorted disjoint non-empty ranges in them (dense, sparse or mixed gaps,
+    adjacent ones included) and some offsets inside the ranges (the lines to check)."""
+    widest_gap = draw(st.sampled_from([0, 3, 40, 400]))
+    pairs: list[tuple[int, int]] = []
+    end = 0
+    for _ in range(draw(st.integers(1, 30))):
+        a = end + draw(st.integers(0, widest_gap))
+        end = a + draw(st.integers(1, draw(st.sampled_from([4, 60, 500]))))
+        pairs.append((a, end))
+    size = end + draw(st.integers(0, 50))
+    data = np.random.default_rng(draw(st.integers(0, 2**32))).integers(0, 256, size, np.uint8)
+    inside = [p for a, b in pairs for p in range(a, b)]
+    lines = sorted(set(draw(st.lists(st.sampled_from(inside), max_size=40))) | {pairs[0][0]})
+    return data.tobytes(), pairs, lines
+
+
+def _gathered(
+    entry: Entry, pairs: list[tuple[int, int]], lines: list[int], data: bytes
+) -> tuple[bytes, list[int]]:
+    """What ``_gather`` yields, joined, and the size of each piece (copied as it comes: a
+    piece is valid only until the next)."""
+    pieces = [
+        piece.tobytes()
+        for piece in blocks._gather(
+            entry,
+            np.array([a for a, _ in pairs], dtype=np.int64),
+            np.array([b for _, b in pairs], dtype=np.int64),
+            np.array(lines, dtype=np.int64),
+            np.frombuffer(data, dtype=np.uint8)[lines],
+        )
+    ]
+    return b"".join(pieces), [len(p) for p in pieces]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    case=_files(),
+    chunk=st.integers(1, 700),
+    skip=st.integers(0, 300),
+    most=st.sampled_from([1, 7, 1 << 20]),
+)
+def test_gathered_bytes_are_the_slices_read_only_inside_runs_whatever_the_buffer(
+    case: tuple[bytes, list[tuple[int, int]], list[int]], chunk: int, skip: int, most: int
+) -> None:
+    data, pairs, lines = case
+    handles: list[_Reads] = []
+
+    def opener() -> _Reads:
+        handles.append(_Reads(data, most))
+        return handles[-1]
+
+    entry = Entry("c.jsonl", None, opener=opener)  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blocks, "CHUNK", chunk)
+        mp.setattr(blocks, "SKIP_BYTES", skip)
+        joined, sizes = _gathered(entry, pairs, lines, data)
+    assert joined == b"".join(data[a:b] for a, b in pairs)
+    assert max(sizes) <= chunk  # memory bounded by the buffer, not by the wanted bytes
+    runs = _runs(pairs, skip)
+    reads = handles[0].reads
+    for at, n in reads:  # inside a run: never past its last range, never in a long gap
+        assert any(a <= at and at + n <= b for a, b in runs), (at, n, runs)
+    assert sum(n for _, n in reads) == sum(b - a for a, b in runs)  # each byte read once
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=_files(), chunk=st.integers(1, 700), skip=st.integers(0, 300))
+def test_gathered_bytes_of_a_gzip_file_are_its_decompressed_slices(
+    tmp_path_factory: pytest.TempPathFactory,
+    case: tuple[bytes, list[tuple[int, int]], list[int]],
+    chunk: int,
+    skip: int,
+) -> None:
+    data, pairs, lines = case
+    src = tmp_path_factory.mktemp("gz") / "c.jsonl.gz"
+    src.write_bytes(gzip.compress(data))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blocks, "CHUNK", chunk)
+        mp.setattr(blocks, "SKIP_BYTES", skip)
+        joined, _ = _gathered(Entry(src.name, src), pairs, lines, data)
+    assert joined == b"".join(data[a:b] for a, b in pairs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    case=_files(),
+    chunk=st.integers(1, 700),
+    skip=st.integers(0, 300),
+    change=st.sampled_from(["first byte", "shorter"]),
+    which=st.integers(0, 2**16),
+)
+def test_a_file_changed_after_pass_one_is_one_error_line(
+    tmp_path_factory: pytest.TempPathFactory,
+    case: tuple[bytes, list[tuple[int, int]], list[int]],
+    chunk: int,
+    skip: int,
+    change: str,
+    which: int,
+) -> None:
+    data, pairs, lines = case
+    changed = bytearray(data)
+    if change == "first byte":  # a line no longer starts with the byte pass 1 saw
+        line = lines[which % len(lines)]
+        changed[line] ^= 0xFF
+    else:  # the file ends inside a range
+        a, b = pairs[which % len(pairs)]
+        del changed[a + which % (b - a) :]
+    src: Path = tmp_path_factory.mktemp("changed") / "c.jsonl"
+    src.write_bytes(bytes(changed))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(blocks, "CHUNK", chunk)
+        mp.setattr(blocks, "SKIP_BYTES", skip)
+        with pytest.raises(InputError) as raised:
+            _gathered(Entry("c.jsonl", src), pairs, lines, data)
+    message = str(raised.value)
+    assert "changed between the two passes" in message and "\n" not in message
