@@ -210,8 +210,11 @@ def test_a_work_folder_resumes_and_refuses_another_run(
         and (tmp_path / "work" / "write" / "_SUCCESS").exists()
     )
     said.clear()
-    dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(work_dir=work), client, said.append)
+    with distributed.get_task_stream(client) as stream:  # type: ignore[arg-type]
+        dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(work_dir=work), client,
+              said.append)  # fmt: skip
     assert any("resuming" in s for s in said)
+    assert not [t for t in stream.data if "neardup-scan" in str(t["key"])]  # scan was done
     assert [concat(tmp_path / name) for name in FOLDERS] == want
     with pytest.raises(InputError, match=r"parameters changed.*--restart"):
         dedup(

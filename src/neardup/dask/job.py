@@ -216,9 +216,13 @@ def _dup_problems(
 
 
 def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
-    """The scan stage over every block (``dd.from_map``): the blocks' counts, in order."""
+    """The scan stage over every block (``dd.from_map``): the blocks' counts, in order; read
+    back by the client when a resumed run's scan had finished (no task to start)."""
     import dask.dataframe as dd
     import pandas as pd
+
+    if layout.work.done("scan"):
+        return layout.work.read_jsons([f"scan/part-{b.index:05d}.json" for b in layout.blocks])
 
     def one(block: Any) -> Any:
         meta = scan_block(

@@ -76,6 +76,13 @@ class WorkDir:
     def read_json(self, rel: str) -> Any:
         return json.loads(self.read_bytes(rel))
 
+    def read_jsons(self, rels: list[str]) -> list[Any]:
+        """Several JSON files of the folder, in order (fetched together where the filesystem
+        can: an object store's requests run concurrently)."""
+        paths = [self.path(rel) for rel in rels]
+        got = self.fs.cat(paths) if paths else {}
+        return [json.loads(got[p] if p in got else self.fs.cat_file(p)) for p in paths]
+
     def write_table(self, rel: str, table: Any) -> None:
         """An Arrow table as Parquet (uncompressed: signatures do not compress)."""
         import pyarrow as pa
