@@ -352,8 +352,8 @@ def _lines(write: Any, *args: Any, **kwargs: Any) -> list[bytes]:
 
 def _texts(layout: Layout, docs: Docs, wanted: IntArray) -> list[str]:
     """The texts of documents ``wanted`` (rows of ``docs``, ascending), read again by span."""
-    blocks = key_block(docs.key)
-    files = np.asarray([layout.blocks[int(b)].file for b in blocks], dtype=np.int64)
+    block_file = np.asarray([block.file for block in layout.blocks], dtype=np.int64)
+    files = block_file[key_block(docs.key)]
     out: dict[int, str] = {}
     for f in np.unique(files[wanted]).tolist():
         mine = np.flatnonzero(files == f)  # this file's documents here, in file order
