@@ -42,17 +42,23 @@ def split_links(
     ``destination`` in [0, n_dests), destination d holding ``[start[d], start[d + 1])`` in
     record order (as a stable sort by destination gives)."""
     content = as_u64(np.asarray([content_column], dtype=np.int64))[0]
-    dest = np.empty(len(key) + len(canonical), dtype=np.int64)
-    return _split_links(
+    n = len(key) + int(np.count_nonzero(canonical != EMPTY))
+    fold = np.empty(n, dtype=np.uint64)
+    doc = np.empty(n, dtype=doc_key.dtype)
+    start = np.zeros(max(n_dests, 1) + 1, dtype=np.int64)
+    _split_links(
         np.ascontiguousarray(row, dtype=np.int64),
         as_u64(col),
         as_u64(key),
         np.ascontiguousarray(doc_key),
         as_u64(canonical),
         content,
-        max(n_dests, 1),
-        dest,
+        np.empty(n, dtype=np.int64),
+        fold,
+        doc,
+        start,
     )
+    return fold, doc, start
 
 
 @njit(cache=True, nogil=True)
@@ -63,14 +69,17 @@ def _split_links(
     doc_key: np.ndarray,
     canonical: np.ndarray,
     content: np.uint64,
-    n: int,
     dest: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``split_links``; ``dest`` (a row per posting and per document) is scratch."""
+    fold: np.ndarray,
+    doc: np.ndarray,
+    start: np.ndarray,
+) -> None:
+    """``split_links`` into ``fold``, ``doc`` (a row per record) and ``start`` (zeros, a row
+    per destination and one); ``dest`` (a row per record) is scratch."""
     m = key.shape[0]
+    n = start.shape[0] - 1
     nu = np.uint64(n)
-    start = np.zeros(n + 1, dtype=np.int64)
-    c = 0  # content records so far
+    c = m  # records so far
     for i in range(m):  # count: each record's destination, kept for the scatter
         d = np.int64(destination(column_key(col[i], key[i]), nu))
         dest[i] = d
@@ -78,28 +87,25 @@ def _split_links(
     for j in range(canonical.shape[0]):
         if canonical[j] != EMPTY:
             d = np.int64(destination(column_key(content, canonical[j]), nu))
-            dest[m + c] = d
+            dest[c] = d
             start[d + 1] += 1
             c += 1
     for k in range(n):
         start[k + 1] += start[k]
     fill = start[:n].copy()
-    fold = np.empty(m + c, dtype=np.uint64)
-    doc = np.empty(m + c, dtype=doc_key.dtype)
     for i in range(m):  # scatter, in record order within each destination
         p = fill[dest[i]]
         fill[dest[i]] = p + 1
         fold[p] = column_key(col[i], key[i])
         doc[p] = doc_key[row[i]]
-    c = 0
+    c = m
     for j in range(canonical.shape[0]):
         if canonical[j] != EMPTY:
-            p = fill[dest[m + c]]
-            fill[dest[m + c]] = p + 1
+            p = fill[dest[c]]
+            fill[dest[c]] = p + 1
             fold[p] = column_key(content, canonical[j])
             doc[p] = doc_key[j]
             c += 1
-    return fold, doc, start
 
 
 def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) -> np.ndarray:
