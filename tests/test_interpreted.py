@@ -135,6 +135,8 @@ KERNEL_TESTS = [
     "tests/test_resemblance.py",
     "tests/test_clusters.py",
     "tests/test_links.py",
+    "tests/test_link_split.py",
+    "tests/test_keys.py",
     "tests/test_contain.py",
     "tests/test_paragraph_split.py",
 ]

@@ -41,3 +41,18 @@ def bucket_u64(h: np.uint64, t: int) -> np.uint64:
     """Map a 64-bit hash to [0, t) by its top 32 bits (multiply-shift, negligible bias); takes
     and gives uint64 scalars or arrays alike."""
     return ((h >> np.uint64(32)) * np.uint64(t)) >> np.uint64(32)
+
+
+@njit(cache=True, inline="always")
+def column_key(col: np.uint64, key: np.uint64) -> np.uint64:
+    """One 64-bit key per (column, key): equal keys in different columns never collide on
+    purpose (the column's odd multiple of the golden ratio, then fmix64)."""
+    return fmix64(key ^ ((col + np.uint64(1)) * GOLDEN))
+
+
+@njit(cache=True, inline="always")
+def destination(value: np.uint64, n: np.uint64) -> np.uint64:
+    """A destination in [0, n) for a 64-bit value, well mixed even when the values are
+    consecutive positions (n >= 1)."""
+    x = value * GOLDEN
+    return (x ^ (x >> np.uint64(29))) % n

@@ -1,4 +1,8 @@
-"""Numba kernel: rows of (key, document) -> each row's smallest document with the same key.
+"""Numba kernels of the graph stage: a block's link records split by destination, and rows of
+(key, document) -> each row's smallest document with the same key.
+
+A block's postings become link records (folded key, document) in one kernel of two passes
+(count, scatter) where a chain of NumPy passes over millions of rows took most of the stage.
 
 The cluster backend's graph stage links every document to the smallest holder of each lookup
 key it has (a star per key); an open-addressing table over the keys finds those minima, where
@@ -12,13 +16,96 @@ all meet in one partition.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from ._jit import njit
-from .hashing import bucket_u64, splitmix64
+from .hashing import EMPTY, bucket_u64, column_key, destination, splitmix64
+from .keys import as_u64
 
 #: Rows a partition holds on average: its table (at least 2 slots a row, a power of two, 16
 #: bytes a slot) is then 16,384 slots, 256 KiB, within a core's L2 cache.
 PART_ROWS = 6000
+
+
+def split_links(
+    row: np.ndarray,
+    col: np.ndarray,
+    key: np.ndarray,
+    doc_key: np.ndarray,
+    canonical: np.ndarray,
+    content_column: int,
+    n_dests: int,
+) -> tuple[npt.NDArray[np.uint64], np.ndarray, npt.NDArray[np.int64]]:
+    """(fold, doc, start): the link records of postings (row, col, key) then of each document's
+    content hash (``canonical``, EMPTY skipped) in column ``content_column``: ``fold`` is the
+    record's ``column_key``, ``doc`` its document's ``doc_key``; grouped by the fold's
+    ``destination`` in [0, n_dests), destination d holding ``[start[d], start[d + 1])`` in
+    record order (as a stable sort by destination gives)."""
+    content = as_u64(np.asarray([content_column], dtype=np.int64))[0]
+    n = len(key) + int(np.count_nonzero(canonical != EMPTY))
+    fold = np.empty(n, dtype=np.uint64)
+    doc = np.empty(n, dtype=doc_key.dtype)
+    start = np.zeros(max(n_dests, 1) + 1, dtype=np.int64)
+    _split_links(
+        np.ascontiguousarray(row, dtype=np.int64),
+        as_u64(col),
+        as_u64(key),
+        np.ascontiguousarray(doc_key),
+        as_u64(canonical),
+        content,
+        np.empty(n, dtype=np.int64),
+        fold,
+        doc,
+        start,
+    )
+    return fold, doc, start
+
+
+@njit(cache=True, nogil=True)
+def _split_links(
+    row: np.ndarray,
+    col: np.ndarray,
+    key: np.ndarray,
+    doc_key: np.ndarray,
+    canonical: np.ndarray,
+    content: np.uint64,
+    dest: np.ndarray,
+    fold: np.ndarray,
+    doc: np.ndarray,
+    start: np.ndarray,
+) -> None:
+    """``split_links`` into ``fold``, ``doc`` (a row per record) and ``start`` (zeros, a row
+    per destination and one); ``dest`` (a row per record) is scratch."""
+    m = key.shape[0]
+    n = start.shape[0] - 1
+    nu = np.uint64(n)
+    c = m  # records so far
+    for i in range(m):  # count: each record's destination, kept for the scatter
+        d = np.int64(destination(column_key(col[i], key[i]), nu))
+        dest[i] = d
+        start[d + 1] += 1
+    for j in range(canonical.shape[0]):
+        if canonical[j] != EMPTY:
+            d = np.int64(destination(column_key(content, canonical[j]), nu))
+            dest[c] = d
+            start[d + 1] += 1
+            c += 1
+    for k in range(n):
+        start[k + 1] += start[k]
+    fill = start[:n].copy()
+    for i in range(m):  # scatter, in record order within each destination
+        p = fill[dest[i]]
+        fill[dest[i]] = p + 1
+        fold[p] = column_key(col[i], key[i])
+        doc[p] = doc_key[row[i]]
+    c = m
+    for j in range(canonical.shape[0]):
+        if canonical[j] != EMPTY:
+            p = fill[dest[c]]
+            fill[dest[c]] = p + 1
+            fold[p] = column_key(content, canonical[j])
+            doc[p] = doc_key[j]
+            c += 1
 
 
 def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) -> np.ndarray:

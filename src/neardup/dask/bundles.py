@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._heap import trim
-from .._kernels.hashing import GOLDEN
+from .._kernels import keys as _keys
 from .tables import from_ipc, write_ipc
 from .workdir import WorkDir
 
@@ -147,6 +147,4 @@ def concat_tables(tables: list[Any]) -> Any:
 
 def spread(values: np.ndarray, n: int) -> np.ndarray:
     """A destination in [0, n) for each 64-bit value, well mixed (the values may be positions)."""
-    x = values.astype(np.uint64) * GOLDEN
-    x ^= x >> np.uint64(29)
-    return (x % np.uint64(max(n, 1))).astype(np.int64)
+    return _keys.destinations(values, n)

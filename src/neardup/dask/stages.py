@@ -23,13 +23,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._kernels.links import key_minimum
+from .._kernels.links import key_minimum, split_links
 from .._kernels.shingles import raw_hash_kernel
 from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
 from ..io._writers import write_clusters, write_pairs
 from ..methods import make_method, postings
-from ..methods.base import column_keys
 from ..params import DedupParams
 from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
@@ -108,23 +107,16 @@ def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
     docs = load_docs(layout, block, GRAPH_COLUMNS)
     method = make_method(layout.params)
     row, col, key = postings(method, signatures_of(docs.sig))
-    full = np.flatnonzero(docs.canonical != np.uint64(0xFFFFFFFFFFFFFFFF))
-    folded = np.concatenate(
-        [
-            column_keys(col, key),
-            column_keys(np.full(len(full), CONTENT_COLUMN), docs.canonical[full]),
-        ]
+    fold, member, start = split_links(
+        row, col, key, docs.key, docs.canonical, CONTENT_COLUMN, n_dests
     )
-    member = np.concatenate([docs.key[row], docs.key[full]])
     pieces: Pieces = {}
-    link_dest = spread(folded, n_dests)
-    link_at = _split(link_dest, n_dests)
     ids = id_records(docs, layout.line_offsets[block], n_dests)
     for d in range(n_dests):
-        at = link_at[d]
+        at = slice(start[d], start[d + 1])
         tables: dict[str, Any] = {}
-        if len(at):
-            tables["links"] = _table({"fold": folded[at], "doc": member[at]})
+        if start[d + 1] > start[d]:
+            tables["links"] = _table({"fold": fold[at], "doc": member[at]})
         if d in ids:
             tables["ids"] = ids[d]
         if tables:

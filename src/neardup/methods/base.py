@@ -31,7 +31,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from .._kernels.hashing import EMPTY, GOLDEN, M1, M2
+from .._kernels import keys as _kk
+from .._kernels.hashing import EMPTY
 from .._types import FloatArray, IntArray
 from ..candidates import cross_pairs, pairs_by_column, pairs_from_hits
 from ..textbatch import TextBatch
@@ -240,7 +241,4 @@ def _posting_pairs(
 
 def column_keys(col: IntArray, key: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """One 64-bit key per (column, key): equal keys in different columns never collide on purpose."""
-    x = key.astype(np.uint64) ^ ((col.astype(np.uint64) + np.uint64(1)) * GOLDEN)
-    x = (x ^ (x >> np.uint64(33))) * M1
-    x = (x ^ (x >> np.uint64(33))) * M2
-    return np.asarray(x ^ (x >> np.uint64(33)), dtype=np.uint64)
+    return _kk.column_keys(col, key)
