@@ -4,6 +4,8 @@ stable sort; each destination's records in the same order."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,16 +17,20 @@ from tests.test_keys import U64, reference_column_keys, reference_spread
 CONTENT = -1
 
 
-def reference_split(
-    row: np.ndarray,
-    col: np.ndarray,
-    key: np.ndarray,
-    doc_key: np.ndarray,
-    canonical: np.ndarray,
-    n_dests: int,
-) -> dict[int, tuple[list[int], list[int]]]:
+class Block(NamedTuple):
+    """A block's postings (row, column, key) and its documents' keys and content hashes."""
+
+    row: np.ndarray
+    col: np.ndarray
+    key: np.ndarray
+    doc_key: np.ndarray
+    canonical: np.ndarray
+
+
+def reference_split(block: Block, n_dests: int) -> dict[int, tuple[list[int], list[int]]]:
     """(folds, documents) of each destination that gets records, by the former chain of
     NumPy passes."""
+    row, col, key, doc_key, canonical = block
     full = np.flatnonzero(canonical != EMPTY)
     folded = np.concatenate(
         [
@@ -43,16 +49,10 @@ def reference_split(
     return split
 
 
-def _split(
-    row: np.ndarray,
-    col: np.ndarray,
-    key: np.ndarray,
-    doc_key: np.ndarray,
-    canonical: np.ndarray,
-    n_dests: int,
-) -> dict[int, tuple[list[int], list[int]]]:
+def _split(block: Block, n_dests: int) -> dict[int, tuple[list[int], list[int]]]:
     """The kernel's records of each destination that gets any."""
-    fold, doc, start = split_links(row, col, key, doc_key, canonical, CONTENT, n_dests)
+    fold, doc, start = split_links(*block, CONTENT, n_dests)
+    doc_key = block.doc_key
     assert start[0] == 0 and start[-1] == len(fold) == len(doc)
     assert (np.diff(start) >= 0).all() and len(start) == n_dests + 1
     assert fold.dtype == np.uint64 and doc.dtype == doc_key.dtype
@@ -63,7 +63,7 @@ def _split(
 
 
 @st.composite
-def blocks(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
+def blocks(draw: st.DrawFn) -> Block:
     """A block: documents (key, content hash or EMPTY) and their postings (row, column, key),
     keys often repeated so that destinations get several records."""
     n_docs = draw(st.integers(0, 12))
@@ -84,7 +84,7 @@ def blocks(draw: st.DrawFn) -> tuple[np.ndarray, ...]:
     row = np.asarray([p[0] for p in postings], dtype=np.int64)
     col = np.asarray([p[1] for p in postings], dtype=np.int64)
     key = np.asarray([p[2] for p in postings], dtype=np.uint64)
-    return row, col, key, doc_key.astype(np.int64), np.asarray(canonical, dtype=np.uint64)
+    return Block(row, col, key, doc_key.astype(np.int64), np.asarray(canonical, dtype=np.uint64))
 
 
 N_DESTS = st.one_of(st.integers(1, 12), st.integers(2**16 - 1, 2**16 + 2))
@@ -92,8 +92,8 @@ N_DESTS = st.one_of(st.integers(1, 12), st.integers(2**16 - 1, 2**16 + 2))
 
 @settings(max_examples=200, deadline=None)
 @given(blocks(), N_DESTS)
-def test_split_links_equals_the_reference_chain(block: tuple[np.ndarray, ...], n: int) -> None:
-    assert _split(*block, n) == reference_split(*block, n)
+def test_split_links_equals_the_reference_chain(block: Block, n: int) -> None:
+    assert _split(block, n) == reference_split(block, n)
 
 
 def test_each_destination_keeps_record_order_among_many_rows() -> None:
@@ -106,16 +106,17 @@ def test_each_destination_keeps_record_order_among_many_rows() -> None:
     col = rng.integers(0, 20, n_post)
     key = rng.integers(0, 500, n_post).astype(np.uint64)  # repeated keys: shared links
     for n in (1, 9, 300):
-        got = _split(row, col, key, doc_key, canonical, n)
-        assert got == reference_split(row, col, key, doc_key, canonical, n)
+        block = Block(row, col, key, doc_key, canonical)
+        got = _split(block, n)
+        assert got == reference_split(block, n)
         assert sum(len(f) for f, _ in got.values()) == n_post + int((canonical != EMPTY).sum())
 
 
 def test_empty_blocks() -> None:
     none = np.zeros(0, dtype=np.int64)
-    assert _split(none, none, none.astype(np.uint64), none, none.astype(np.uint64), 3) == {}
+    assert _split(Block(none, none, none.astype(np.uint64), none, none.astype(np.uint64)), 3) == {}
     # documents without postings still link their content hashes; EMPTY ones do not
     doc_key = np.asarray([4, 9], dtype=np.int64)
     canonical = np.asarray([EMPTY, 77], dtype=np.uint64)
-    got = _split(none, none, none.astype(np.uint64), doc_key, canonical, 1)
+    got = _split(Block(none, none, none.astype(np.uint64), doc_key, canonical), 1)
     assert got == {0: (reference_column_keys(np.asarray([CONTENT]), canonical[1:]).tolist(), [9])}
