@@ -41,7 +41,7 @@ def split_links(
     record's ``column_key``, ``doc`` its document's ``doc_key``; grouped by the fold's
     ``destination`` in [0, n_dests), destination d holding ``[start[d], start[d + 1])`` in
     record order (as a stable sort by destination gives)."""
-    content = as_u64(np.asarray([content_column], dtype=np.int64))[0]
+    content = np.int64(content_column).view(np.uint64)  # a negative column wraps, as astype
     n = len(key) + int(np.count_nonzero(canonical != EMPTY))
     fold = np.empty(n, dtype=np.uint64)
     doc = np.empty(n, dtype=doc_key.dtype)
@@ -93,7 +93,9 @@ def _split_links(
     for k in range(n):
         start[k + 1] += start[k]
     fill = start[:n].copy()
-    for i in range(m):  # scatter, in record order within each destination
+    # Scatter, in record order within each destination; folds are computed again rather than
+    # kept from the count, which would take another array as large as the records.
+    for i in range(m):
         p = fill[dest[i]]
         fill[dest[i]] = p + 1
         fold[p] = column_key(col[i], key[i])

@@ -241,9 +241,8 @@ def write_ipc(sink: Any, table: Any) -> None:
         writer.write_table(table)
 
 
-def from_ipc(data: Any) -> Any:
-    """The table of an IPC stream (bytes or an Arrow buffer, read in place)."""
+def from_ipc(buffer: Any) -> Any:
+    """The table of an IPC stream in an Arrow buffer, read in place."""
     import pyarrow as pa
 
-    buffer = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
     return pa.ipc.open_stream(buffer).read_all()
