@@ -99,6 +99,39 @@ def test_decontaminate_writes_its_report_and_task_seconds(
     assert all(t["compute"] > 0 for t in summary["stage_task_seconds"].values())
 
 
+def _loaded() -> list[str]:
+    import sys
+
+    return sorted(m for m in ("dask.dataframe", "neardup.dask.job") if m in sys.modules)
+
+
+def test_local_workers_start_with_the_stages_loaded_and_a_dashboard_only_when_asked(
+    corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with connect("local:1", info=print) as c:
+        assert list(c.run(_loaded).values()) == [["dask.dataframe", "neardup.dask.job"]]
+    assert "local cluster of 1 worker, no dashboard" in capsys.readouterr().out
+    args = ["dedup", str(corpus), "-o", str(tmp_path / "kept"), "--dask", "local:1"]
+    assert main([*args, "--dashboard"]) == 0
+    first = capsys.readouterr().err.splitlines()[0]
+    assert "local cluster of 1 worker, dashboard http://127.0.0.1:" in first, first
+    assert main(["dedup", str(corpus), "-o", str(tmp_path / "k.jsonl"), "--dashboard"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "go with --dask" in err, err
+
+
+def test_a_worker_s_exit_skips_collecting_what_it_holds() -> None:
+    import gc
+
+    from neardup.dask.preload import dask_teardown
+
+    try:
+        dask_teardown(object())
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+
+
 def test_the_report_is_refused_without_dask_and_where_it_cannot_go(
     corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

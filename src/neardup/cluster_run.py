@@ -63,6 +63,7 @@ def dedup_cluster(
     info: Callable[[str], None] | None = None,
     worker_memory: int | None = None,
     performance_report: str | None = None,
+    dashboard: bool = False,
 ) -> DedupResult:
     """``dedup_source`` on a Dask cluster: the workers read the inputs (paths, folders, globs or
     fsspec URLs) and write part files into the output folders, with a manifest each; the same
@@ -70,7 +71,8 @@ def dedup_cluster(
     ``"local:N"``, a scheduler address, or a Client; ``work_dir`` keeps finished stages so the
     same command resumes (see ``neardup.dask``); ``worker_memory``: each ``local:N`` worker's
     memory limit in bytes (Dask's default otherwise); ``performance_report``: a file for Dask's
-    performance report of the run (HTML)."""
+    performance report of the run (HTML); ``dashboard``: start a ``local:N`` cluster's
+    dashboard."""
     read = read or ReadOptions()
     if read.key_field:
         raise ParamError(
@@ -83,7 +85,7 @@ def dedup_cluster(
     folders = ClusterOutputs(
         outputs.kept, outputs.clusters, outputs.pairs, outputs.summary_json, outputs.all_pairs
     )
-    with connect(cluster, info, worker_memory) as client, cluster_errors():
+    with connect(cluster, info, worker_memory, dashboard) as client, cluster_errors():
         summary = run_job(paths, params, folders, options, client, info)
     summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
     problems = summary["problems"]
@@ -108,19 +110,22 @@ def decontaminate_cluster(
     info: Callable[[str], None] | None = None,
     worker_memory: int | None = None,
     performance_report: str | None = None,
+    dashboard: bool = False,
 ) -> dict[str, Any]:
     """``decontaminate_source`` on a Dask cluster: the workers read the training data (JSONL
     paths, folders, globs or fsspec URLs) block by block and write clean and matches part files
     into the output folders, with a manifest each; the benchmark is read here. The same records
     and lines as one machine once the parts are concatenated. ``cluster``, ``work_dir``,
-    ``restart``, ``worker_memory``, ``performance_report``: as for ``dedup_cluster``."""
+    ``restart``, ``worker_memory``, ``performance_report``, ``dashboard``: as for
+    ``dedup_cluster``."""
     read = read or ReadOptions()
     paths, options = cluster_job(
         read, inputs, work_dir, restart, storage_options, performance_report
     )
     folders = DecontaminateFolders(outputs.clean, outputs.matches, outputs.summary_json)
     summary = run_decontaminate(
-        paths, against, params, folders, options, cluster, info, against_read, worker_memory
-    )
+        paths, against, params, folders, options, cluster, info, against_read, worker_memory,
+        dashboard,
+    )  # fmt: skip
     summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
     return summary

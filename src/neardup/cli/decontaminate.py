@@ -54,10 +54,11 @@ def run(args: argparse.Namespace) -> int:
         or args.storage_options
         or args.memory_limit
         or args.performance_report
+        or args.dashboard
     ):
         raise ParamError(
-            "--work-dir, --restart, --storage-options, --memory-limit and --performance-report "
-            "go with --dask"
+            "--work-dir, --restart, --storage-options, --memory-limit, --performance-report "
+            "and --dashboard go with --dask"
         )
     summary = decontaminate_source(
         inputs(args.inputs),

@@ -19,6 +19,7 @@ def run(args: argparse.Namespace) -> int:
         args.inputs, todo.against, todo.params, todo.outputs, todo.read, todo.against_read,
         args.dask, args.work_dir, args.restart, storage_options(args.storage_options),
         None if args.quiet else info, size(args.memory_limit), args.performance_report,
+        args.dashboard,
     )  # fmt: skip
     if not args.quiet:
         sys.stderr.write(decontaminate_summary(summary))

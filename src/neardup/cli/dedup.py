@@ -22,9 +22,16 @@ from .summary import dedup_summary
 def run(args: argparse.Namespace) -> int:
     """Deduplicate the inputs into the outputs named; the summary on stderr."""
     check_args(args)
-    if args.work_dir or args.restart or args.storage_options or args.performance_report:
+    if (
+        args.work_dir
+        or args.restart
+        or args.storage_options
+        or args.performance_report
+        or args.dashboard
+    ):
         raise ParamError(
-            "--work-dir, --restart, --storage-options and --performance-report go with --dask"
+            "--work-dir, --restart, --storage-options, --performance-report and --dashboard "
+            "go with --dask"
         )
     result = dedup_source(
         inputs(args.inputs),

@@ -20,6 +20,7 @@ def run(args: argparse.Namespace) -> int:
         args.inputs, dedup_params(args), outputs(args), read_options(args, key_field=args.keep_field),
         args.dask, args.work_dir, args.restart, storage_options(args.storage_options),
         None if args.quiet else info, size(args.memory_limit), args.performance_report,
+        args.dashboard,
     )  # fmt: skip
     if not args.quiet:
         sys.stderr.write(dedup_summary(result.summary, result.problems))

@@ -192,6 +192,11 @@ def add_dask_options(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="FILE",
         help="with --dask: write Dask's performance report of the run (HTML: task stream, worker profiles, bandwidth) to FILE",
     )
+    parser.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="with --dask local:N: start Dask's dashboard and print its link (about a second more to start)",
+    )
 
 
 def add_read_fields(g: Any) -> None:

@@ -24,6 +24,7 @@ def run(args: argparse.Namespace) -> int:
             "--restart": args.restart,
             "--storage-options": args.storage_options,
             "--performance-report": args.performance_report,
+            "--dashboard": args.dashboard,
         }.items()
         if given
     ]

@@ -64,13 +64,15 @@ def decontaminate(
     info: Any = None,
     against_read: ReadOptions | None = None,
     worker_memory: int | None = None,
+    dashboard: bool = False,
 ) -> dict[str, Any]:
     """Drop the training documents of ``inputs`` (JSONL files, folders, globs or fsspec URLs,
     read by the workers) that contain an item of the benchmark ``against`` (files of any
     format ``neardup decontaminate`` reads, read here with ``against_read``'s fields, by
     default ``options``'); clean and matches part files and a manifest go to each output
     folder. ``client``: a Client, ``"local:N"`` or a scheduler address (connected once the
-    inputs and outputs are checked), None for the current one. Returns the summary."""
+    inputs and outputs are checked), None for the current one; ``worker_memory`` and
+    ``dashboard``: a ``"local:N"`` cluster's worker limit and dashboard. Returns the summary."""
     options = options or JobOptions()
     paths = [inputs] if isinstance(inputs, str) else list(inputs)
     files = check_job(paths, outputs, options, tuple(_paths(against)))
@@ -83,5 +85,5 @@ def decontaminate(
     benchmark = _read_benchmark(against, bench)
     if client is None:
         client = import_distributed().get_client()
-    with connect(client, info, worker_memory) as connected, cluster_errors():
+    with connect(client, info, worker_memory, dashboard) as connected, cluster_errors():
         return run_decontaminate(files, benchmark, params, outputs, options, connected, info)

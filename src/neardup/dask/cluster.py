@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +22,11 @@ DROPPED_ENVIRON = ("MALLOC_TRIM_THRESHOLD_",)
 #: Arrow's default pool (mimalloc) keeps what the stages free, where the system allocator gives
 #: it back to ``_heap.trim``.
 WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+#: What each local worker imports as it starts (Dask's ``preload``), while the client is still
+#: starting: Dask's DataFrame and neardup's stages, or each worker's first task loads them.
+WORKER_PRELOAD = "neardup.dask.preload"
+#: What the client imports while the cluster starts: the stages build DataFrame graphs.
+CLIENT_IMPORTS = ("dask.dataframe",)
 
 
 def import_distributed() -> Any:
@@ -67,14 +74,32 @@ def _local_workers(spec: str) -> int:
     return n
 
 
+def _importing(modules: tuple[str, ...]) -> threading.Thread:
+    """A started thread importing ``modules``: on one core while the cluster starts on others
+    (joined before the modules are used; an import error surfaces there, when imported again)."""
+
+    def load() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):
+                importlib.import_module(name)
+
+    thread = threading.Thread(target=load, name="neardup-imports", daemon=True)
+    thread.start()
+    return thread
+
+
 def _local_cluster(
     distributed: Any,
     spec: str,
     info: Callable[[str], None] | None,
     memory_limit: str | int | None,
+    dashboard: bool,
+    ready: Callable[[], None],
 ) -> Iterator[Any]:
     """A Client of a LocalCluster of one-thread worker processes, closed afterwards; the
-    workers start with ``WORKER_ENVIRON`` (and without ``DROPPED_ENVIRON``)."""
+    workers start with ``WORKER_ENVIRON`` (and without ``DROPPED_ENVIRON``), importing
+    ``WORKER_PRELOAD``; the dashboard (bokeh: about a second more to start) only if asked.
+    ``ready`` is called before the client is handed out."""
     n = _local_workers(spec)
     import dask
 
@@ -89,18 +114,23 @@ def _local_cluster(
             threads_per_worker=1,
             processes=True,
             memory_limit=memory_limit or "auto",
-            dashboard_address=":0",
+            dashboard_address=":0" if dashboard else None,
+            preload=[WORKER_PRELOAD],
         ) as cluster,
         distributed.Client(cluster) as client,
     ):
         if info is not None:
-            info(f"Dask: local cluster of {n} workers, dashboard {client.dashboard_link}")
+            board = f"dashboard {client.dashboard_link}" if dashboard else "no dashboard"
+            info(f"Dask: local cluster of {n} worker{'s' * (n != 1)}, {board}")
+        ready()
         yield client
 
 
-def _scheduler(distributed: Any, spec: str, info: Callable[[str], None] | None) -> Iterator[Any]:
+def _scheduler(
+    distributed: Any, spec: str, info: Callable[[str], None] | None, ready: Callable[[], None]
+) -> Iterator[Any]:
     """A Client of the scheduler at address ``spec``, or NeardupError within
-    ``CONNECT_TIMEOUT`` seconds when it cannot be reached."""
+    ``CONNECT_TIMEOUT`` seconds when it cannot be reached; ``ready``: as ``_local_cluster``."""
     try:
         client = distributed.Client(spec, timeout=CONNECT_TIMEOUT)
     except (OSError, TimeoutError) as exc:
@@ -112,6 +142,7 @@ def _scheduler(distributed: Any, spec: str, info: Callable[[str], None] | None) 
         if info is not None:
             workers = len(client.scheduler_info().get("workers", {}))
             info(f"Dask: {spec}, {workers} workers, dashboard {client.dashboard_link}")
+        ready()
         yield client
 
 
@@ -120,13 +151,15 @@ def connect(
     spec: str | Any,
     info: Callable[[str], None] | None = None,
     memory_limit: str | int | None = None,
+    dashboard: bool = False,
 ) -> Iterator[Any]:
     """A Client for ``spec``: ``"local:N"`` (a LocalCluster of N one-thread worker processes,
     closed afterwards), a scheduler address (``"tcp://host:8786"``), or a Client as it is.
 
-    ``memory_limit``: each local worker's limit (bytes or "4GB"; Dask's "auto" otherwise).
-    ``info`` receives one line with the dashboard link. Unreachable schedulers raise
-    NeardupError within ``CONNECT_TIMEOUT`` seconds.
+    ``memory_limit``: each local worker's limit (bytes or "4GB"; Dask's "auto" otherwise);
+    ``dashboard``: start a local cluster's dashboard. ``info`` receives one line with the
+    dashboard link. Unreachable schedulers raise NeardupError within ``CONNECT_TIMEOUT``
+    seconds. Dask's DataFrame is imported meanwhile, in a thread.
     """
     distributed = import_distributed()
     # The P2P shuffle logs each shuffle's start and end as warnings: not the user's concern.
@@ -134,11 +167,12 @@ def connect(
     if not isinstance(spec, str):
         yield spec
         return
-    if spec.startswith("local"):
-        yield from _local_cluster(distributed, spec, info, memory_limit)
-        return
-    if "://" not in spec:
+    if not spec.startswith("local") and "://" not in spec:
         raise ParamError(
             f"--dask {spec!r}: give local:N or a scheduler address such as tcp://host:8786"
         )
-    yield from _scheduler(distributed, spec, info)
+    ready = _importing(CLIENT_IMPORTS).join
+    if spec.startswith("local"):
+        yield from _local_cluster(distributed, spec, info, memory_limit, dashboard, ready)
+    else:
+        yield from _scheduler(distributed, spec, info, ready)
