@@ -241,6 +241,15 @@ def write_ipc(sink: Any, table: Any) -> None:
         writer.write_table(table)
 
 
+def ipc_size(table: Any) -> int:
+    """The bytes ``write_ipc`` writes for ``table``, counted without writing them."""
+    import pyarrow as pa
+
+    counter = pa.MockOutputStream()
+    write_ipc(counter, table)
+    return int(counter.size())
+
+
 def from_ipc(buffer: Any) -> Any:
     """The table of an IPC stream in an Arrow buffer, read in place."""
     import pyarrow as pa
