@@ -54,12 +54,9 @@ def _frame(pieces: Pieces) -> Any:
     )
 
 
-def _source(
-    item: Any, make: Callable[..., Pieces], args: tuple[Any, ...], kept: Kept | None
-) -> Any:
+def _source(item: Any, make: Callable[..., Pieces], args: tuple[Any, ...], done: set[int]) -> Any:
     pieces = make(item, *args)
-    if kept is not None:  # a resumed stage: its finished destinations get nothing again
-        done = kept[0].finished(kept[1])
+    if done:  # a resumed stage: its finished destinations get nothing again
         pieces = {d: tables for d, tables in pieces.items() if d not in done}
     frame = _frame(pieces)
     trim()
@@ -99,14 +96,16 @@ def regroup(
     take_args: tuple[Any, ...],
     label: str,
     kept: Kept | None = None,
+    first: int = 0,
 ) -> dict[int, dict[str, Any]]:
     """Run ``make(source, *make_args)`` on each source (a Pieces dict), regroup the pieces by
     destination with Dask's P2P shuffle, then ``take(dest, {kind: [tables]}, *take_args)`` once
-    per destination that received a piece; returns each destination's (JSON-able) answer.
+    per destination that received a piece; returns each destination's (JSON-able) answer, by
+    its part number ``first + dest``.
 
     ``kept``: the work folder and stage folder where each ``take`` writes its answer last
-    (``part-NNNNN.json``): destinations that finished in an earlier, killed run are neither
-    sent pieces nor taken again, and their kept answers are returned."""
+    (``part-NNNNN.json``, NNNNN the part number): destinations that finished in an earlier,
+    killed run are neither sent pieces nor taken again, and their kept answers are returned."""
     import json
 
     import dask.dataframe as dd
@@ -120,11 +119,11 @@ def regroup(
             "blob": pd.array([], dtype=pd.ArrowDtype(pa.large_binary())),
         }
     )
-    done = kept[0].finished(kept[1]) if kept is not None else set()
+    parts_kept = kept[0].finished(kept[1]) if kept is not None else set()
+    done = {p - first for p in parts_kept if first <= p < first + n_dests}
     frame = dd.from_map(
-        _source, list(sources), args=(make, make_args, kept if done else None), meta=meta,
-        label=label,
-    )  # fmt: skip
+        _source, list(sources), args=(make, make_args, done), meta=meta, label=label
+    )
     parts = max(1, min(n_dests, 64))
     shuffled = frame.shuffle(on="dest", npartitions=parts, shuffle_method="p2p")
     done_meta = pd.DataFrame(
@@ -132,11 +131,11 @@ def regroup(
     )
     result = shuffled.map_partitions(_destinations, take, take_args, meta=done_meta).compute()
     answers = {
-        int(d): json.loads(v)
+        first + int(d): json.loads(v)
         for d, v in zip(result["dest"].tolist(), result["value"].tolist(), strict=True)
     }
-    for d in sorted(done - answers.keys()):
-        answers[d] = kept[0].answer(kept[1], d)  # type: ignore[index]
+    for part in sorted({first + d for d in done} - answers.keys()):
+        answers[part] = kept[0].answer(kept[1], part)  # type: ignore[index]
     return answers
 
 
