@@ -111,9 +111,9 @@ def test_cluster_outputs_equal_the_local_run_byte_for_byte(
 ) -> None:
     inputs = _files(tmp_path, lines, layout)
     want = _local(tmp_path, inputs, [])
-    # small blocks go with a graph stage of one shuffle per destination
-    options = JobOptions(block_bytes=block_bytes, group_bytes=1 if block_bytes == 5000 else 1 << 30)
-    summary = dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    summary = dedup(
+        inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=block_bytes), client
+    )
     assert [concat(tmp_path / name) for name in FOLDERS] == want
     assert summary["removed"] > 0 and want[1] and want[2]
     if block_bytes == 5000:
@@ -129,7 +129,7 @@ def test_every_method_verification_and_removal_gives_the_local_outputs(
     extra, params = CASES[case]
     inputs = _files(tmp_path, lines, "three")
     want = _local(tmp_path, inputs, extra)
-    dedup(inputs, params, _outputs(tmp_path), JobOptions(block_bytes=7000, group_bytes=1), client)
+    dedup(inputs, params, _outputs(tmp_path), JobOptions(block_bytes=7000), client)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
@@ -137,13 +137,7 @@ def test_four_workers_give_the_local_outputs(lines: list[str], tmp_path: Path) -
     inputs = _files(tmp_path, lines, "three")
     want = _local(tmp_path, inputs, [])
     with connect("local:4") as c:
-        dedup(
-            inputs,
-            DedupParams(),
-            _outputs(tmp_path),
-            JobOptions(block_bytes=3000, group_bytes=1),
-            c,
-        )
+        dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=3000), c)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
@@ -191,7 +185,7 @@ def test_skipped_records_are_the_local_run_s(
     want = _local(
         tmp_path, inputs, ["--on-error", "skip", "--summary-json", str(tmp_path / "s.json")]
     )
-    options = JobOptions(block_bytes=6000, on_error="skip", group_bytes=1)
+    options = JobOptions(block_bytes=6000, on_error="skip")
     got = dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
     assert (
@@ -242,28 +236,6 @@ def test_a_work_folder_resumes_and_refuses_another_run(
     restarted = JobOptions(work_dir=work, restart=True)
     dedup(inputs, DedupParams(), _outputs(tmp_path), restarted, client)
     assert concat(tmp_path / "kept") == _local(tmp_path, inputs, [])[0]
-
-
-def test_a_run_stopped_inside_the_graph_stage_redoes_only_its_unfinished_shuffle(
-    client: object, lines: list[str], tmp_path: Path
-) -> None:
-    inputs = _files(tmp_path, lines, "three")
-    want = _local(tmp_path, inputs, [])
-    work = tmp_path / "work"
-    options = JobOptions(work_dir=str(work), block_bytes=7000, group_bytes=1)
-    said: list[str] = []
-    summary = dedup(inputs, DedupParams(), _outputs(tmp_path), options, client, said.append)
-    assert "(4 shuffles)" in " ".join(said)  # 4 destinations, a shuffle each
-    # what a kill during the last shuffle leaves: the graph's first three ranges
-    for stage in ("components", "finish", "write"):
-        shutil.rmtree(work / stage)
-    for path in ("graph/_SUCCESS", "graph/range-003/_SUCCESS", *(f"graph/part-00003.{e}" for e in ("json", "parquet"))):  # fmt: skip
-        (work / path).unlink()
-    with distributed.get_task_stream(client) as stream:  # type: ignore[arg-type]
-        dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
-    sources = [t for t in stream.data if "neardup-graph" in str(t["key"])]
-    assert len(sources) == summary["blocks"]  # one shuffle's sources: the last range's
-    assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
 def test_output_folders_are_checked_before_anything_is_read(

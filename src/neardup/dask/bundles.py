@@ -54,9 +54,12 @@ def _frame(pieces: Pieces) -> Any:
     )
 
 
-def _source(item: Any, make: Callable[..., Pieces], args: tuple[Any, ...], done: set[int]) -> Any:
+def _source(
+    item: Any, make: Callable[..., Pieces], args: tuple[Any, ...], kept: Kept | None
+) -> Any:
     pieces = make(item, *args)
-    if done:  # a resumed stage: its finished destinations get nothing again
+    if kept is not None:  # a resumed stage: its finished destinations get nothing again
+        done = kept[0].finished(kept[1])
         pieces = {d: tables for d, tables in pieces.items() if d not in done}
     frame = _frame(pieces)
     trim()
@@ -96,16 +99,14 @@ def regroup(
     take_args: tuple[Any, ...],
     label: str,
     kept: Kept | None = None,
-    first: int = 0,
 ) -> dict[int, dict[str, Any]]:
     """Run ``make(source, *make_args)`` on each source (a Pieces dict), regroup the pieces by
     destination with Dask's P2P shuffle, then ``take(dest, {kind: [tables]}, *take_args)`` once
-    per destination that received a piece; returns each destination's (JSON-able) answer, by
-    its part number ``first + dest``.
+    per destination that received a piece; returns each destination's (JSON-able) answer.
 
     ``kept``: the work folder and stage folder where each ``take`` writes its answer last
-    (``part-NNNNN.json``, NNNNN the part number): destinations that finished in an earlier,
-    killed run are neither sent pieces nor taken again, and their kept answers are returned."""
+    (``part-NNNNN.json``): destinations that finished in an earlier, killed run are neither
+    sent pieces nor taken again, and their kept answers are returned."""
     import json
 
     import dask.dataframe as dd
@@ -119,11 +120,11 @@ def regroup(
             "blob": pd.array([], dtype=pd.ArrowDtype(pa.large_binary())),
         }
     )
-    parts_kept = kept[0].finished(kept[1]) if kept is not None else set()
-    done = {p - first for p in parts_kept if first <= p < first + n_dests}
+    done = kept[0].finished(kept[1]) if kept is not None else set()
     frame = dd.from_map(
-        _source, list(sources), args=(make, make_args, done), meta=meta, label=label
-    )
+        _source, list(sources), args=(make, make_args, kept if done else None), meta=meta,
+        label=label,
+    )  # fmt: skip
     parts = max(1, min(n_dests, 64))
     shuffled = frame.shuffle(on="dest", npartitions=parts, shuffle_method="p2p")
     done_meta = pd.DataFrame(
@@ -131,11 +132,11 @@ def regroup(
     )
     result = shuffled.map_partitions(_destinations, take, take_args, meta=done_meta).compute()
     answers = {
-        first + int(d): json.loads(v)
+        int(d): json.loads(v)
         for d, v in zip(result["dest"].tolist(), result["value"].tolist(), strict=True)
     }
-    for part in sorted({first + d for d in done} - answers.keys()):
-        answers[part] = kept[0].answer(kept[1], part)  # type: ignore[index]
+    for d in sorted(done - answers.keys()):
+        answers[d] = kept[0].answer(kept[1], d)  # type: ignore[index]
     return answers
 
 

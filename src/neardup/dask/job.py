@@ -6,8 +6,8 @@ Stages, each kept in the work folder as it finishes (see ``workdir``), each run 
 stage                 partitioned by                   what it does
 ====================  ===============================  ===========================================
 scan                  input block                      read, parse, sign (``scan.scan_block``)
-graph                 lookup key / id hash (a shuffle  link documents sharing a key or content
-                      per range of destinations)       hash; find duplicate ids
+graph                 lookup key / id hash (shuffle)   link documents sharing a key or content
+                                                       hash; find duplicate ids
 components            one task, or document's block    the links' connected components: in one
                       (shuffle, one per round)         task if they fit a task, else in
                                                        large-star and small-star rounds
@@ -60,7 +60,6 @@ from .folders import (
     write_summary_json,
 )
 from .inputs import BLOCK_BYTES, Block, InputFile, list_inputs, plan_blocks
-from .links import GROUP_BYTES, graph_groups, group_bounds
 from .scan import ReadSpec, scan_block
 from .stages import (
     ENGINE_SHARE,
@@ -128,7 +127,6 @@ class JobOptions:
     storage_options: dict[str, Any] = field(default_factory=dict)
     block_bytes: int = BLOCK_BYTES
     dest_bytes: int = DEST_BYTES  # input bytes per destination of the graph and finish shuffles
-    group_bytes: int = GROUP_BYTES  # input bytes per graph shuffle (a range of its destinations)
     performance_report: str | None = None  # Dask's HTML performance report of the run, if named
 
 
@@ -229,7 +227,7 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
     def one(block: Any) -> Any:
         meta = scan_block(
             block, layout.files[block.file], layout.spec, layout.params, layout.work,
-            layout.storage_options, layout.links,
+            layout.storage_options,
         )  # fmt: skip
         trim()
         return pd.DataFrame({"value": [json.dumps(meta)]})
@@ -298,7 +296,6 @@ def sizes_started_with(work: WorkDir, options: JobOptions) -> JobOptions:
         options,
         block_bytes=int(sizes.get("block_bytes", options.block_bytes)),
         dest_bytes=int(sizes.get("dest_bytes", options.dest_bytes)),
-        group_bytes=int(sizes.get("group_bytes", options.group_bytes)),
     )
 
 
@@ -362,11 +359,7 @@ def start_work(
     run_record = {
         **run,
         "inputs": [{"name": f.name, "size": f.size, "stamp": f.stamp} for f in files],
-        "options": {
-            "block_bytes": options.block_bytes,
-            "dest_bytes": options.dest_bytes,
-            "group_bytes": options.group_bytes,
-        },
+        "options": {"block_bytes": options.block_bytes, "dest_bytes": options.dest_bytes},
     }
     if work.start(run_record, options.restart):
         say(f"resuming the run kept in {work.url}")
@@ -398,24 +391,6 @@ def _start(
         files, blocks, spec, params, work, dict(options.storage_options), [0] * len(blocks),
         "all" if outputs.all_pairs else "removal",
     )  # fmt: skip
-
-
-def _graph(layout: Layout) -> dict[int, dict[str, Any]]:
-    """The graph stage's answers by part: one shuffle per range of its destinations, each
-    marked done when whole, so a resumed run skips the ranges that finished."""
-    work, n_blocks = layout.work, len(layout.blocks)
-    answers: dict[int, dict[str, Any]] = {}
-    for g, (lo, hi) in enumerate(group_bounds(*layout.links)):
-        folder = f"graph/range-{g:03d}"
-        if work.done(folder):
-            answers |= {p: work.answer("graph", p) for p in work.finished("graph") if lo <= p < hi}
-            continue
-        answers |= regroup(
-            range(n_blocks), graph_pieces, (layout, g), hi - lo, graph_take, (layout, lo),
-            "neardup-graph", (work, "graph"), first=lo,
-        )  # fmt: skip
-        work.mark(folder)
-    return answers
 
 
 def _first_records(metas: list[Any], dropped: dict[int, np.ndarray]) -> list[int]:
@@ -459,9 +434,6 @@ def _run(
     blocks, storage = layout.blocks, layout.storage_options
     input_bytes = sum(f.size * (4 if f.gzip else 1) for f in files)
     n_dests = max(MIN_DESTS, -(-input_bytes // options.dest_bytes))
-    layout = replace(
-        layout, links=(n_dests, graph_groups(input_bytes, n_dests, options.group_bytes))
-    )
 
     clock = StageClock(say, client)
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
@@ -470,11 +442,12 @@ def _run(
     layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
     n_graph = n_dests
-    shuffles = layout.links[1]
-    clock.start(
-        f"graph: linking documents that share a key ({shuffles} shuffle{'s' * (shuffles > 1)})"
-    )
-    graph = _stage(layout, "graph", lambda: _graph(layout))
+    clock.start("graph: linking documents that share a key")
+    graph = _stage(
+        layout, "graph",
+        lambda: regroup(range(len(blocks)), graph_pieces, (layout, n_graph), n_graph,
+                        graph_take, (layout,), "neardup-graph", (work, "graph")),
+    )  # fmt: skip
     dups = _dup_problems(layout, n_graph)
     report = _problems(metas, layout, dups, options.on_error)
     dropped_arrays = dropped_of(layout.work, n_graph)

@@ -28,7 +28,6 @@ from ..params import DedupParams
 from ..text import Utf8Texts
 from ..verify import concat_evidence
 from .inputs import Block, InputFile, filesystem
-from .links import write_links
 from .tables import Docs, Rows, doc_keys, evidence_rows, signature_rows
 from .workdir import WorkDir
 
@@ -153,19 +152,15 @@ def scan_block(
     params: DedupParams,
     work: WorkDir,
     storage_options: dict[str, Any] | None,
-    links: tuple[int, int] = (1, 1),
 ) -> dict[str, Any]:
-    """Read, parse and sign one block; its documents and link records (``links``: the graph's
-    destinations and ranges) go to the work folder, and what the client needs (counts,
-    problems, lines) is returned. A block already in the folder is not redone."""
+    """Read, parse and sign one block; its documents go to the work folder, and what the client
+    needs (counts, problems, lines) is returned. A block already in the folder is not redone."""
     rel = f"scan/part-{block.index:05d}"
     if work.exists(rel + ".json"):
         return cast(dict[str, Any], work.read_json(rel + ".json"))
     parts, collected, reader = read_block(block, file, spec, storage_options)
     base = 0 if reader is None else reader.first
-    docs, sigs = _signed(block.index, parts, base, params)
-    write_links(work, block.index, docs.key, docs.canonical, sigs, params, links)
-    del sigs
+    docs = _signed(block.index, parts, base, params)
     work.write_table(rel + ".parquet", docs.to_arrow())
     meta = block_meta(block, docs, parts, collected, reader)
     work.write_json(rel + ".json", meta)
@@ -255,23 +250,20 @@ def text_batches(texts: Utf8Texts) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds)) or [(0, n)]
 
 
-def _signed(
-    block: int, parts: list[Any], base: int, params: DedupParams
-) -> tuple[Docs, Signatures]:
-    """The block's records, signed in batches of ``SIGN_BYTES`` of text, and their signatures."""
+def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Docs:
+    """The block's records, signed in batches of ``SIGN_BYTES`` of text."""
     docs, texts = placed_docs(block, parts, base)
     dedup = Deduplicator(params)
     signed: list[SignedBatch] = [dedup.sign(texts[lo:hi]) for lo, hi in text_batches(texts)]
     sigs = Signatures.concat([s.signatures for s in signed])
     ev = concat_evidence([s.evidence for s in signed])
-    signed_docs = replace(
+    return replace(
         docs,
         canonical=np.concatenate([s.canonical for s in signed]).astype(np.uint64),
         length=np.concatenate([s.lengths for s in signed]).astype(np.int64),
         sig=signature_rows(sigs),
         ev=evidence_rows(ev),
     )
-    return signed_docs, sigs
 
 
 def texts_of(

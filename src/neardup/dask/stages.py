@@ -1,10 +1,8 @@
 """The stages of a cluster run after the scan, each a function the workers run.
 
-- ``graph``: every document's lookup keys (the method's postings) and content hash, cut by
-  the scan into link records (``links``), regrouped by key, one shuffle per range of
-  destinations: documents sharing one are linked (the only documents that can meet in removal),
-  and ids regrouped by their hash reveal duplicate ids (the later record is a bad one, as on one
-  machine).
+- ``graph``: every document's lookup keys (the method's postings) and content hash, regrouped by
+  key: documents sharing one are linked (the only documents that can meet in removal), and ids
+  regrouped by their hash reveal duplicate ids (the later record is a bad one, as on one machine).
 - ``components`` (its own module): the links -> connected components (the union of shared keys
   and exact copies): in one task when the edges fit its budget, else in rounds of large-star
   and small-star.
@@ -25,17 +23,17 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._kernels.links import key_minimum
+from .._kernels.links import key_minimum, split_links
 from .._kernels.shingles import raw_hash_kernel
 from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
 from ..io._writers import write_clusters, write_pairs
+from ..methods import make_method, postings
 from ..params import DedupParams
 from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
 from .components import labels_file, stars
 from .inputs import Block, InputFile, filesystem, is_url
-from .links import group_bounds, read_links
 from .scan import ReadSpec, copy_kept, texts_of
 from .tables import (
     Docs,
@@ -47,6 +45,8 @@ from .tables import (
 )
 from .workdir import WorkDir, write_whole
 
+#: The "column" of content hashes among the lookup keys: exact copies are linked too.
+CONTENT_COLUMN = -1
 #: The share of a worker's memory limit the finish engine keeps per-document blocks and exact
 #: sets in before spilling them (one machine's default is an eighth of the memory available):
 #: a component is never split, so one finish task can hold a giant one whatever the partition.
@@ -54,6 +54,7 @@ ENGINE_SHARE = 1 / 8
 #: What the write stage reads of the scan (where records are), and what the graph stage
 #: reads (the signatures too): neither needs the verifier's evidence, the largest column.
 PLACE_COLUMNS = ["key", "recno", "id", "absent", "start", "end", "first", "canonical", "length"]
+GRAPH_COLUMNS = [*PLACE_COLUMNS, "sig"]
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,6 @@ class Layout:
     storage_options: dict[str, Any]
     line_offsets: list[int]  # lines of the file before each block
     pairs: str  # "removal" or "all"
-    links: tuple[int, int] = (1, 1)  # the graph's destinations, and its ranges (shuffles)
 
 
 def _table(columns: dict[str, Any]) -> Any:
@@ -102,22 +102,21 @@ def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
 
 
 # -- graph ----------------------------------------------------------------------------------------
-def graph_pieces(block: int, layout: Layout, group: int) -> Pieces:
-    """A block's link records (column-folded key, document) of the graph's destination range
-    ``group``, as the scan cut them, and in the first range its id records, by destination
-    within the range."""
-    lo, hi = group_bounds(*layout.links)[group]
-    links, start = read_links(layout.work, block, group)
-    ids = (
-        id_records(load_docs(layout, block, PLACE_COLUMNS), layout.line_offsets[block], hi - lo)
-        if group == 0
-        else {}
+def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
+    """A block's id records and link records (column-folded key, document), by destination."""
+    docs = load_docs(layout, block, GRAPH_COLUMNS)
+    method = make_method(layout.params)
+    row, col, key = postings(method, signatures_of(docs.sig))
+    fold, member, start = split_links(
+        row, col, key, docs.key, docs.canonical, CONTENT_COLUMN, n_dests
     )
     pieces: Pieces = {}
-    for d in range(hi - lo):
+    ids = id_records(docs, layout.line_offsets[block], n_dests)
+    for d in range(n_dests):
+        at = slice(start[d], start[d + 1])
         tables: dict[str, Any] = {}
         if start[d + 1] > start[d]:
-            tables["links"] = links.slice(start[d], start[d + 1] - start[d])
+            tables["links"] = _table({"fold": fold[at], "doc": member[at]})
         if d in ids:
             tables["ids"] = ids[d]
         if tables:
@@ -152,13 +151,10 @@ def _split(dest: npt.NDArray[np.int64], n: int) -> list[IntArray]:
     return [order[bounds[d] : bounds[d + 1]] for d in range(n)]
 
 
-def graph_take(
-    dest: int, tables: dict[str, list[Any]], layout: Layout, first: int
-) -> dict[str, Any]:
-    """Links of one destination (``first + dest`` of the graph's) -> star edges (document,
-    smallest document linked to it), and its duplicate ids; both written to the work folder."""
+def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[str, Any]:
+    """Links of one destination -> star edges (document, smallest document linked to it), and
+    its duplicate ids; both written to the work folder."""
     work = layout.work
-    dest += first
     rel = f"graph/part-{dest:05d}"
     if work.exists(rel + ".json"):
         return dict(work.read_json(rel + ".json"))
