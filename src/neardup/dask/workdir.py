@@ -22,6 +22,11 @@ from .inputs import filesystem, is_url
 RUN_FILE = "run.json"
 DONE = "_SUCCESS"
 FORMAT = 1
+_PARQUET: dict[str, Any] = {
+    "compression": "none",
+    "use_dictionary": False,
+    "row_group_size": 1 << 16,
+}
 
 
 class WorkDir:
@@ -84,7 +89,9 @@ class WorkDir:
         return [json.loads(got[p] if p in got else self.fs.cat_file(p)) for p in paths]
 
     def write_table(self, rel: str, table: Any) -> None:
-        """An Arrow table as Parquet (uncompressed: signatures do not compress)."""
+        """An Arrow table as Parquet, uncompressed and without dictionaries: signatures, keys
+        and hashes neither compress nor repeat (a dictionary tried on 2M 64-bit keys made
+        their write 0.23 s against 0.05 s)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -92,11 +99,11 @@ class WorkDir:
             target = self.path(rel)
             self.fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
             tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-            pq.write_table(table, tmp, compression="none", row_group_size=1 << 16)
+            pq.write_table(table, tmp, **_PARQUET)
             self.fs.mv(tmp, target)
             return
         sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="none", row_group_size=1 << 16)
+        pq.write_table(table, sink, **_PARQUET)
         self.write_bytes(rel, sink.getvalue().to_pybytes())
 
     def read_table(self, rel: str, columns: list[str] | None = None) -> Any:
