@@ -186,7 +186,7 @@ def test_what_a_cluster_cannot_read_or_write_is_refused_in_one_line(
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and __import__("re").search(message, err), err
     assert main([*base, *inputs, "-o", str(tmp_path / "k.jsonl"), "--work-dir", "w"]) == 1
-    assert "go with --dask" in capsys.readouterr().err
+    assert "--work-dir goes with --dask" in capsys.readouterr().err
     with pytest.raises(ParamError, match="name an output"):
         decontaminate(inputs, str(bench), PARAMS, DecontaminateFolders(), client=object())
 

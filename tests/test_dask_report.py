@@ -117,7 +117,11 @@ def test_local_workers_start_with_the_stages_loaded_and_a_dashboard_only_when_as
     assert "local cluster of 1 worker, dashboard http://127.0.0.1:" in first, first
     assert main(["dedup", str(corpus), "-o", str(tmp_path / "k.jsonl"), "--dashboard"]) == 1
     err = capsys.readouterr().err
-    assert len(err.strip().splitlines()) == 1 and "go with --dask" in err, err
+    assert len(err.strip().splitlines()) == 1 and "--dashboard goes with --dask" in err, err
+    unit = ["dedup", str(corpus), "--unit", "line", "-o", str(tmp_path / "u.jsonl")]
+    assert main([*unit, "--dashboard", "--restart"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "drop --restart, --dashboard" in err, err
 
 
 def test_a_worker_s_exit_skips_collecting_what_it_holds() -> None:
@@ -140,7 +144,8 @@ def test_the_report_is_refused_without_dask_and_where_it_cannot_go(
                     ["decontaminate", str(corpus), "--against", str(corpus), "-o", "c.jsonl"]):  # fmt: skip
         assert main([*command, "--performance-report", report, "-q"]) == 1
         err = capsys.readouterr().err
-        assert len(err.strip().splitlines()) == 1 and "go with --dask" in err, err
+        one_line = len(err.strip().splitlines()) == 1
+        assert one_line and "--performance-report goes with --dask" in err, err
     args = ["dedup", str(corpus), "-o", str(tmp_path / "kept"), "--dask", "local:1", "-q"]
     cases = {
         "--performance-report .* is an input": str(corpus),

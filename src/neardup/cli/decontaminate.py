@@ -11,6 +11,7 @@ from ..errors import ParamError
 from ..params import DecontaminateParams
 from ..run import ReadOptions
 from .convert import progress, shingle_params
+from .options import refuse_cluster_only
 from .reading import inputs, read_options
 from .summary import decontaminate_summary
 
@@ -48,18 +49,7 @@ def job(args: argparse.Namespace) -> Job:
 def run(args: argparse.Namespace) -> int:
     """Write the clean documents and the matches named; the summary on stderr."""
     todo = job(args)
-    if (
-        args.work_dir
-        or args.restart
-        or args.storage_options
-        or args.memory_limit
-        or args.performance_report
-        or args.dashboard
-    ):
-        raise ParamError(
-            "--work-dir, --restart, --storage-options, --memory-limit, --performance-report "
-            "and --dashboard go with --dask"
-        )
+    refuse_cluster_only(args, ["--memory-limit"] if args.memory_limit else [])
     summary = decontaminate_source(
         inputs(args.inputs),
         todo.against,

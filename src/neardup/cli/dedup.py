@@ -14,6 +14,7 @@ from ..errors import ParamError
 from ..run import DedupOutputs, dedup_source
 from ._startup import before_engine
 from .convert import dedup_params, progress
+from .options import refuse_cluster_only
 from .output import warn
 from .reading import inputs, read_options, size
 from .summary import dedup_summary
@@ -22,17 +23,7 @@ from .summary import dedup_summary
 def run(args: argparse.Namespace) -> int:
     """Deduplicate the inputs into the outputs named; the summary on stderr."""
     check_args(args)
-    if (
-        args.work_dir
-        or args.restart
-        or args.storage_options
-        or args.performance_report
-        or args.dashboard
-    ):
-        raise ParamError(
-            "--work-dir, --restart, --storage-options, --performance-report and --dashboard "
-            "go with --dask"
-        )
+    refuse_cluster_only(args)
     result = dedup_source(
         inputs(args.inputs),
         dedup_params(args),

@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ParamError
+
 #: --features K,S,R explained where it is offered (R is not rows per band, as in text-dedup).
 FEATURES_HELP = (
     "explicit Broder features (LSH bands): K features (bands) per document, each of S sketch "
@@ -162,6 +164,29 @@ def add_reporting(p: argparse.ArgumentParser) -> Any:
 def add_jobs(group: Any, what: str) -> None:
     """--jobs, -j: threads for the kernels; ``what`` says what they do in parallel."""
     group.add_argument("--jobs", "-j", type=int, help=what)
+
+
+#: The options of ``add_dask_options`` that only a cluster run reads, and their attributes.
+CLUSTER_ONLY = {
+    "--work-dir": "work_dir",
+    "--restart": "restart",
+    "--storage-options": "storage_options",
+    "--performance-report": "performance_report",
+    "--dashboard": "dashboard",
+}
+
+
+def cluster_only_given(args: argparse.Namespace) -> list[str]:
+    """The cluster-only options given on the command line, in ``CLUSTER_ONLY`` order."""
+    return [flag for flag, name in CLUSTER_ONLY.items() if getattr(args, name)]
+
+
+def refuse_cluster_only(args: argparse.Namespace, more: Sequence[str] = ()) -> None:
+    """A run on this machine: the cluster-only options given (and ``more``) refused, named."""
+    given = [*cluster_only_given(args), *more]
+    if given:
+        verb = "goes" if len(given) == 1 else "go"
+        raise ParamError(f"{', '.join(given)} {verb} with --dask; add --dask or drop it")
 
 
 def add_dask_options(parser: argparse.ArgumentParser, what: str) -> None:

@@ -9,6 +9,7 @@ from ..errors import ParamError
 from ..paragraph_run import DEFAULT_MIN_TOKENS, UnitOptions, dedup_paragraphs, format_summary
 from .convert import dedup_params, progress
 from .dedup import check_outputs, outputs
+from .options import cluster_only_given
 from .reading import inputs, read_options, size
 
 
@@ -20,14 +21,9 @@ def run(args: argparse.Namespace) -> int:
             "--index": args.index,
             "--add": args.add,
             "--dask": args.dask,
-            "--work-dir": args.work_dir,
-            "--restart": args.restart,
-            "--storage-options": args.storage_options,
-            "--performance-report": args.performance_report,
-            "--dashboard": args.dashboard,
         }.items()
         if given
-    ]
+    ] + cluster_only_given(args)
     if refused:
         raise ParamError(
             f"--unit {args.unit} runs on one machine without an index; drop {', '.join(refused)}"
