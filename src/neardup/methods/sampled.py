@@ -37,10 +37,9 @@ class SampledMethod:
     def signatures(self, batch: TextBatch) -> Signatures:
         sets = batch.sets()
         keep = sets.fps % np.uint64(self.params.m) == 0
-        counts = np.add.reduceat(keep.astype(np.int64), sets.offsets[:-1]) if len(sets.fps) else 0
-        sizes = np.where(np.diff(sets.offsets) > 0, counts, 0).astype(np.int64)
-        offsets = np.zeros(len(sets) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
+        kept = np.zeros(len(sets.fps) + 1, dtype=np.int64)  # kept shingles before each one
+        np.cumsum(keep, out=kept[1:])
+        offsets = kept[sets.offsets] - kept[sets.offsets[0]]  # empty documents anywhere: 0 kept
         return Signatures(sets.fps[keep], offsets)
 
     def lookup_postings(
