@@ -18,7 +18,7 @@ partitions that hold them. Every store gives the same arrays, so results never d
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -42,6 +42,16 @@ class SignedBatch:
     lengths: IntArray
     signatures: Signatures
     evidence: Evidence
+
+    @classmethod
+    def concat(cls, parts: Sequence[SignedBatch]) -> SignedBatch:
+        """One batch of the documents of consecutive ``parts`` (at least one), in order."""
+        return cls(
+            np.concatenate([p.canonical for p in parts]),
+            np.concatenate([p.lengths for p in parts]),
+            Signatures.concat([p.signatures for p in parts]),
+            concat_evidence([p.evidence for p in parts]),
+        )
 
 
 class BlockStore(Protocol):

@@ -34,8 +34,9 @@ from .errors import NeardupError, ParamError
 from .methods import KeyedCandidates, Method, Signatures, make_method, needs_fit
 from .near_pairs import Docs, Found, Search, bucket_verifier, find, remove
 from .params import DedupParams, check_int
+from .signing import sign_texts
 from .simhash import IdfTable, fit_idf_texts
-from .textbatch import TextBatch, check_texts
+from .textbatch import check_texts
 from .verify import FetchTexts, Verifier, make_verifier
 
 __all__ = [
@@ -265,13 +266,7 @@ class Deduplicator:
         Pure given the parameters, and the kernels release the GIL: batches can be signed in
         parallel threads and then appended in order with ``append``.
         """
-        batch = TextBatch(texts, self.params.shingle)
-        return SignedBatch(
-            canonical=batch.canonical,
-            lengths=batch.lengths,
-            signatures=self.method.signatures(batch),
-            evidence=self.verifier.evidence(batch),
-        )
+        return sign_texts(self.params, self.method, self.verifier, texts)
 
     def append(self, signed: SignedBatch, nbytes: int | None = None) -> Deduplicator:
         """Add a signed batch; its documents' indices continue from the previous batch."""

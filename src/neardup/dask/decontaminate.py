@@ -36,6 +36,7 @@ from .._heap import trim
 from ..decontaminate import Decontaminator, Matches, match_lines
 from ..errors import ParamError
 from ..params import DecontaminateParams
+from ..signing import PER_TEXT_BYTE, SIGN_WORK_BYTES, work_slices
 from ..text import Utf8Texts
 from .bundles import Pieces, regroup
 from .diagnostics import StageClock, check_report, performance_report
@@ -60,7 +61,7 @@ from .job import (
     start_work,
     work_folder,
 )
-from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block, text_batches
+from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block
 from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put_part
 from .tables import Docs
 from .workdir import WorkDir
@@ -175,7 +176,8 @@ def scan_block(index: int, layout: Layout, finder: Decontaminator) -> dict[str, 
     docs, texts = placed_docs(index, parts, 0 if reader is None else reader.first)
     meta = block_meta(block, docs, parts, collected, reader)
     del parts
-    found = [(lo, finder.scan(texts[lo:hi])) for lo, hi in text_batches(texts)]
+    ranges = work_slices(texts, PER_TEXT_BYTE, 0, SIGN_WORK_BYTES)  # fingerprints at a time
+    found = [(lo, finder.scan(texts[lo:hi])) for lo, hi in ranges]
     del texts
     work.write_table(rel + ".parquet", docs.to_arrow())
     work.write_table(f"scan/matches-{index:05d}.parquet", _matches_table(found))

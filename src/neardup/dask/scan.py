@@ -11,7 +11,6 @@ input order, as on one machine.
 from __future__ import annotations
 
 import io
-import itertools
 from dataclasses import dataclass, replace
 from typing import Any, BinaryIO, cast
 
@@ -19,20 +18,16 @@ import numpy as np
 import numpy.typing as npt
 
 from .._types import IntArray
-from ..engine import Deduplicator, SignedBatch
+from ..engine import Deduplicator
 from ..io._jsonl_blocks import LineBlock
 from ..io._report import MAX_EXAMPLES, MAX_RECORD_SIZE, Entry, ErrorReport, Problems
 from ..io.formats import Fields, format_of
-from ..methods import Signatures
 from ..params import DedupParams
 from ..text import Utf8Texts
-from ..verify import concat_evidence
 from .inputs import Block, InputFile, filesystem
 from .tables import Docs, Rows, doc_keys, evidence_rows, signature_rows
 from .workdir import WorkDir
 
-#: Text bytes signed per call (the kernels' batch), whatever the document lengths.
-SIGN_BYTES = 16 << 20
 _READ = 1 << 20
 
 
@@ -242,27 +237,16 @@ def placed_docs(block: int, parts: list[LineBlock], base: int) -> tuple[Docs, Ut
     return docs, texts
 
 
-def text_batches(texts: Utf8Texts) -> list[tuple[int, int]]:
-    """[lo, hi) ranges of ``texts`` holding about ``SIGN_BYTES`` of text each (at least one)."""
-    n = len(texts)
-    cuts = np.searchsorted(texts.offsets, np.arange(0, texts.nbytes + SIGN_BYTES, SIGN_BYTES))
-    bounds = sorted({0, n, *np.clip(cuts, 0, n).tolist()})
-    return list(itertools.pairwise(bounds)) or [(0, n)]
-
-
 def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Docs:
-    """The block's records, signed in batches of ``SIGN_BYTES`` of text."""
+    """The block's records, signed (``Deduplicator.sign`` bounds its working arrays itself)."""
     docs, texts = placed_docs(block, parts, base)
-    dedup = Deduplicator(params)
-    signed: list[SignedBatch] = [dedup.sign(texts[lo:hi]) for lo, hi in text_batches(texts)]
-    sigs = Signatures.concat([s.signatures for s in signed])
-    ev = concat_evidence([s.evidence for s in signed])
+    signed = Deduplicator(params).sign(texts)
     return replace(
         docs,
-        canonical=np.concatenate([s.canonical for s in signed]).astype(np.uint64),
-        length=np.concatenate([s.lengths for s in signed]).astype(np.int64),
-        sig=signature_rows(sigs),
-        ev=evidence_rows(ev),
+        canonical=signed.canonical.astype(np.uint64),
+        length=signed.lengths.astype(np.int64),
+        sig=signature_rows(signed.signatures),
+        ev=evidence_rows(signed.evidence),
     )
 
 

@@ -37,6 +37,7 @@ from ..errors import InputError, NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
 from ..params import DedupParams
+from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, concat_evidence, make_verifier
 from .checks import check_ids, query_floor, refuse_conflicts, refuse_fit
@@ -229,16 +230,16 @@ class Index:
             raise InputError(f"meta has {len(meta)} entries for {len(texts)} texts")
         if dates is not None and len(dates) != len(texts):
             raise InputError(f"dates has {len(dates)} entries for {len(texts)} texts")
-        batch = TextBatch(texts, self.params.shingle)
-        sigs = self.method.signatures(batch)
-        row, key = self._postings(sigs, batch.canonical)
+        signed = sign_texts(self.params, self.method, self.verifier, texts)
+        sigs = signed.signatures
+        row, key = self._postings(sigs, signed.canonical)
         n = len(texts)
         date_list: list[str | None] = list(dates) if dates is not None else [None] * n
         return NewDocs(
             ids=ids,
-            hashes=batch.canonical,
+            hashes=signed.canonical,
             sigs=encode_signatures(sigs),
-            evidence=encode_evidence(self.verifier.evidence(batch)),
+            evidence=encode_evidence(signed.evidence),
             texts=list(texts) if self.store_text else [None] * n,
             meta=[None if m is None else json.dumps(m) for m in meta] if meta else [None] * n,
             first_seen=list(date_list),
@@ -406,10 +407,8 @@ class Index:
     def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
         """A query batch's content hashes, signatures and evidence: no store is touched."""
         texts = check_texts(texts)
-        batch = TextBatch(texts, self.params.shingle)
-        sigs = self.method.signatures(batch)
-        ev = self.verifier.evidence(batch)
-        return batch.canonical, sigs, ev, list(texts)
+        signed = sign_texts(self.params, self.method, self.verifier, texts)
+        return signed.canonical, signed.signatures, signed.evidence, list(texts)
 
     def _answer(
         self,
