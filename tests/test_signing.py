@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -89,7 +91,7 @@ def test_slices_cover_the_texts_in_order_within_the_budget_or_one_document_each(
     texts = ["x" * s for s in sizes]
     ranges = work_slices(texts, per_byte, per_doc, budget)
     assert ranges[0][0] == 0 and ranges[-1][1] == len(texts)
-    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
     cost = [s * per_byte + per_doc for s in sizes]
     for lo, hi in ranges:
         assert hi > lo or len(texts) == 0

@@ -28,7 +28,7 @@ import numpy.typing as npt
 from ._types import IntArray
 from .methods import KeyedCandidates, Signatures
 from .spill import Spill, release_pages
-from .verify import Evidence, concat_evidence
+from .verify import Evidence, RowEvidence, concat_evidence
 
 #: (column(j): candidate key j of the documents asked for, uint64; number of key columns).
 KeyColumns = tuple[Callable[[int], npt.NDArray[np.uint64]], int]
@@ -230,13 +230,25 @@ class MemoryBlocks:
 
     def take_evidence(self, rows: IntArray) -> Evidence:
         """Each block is dropped (unmapped) once its rows are copied, so the pages read from
-        mapped blocks never pile up."""
+        mapped blocks never pile up; fixed-width rows go straight into the one array returned
+        (not a list of pieces and then their concatenation: twice the evidence at the peak)."""
         parts = self._evidence
         if not parts:
             return concat_evidence([])
         like = parts[0].take(rows[:0])
+        split = _split([len(p) for p in parts], rows)
+        fixed = [p.rows for p in parts if isinstance(p, RowEvidence)]
+        if isinstance(like, RowEvidence) and len(fixed) == len(parts):  # into one array
+            out = np.empty((len(rows), *like.rows.shape[1:]), dtype=like.rows.dtype)
+            at = 0
+            for i, local in split:
+                out[at : at + len(local)] = fixed[i][local]
+                at += len(local)
+                parts[i], fixed[i] = like, like.rows  # the block dropped (unmapped) now
+            parts.clear()
+            return RowEvidence(out)
         picked = []
-        for i, local in _split([len(p) for p in parts], rows):
+        for i, local in split:
             picked.append(parts[i].take(local))
             parts[i] = like
         parts.clear()

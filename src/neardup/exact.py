@@ -27,6 +27,7 @@ from ._kernels import leaders as _k
 from ._types import FloatArray, IntArray
 from .errors import NeardupError, ParamError
 from .shingles import ShingleBatch
+from .spill import release_pages
 
 #: The exact shingle sets of the given rows (ascending), in that order.
 FetchSets = Callable[[IntArray], ShingleBatch]
@@ -149,6 +150,12 @@ class SetStore:
             raise NeardupError("a set asked for was never added to the store")
         return np.asarray(_k.cross_jaccard(sets.fps, sets.offsets, ra, sets.fps, sets.offsets, rb))
 
+    def release(self) -> None:
+        """Drop the pages of spilled sets read so far from the resident set (the file stays
+        mapped: a later read maps them in again, from the page cache usually)."""
+        if self._view is not None:
+            release_pages(self._view.fps)
+
     def close(self) -> None:
         """Drop the sets and remove the file now."""
         self._parts, self._lengths, self._view = [], [], None
@@ -187,4 +194,6 @@ def score_exactly(
             sets.fps, sets.offsets, np.searchsorted(chunk, free[i:j]),
             held.fps, held.offsets, store.row[other[i:j]],
         )  # fmt: skip
+        store.release()  # spilled leaders' pages a chunk read: resident one chunk at a time
+    store.release()
     return scores

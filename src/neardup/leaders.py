@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from . import _heap
 from ._kernels import leaders as _k
 from ._prefetch import ordered_map
 from ._types import FloatArray, IntArray
@@ -302,8 +303,10 @@ def remove_by_leaders(
         parts = component_parts(run, component, weight, jobs)
         a, b, s, wa, wb, stats = _joined([o for _, o in ordered_map(one_pass, parts, jobs)], rank)
         state.merge(run, a, b, s, stats)
+        _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
         if len(wa) == 0:
             break
         exact.add(wa, wb)
+        _heap.trim()
         run = np.isin(component, np.unique(component[wa]))
     return state.result(sets)

@@ -190,6 +190,7 @@ def by_keys(s: Search, docs: Docs, columns: KeyColumns) -> Found:
     buckets = bucket_lists(column, len(docs.reps), k, s.jobs)
     listed = _listed_pairs(s, method, columns, len(docs.reps)) if s.every_pair else None
     s.blocks.drop_signatures()
+    _heap.trim()  # the signatures and the bucket lists' temporaries, before evidence is copied
     active = docs.reps[buckets.docs]
     ev = s.blocks.take_evidence(active)
     _heap.trim()
