@@ -102,7 +102,7 @@ def add_input_options(p: argparse.ArgumentParser, formats: list[str]) -> Any:
         "--batch-size",
         metavar="SIZE",
         default="4M",
-        help="input per batch: bytes (4M, 16M; a JSONL file's parser reads this much at a time and signs it as one batch) or a number of documents (5000); the output is the same for any size [4M]",
+        help="input per batch: bytes (4M, 16M; a JSONL file's parser reads this much at a time; a batch is signed in slices of at most 16 MB of working arrays, so a batch of one-line texts holds no more at once than one of long documents) or a number of documents (5000); the output is the same for any size [4M]",
     )
     return io
 
