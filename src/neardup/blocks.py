@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -124,6 +124,26 @@ def _split(lengths: list[int], rows: IntArray) -> list[tuple[int, IntArray]]:
     return out
 
 
+def _gather(
+    parts: list[Any],
+    rows_of: Callable[[Any], np.ndarray],
+    split: list[tuple[int, IntArray]],
+    n: int,
+    empty: Any,
+) -> np.ndarray:
+    """The ``split`` rows of each part's fixed-width array (``rows_of``), copied into one array
+    of ``n`` rows; each part is replaced by ``empty`` once copied, so a memory-mapped block is
+    unmapped then and the peak holds the blocks or their rows, never both and a concatenation."""
+    like = rows_of(empty)
+    out = np.empty((n, *like.shape[1:]), dtype=like.dtype)
+    at = 0
+    for i, local in split:
+        out[at : at + len(local)] = rows_of(parts[i])[local]
+        at += len(local)
+        parts[i] = empty
+    return out
+
+
 def _fixed_rows(sigs: Signatures) -> bool:
     """One row of fixed width per document (not CSR)."""
     return sigs.offsets is None and sigs.data.ndim == 2
@@ -211,16 +231,8 @@ class MemoryBlocks:
                 if not picked and parts:
                     return parts[0].take(rows[:0])
                 return Signatures.concat(picked)
-            first = parts[split[0][0]].take(split[0][1][:0]).data
-            out = np.empty((len(rows), *first.shape[1:]), dtype=first.dtype)
-            at = 0
-            for i, local in split:
-                block = parts[i].data
-                out[at : at + len(local)] = block[local]
-                at += len(local)
-                # Released now, not at the end (an empty array, not a view that would keep a
-                # memory-mapped block mapped).
-                parts[i] = Signatures(np.zeros((0, *block.shape[1:]), dtype=block.dtype))
+            empty = parts[split[0][0]].take(split[0][1][:0])  # not a view of a mapped block
+            out = _gather(parts, lambda p: p.data, split, len(rows), empty)
             return Signatures(out)
         finally:
             parts.clear()
@@ -237,14 +249,8 @@ class MemoryBlocks:
             return concat_evidence([])
         like = parts[0].take(rows[:0])
         split = _split([len(p) for p in parts], rows)
-        fixed = [p.rows for p in parts if isinstance(p, RowEvidence)]
-        if isinstance(like, RowEvidence) and len(fixed) == len(parts):  # into one array
-            out = np.empty((len(rows), *like.rows.shape[1:]), dtype=like.rows.dtype)
-            at = 0
-            for i, local in split:
-                out[at : at + len(local)] = fixed[i][local]
-                at += len(local)
-                parts[i], fixed[i] = like, like.rows  # the block dropped (unmapped) now
+        if all(isinstance(p, RowEvidence) for p in parts):  # fixed-width rows: one array
+            out = _gather(parts, lambda p: p.rows, split, len(rows), like)
             parts.clear()
             return RowEvidence(out)
         picked = []

@@ -266,7 +266,7 @@ class Deduplicator:
         Pure given the parameters, and the kernels release the GIL: batches can be signed in
         parallel threads and then appended in order with ``append``.
         """
-        return sign_texts(self.params, self.method, self.verifier, texts)
+        return sign_texts(self.params, self.method, self.verifier, check_texts(texts))
 
     def append(self, signed: SignedBatch, nbytes: int | None = None) -> Deduplicator:
         """Add a signed batch; its documents' indices continue from the previous batch."""

@@ -22,7 +22,7 @@ from .blocks import SignedBatch
 from .methods import Method
 from .params import DedupParams
 from .planner import sketch_for
-from .text import Utf8Texts, check_texts
+from .text import Utf8Texts
 from .textbatch import TextBatch
 from .verify import Verifier
 
@@ -63,9 +63,9 @@ def per_doc_bytes(params: DedupParams) -> int:
 def sign_texts(
     params: DedupParams, method: Method, verifier: Verifier, texts: Sequence[str]
 ) -> SignedBatch:
-    """Content hashes, lengths, method signatures and verification evidence of ``texts``,
-    signed ``SIGN_WORK_BYTES`` of working arrays at a time (the same rows as in one call)."""
-    texts = check_texts(texts)
+    """Content hashes, lengths, method signatures and verification evidence of ``texts`` (as
+    ``check_texts`` returns them), ``SIGN_WORK_BYTES`` of working arrays at a time (the same
+    rows as in one call)."""
     ranges = work_slices(texts, PER_TEXT_BYTE, per_doc_bytes(params), SIGN_WORK_BYTES)
     parts = [_signed(params, method, verifier, texts[lo:hi]) for lo, hi in ranges]
     return parts[0] if len(parts) == 1 else SignedBatch.concat(parts)

@@ -25,7 +25,9 @@ class TextBatch:
     """A batch of texts and, on demand, what the stages derive from it (each computed once)."""
 
     def __init__(self, texts: Sequence[str], shingle: ShingleParams) -> None:
-        self.texts = check_texts(texts)
+        """texts: strings as ``check_texts`` returns them (the signing entry points, the engine's
+        ``sign`` and the index, check them once per batch; a batch's slices are not checked again)."""
+        self.texts = texts
         self.shingle = shingle
         self._shingled: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._sets: ShingleBatch | None = None
