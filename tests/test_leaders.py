@@ -420,3 +420,41 @@ def test_a_pass_cut_into_threads_lists_its_pairs_in_the_order_of_one_pass(
     two = remove_by_leaders(buckets, rank, 1, ok, score, check, jobs=2)
     assert one.a.tolist() == [2, 3, 4, 5] and one.b.tolist() == [0, 1, 0, 1]
     assert two.a.tolist() == one.a.tolist() and two.b.tolist() == one.b.tolist()
+
+
+def test_a_pass_after_exact_scores_decides_again_only_what_they_can_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ten documents share one key, ranked 0..9. Sketches put every one at 1.0 of document 0
+    but document 5, whose estimate (0.5) is in the band: pass 1 removes it on the estimate,
+    its exact Jaccard (0.11) keeps it. Pass 2 decides 5 again and the documents after it in
+    its bucket (which gained a leader), not 1-4; pass 3 only 6-9, whose pairs with the new
+    leader 5 were in the band."""
+    m, width = 10, 16
+    keys = np.full((m, 1), 10, dtype=np.uint64)
+    buckets = bucket_lists(lambda j: keys[:, j].copy(), m, 1)
+    rows = np.zeros((m, width), dtype=np.uint16)
+    rows[5, 8:] = 1
+    sets = [list(range(10))] * m
+    sets[5] = [0, 1, *range(100, 108)]
+    band = np.full(width + 1, 0.4), np.full(width + 1, 0.6)
+    none = np.zeros(0, dtype=np.uint64)
+    check = PairCheck(
+        _k.SKETCH_POSITIONAL, 0.5, rows, none, np.zeros(1, np.int64), *band,
+        np.full(m, width, np.int64),
+    )  # fmt: skip
+    decided: list[list[int]] = []
+    kernel = _k.leader_pass
+
+    def recorded(*args: object) -> object:
+        out = kernel(*args)  # type: ignore[arg-type]
+        decided.append(np.flatnonzero(args[10]).tolist())  # the pass's ``redone``
+        return out
+
+    monkeypatch.setattr(_k, "leader_pass", recorded)
+    store = SetStore(m, lambda r: _sets_of([sets[i] for i in r.tolist()]))
+    ok, score = np.array([False, True]), np.array([0.0, 1.0])
+    res = remove_by_leaders(buckets, np.arange(m), 1, ok, score, check, store)
+    assert decided == [list(range(m)), [5, 6, 7, 8, 9], [6, 7, 8, 9]]
+    assert np.flatnonzero(res.kept).tolist() == [0, 5]
+    assert res.checks == 9 + (1 + 4 * 2) + 4 * 2  # pass 1, then only what was decided again

@@ -16,7 +16,9 @@ verification a sketch estimate in the binomial error band of the threshold is de
 Jaccard of the two documents' shingle sets; sets are computed once per document when first
 wanted (the texts fetched in one batch per round), kept for the rest of the removal, and the
 pass is run again with them until no decision waits for a set: every decision in the band is
-exact in the final pass.
+exact in the final pass. A pass after the first decides again only the documents whose
+decision may change: those with new exact scores, and those whose buckets gained or lost a
+leader earlier in the pass; the others keep their decision (and, if kept, their leadership).
 """
 
 from __future__ import annotations
@@ -150,8 +152,11 @@ class _ExactScores:
                 "hybrid verification needs the texts of borderline documents: give a SetStore"
             )
         codes, first = np.unique(d * np.int64(self.m) + x, return_index=True)
-        fresh = ~np.isin(codes, self.codes, assume_unique=True)
-        codes, d, x = codes[fresh], d[first[fresh]], x[first[fresh]]
+        at = np.asarray(np.searchsorted(self.codes, codes), dtype=np.int64)
+        fresh = np.ones(len(codes), dtype=np.bool_)
+        inside = at < len(self.codes)
+        fresh[inside] = self.codes[at[inside]] != codes[inside]
+        codes, d, x, at = codes[fresh], d[first[fresh]], x[first[fresh]], at[fresh]
         if len(codes) == 0:
             return
         leaders = np.unique(x)
@@ -159,9 +164,8 @@ class _ExactScores:
         scores = score_exactly(
             store, d, x, lambda rows: np.isin(rows, leaders) | (store.row[rows] >= 0)
         )
-        order = np.argsort(np.concatenate([self.codes, codes]), kind="stable")
-        self.codes = np.concatenate([self.codes, codes])[order]
-        self.scores = np.concatenate([self.scores, scores])[order]
+        self.codes = np.insert(self.codes, at, codes)  # both ascend: a merge, not a sort
+        self.scores = np.insert(self.scores, at, scores)
 
 
 @dataclass
@@ -193,26 +197,34 @@ class _Passes:
         )
 
     def merge(
-        self, run: npt.NDArray[np.bool_], a: IntArray, b: IntArray, s: FloatArray, stats: IntArray
+        self,
+        redone: npt.NDArray[np.bool_],
+        a: IntArray,
+        b: IntArray,
+        s: FloatArray,
+        stats: IntArray,
     ) -> None:
-        """Count a pass, and take its pairs in place of those of the components it ran."""
+        """Count a pass, and take its pairs in place of those of the documents it decided."""
         self.rounds += 1
         self.checks += int(stats[_k.CHECKS])
         self.exact_checks += int(stats[_k.EXACT])
-        settled = ~run[self.pa]  # pairs of components that did not run again
+        settled = ~redone[self.pa]  # pairs of documents whose decision stands
         self.pa = np.concatenate([self.pa[settled], a])
         self.pb = np.concatenate([self.pb[settled], b])
         self.ps = np.concatenate([self.ps[settled], s])
 
-    def result(self, sets: SetStore | None) -> LeaderResult:
-        """The removal, with what it cost (``sets``: the exact sets computed and held)."""
+    def result(self, sets: SetStore | None, rank: IntArray) -> LeaderResult:
+        """The removal, with what it cost (``sets``: the exact sets computed and held); the
+        pairs in the order one pass over every document lists them (by the deciding document's
+        rank, each one's as found), whatever the passes and threads that found them."""
+        order = np.argsort(rank[self.pa], kind="stable")
         return LeaderResult(
             self.kept,
             self.dup,
             self.score,
-            self.pa,
-            self.pb,
-            self.ps,
+            self.pa[order],
+            self.pb[order],
+            self.ps[order],
             checks=self.checks,
             exact=self.exact_checks,
             sets=0 if sets is None else sets.computed,
@@ -242,15 +254,13 @@ def component_parts(
     return [mask for mask in masks if mask.any()]
 
 
-def _joined(outs: list[_PassOut], rank: IntArray) -> _PassOut:
-    """The passes of disjoint parts as one pass over all of them: the accepted pairs in the
-    order one pass would give (by the deciding document's rank, each one's pairs as found)."""
+def _joined(outs: list[_PassOut]) -> _PassOut:
+    """The passes of disjoint parts as one pass over all of them."""
     if len(outs) == 1:
         return outs[0]
     a, b, s, wa, wb = (np.concatenate([out[i] for out in outs]) for i in range(5))
-    order = np.argsort(rank[a], kind="stable")
     stats = np.sum([out[5] for out in outs], axis=0).astype(np.int64)
-    return a[order], b[order], s[order], wa, wb, stats
+    return a, b, s, wa, wb, stats
 
 
 def remove_by_leaders(
@@ -287,26 +297,35 @@ def remove_by_leaders(
     # score are settled, and only the others run again.
     component = _k.bucket_components(buckets.offsets, buckets.buckets, buckets.n_buckets)
     run = np.ones(m, dtype=np.bool_)
+    fresh = run  # the first pass decides every document
     state = _Passes.start(m)
     count_ok = np.ascontiguousarray(count_ok, dtype=np.bool_)
     weight = np.diff(buckets.offsets) + 1  # a document's work: its buckets, and itself
     fixed = (buckets.offsets, buckets.buckets, buckets.n_buckets, int(min_shared), count_ok)
     while True:
         args = check.kernel_args(count_score, exact.codes, exact.scores)
+        redone = np.zeros(m, dtype=np.bool_)
 
-        def one_pass(part: npt.NDArray[np.bool_], args: tuple[object, ...] = args) -> _PassOut:
+        def one_pass(
+            part: npt.NDArray[np.bool_],
+            args: tuple[object, ...] = args,
+            fresh: npt.NDArray[np.bool_] = fresh,
+            redone: npt.NDArray[np.bool_] = redone,
+        ) -> _PassOut:
             return _k.leader_pass(
-                order, rank, *fixed, args, part, state.kept, state.dup, state.score,
-                keep_pairs, int(max_leaders),
+                order, rank, *fixed, args, part, fresh, redone, state.kept, state.dup,
+                state.score, keep_pairs, int(max_leaders),
             )  # fmt: skip
 
         parts = component_parts(run, component, weight, jobs)
-        a, b, s, wa, wb, stats = _joined([o for _, o in ordered_map(one_pass, parts, jobs)], rank)
-        state.merge(run, a, b, s, stats)
+        a, b, s, wa, wb, stats = _joined([o for _, o in ordered_map(one_pass, parts, jobs)])
+        state.merge(redone, a, b, s, stats)
         _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
         if len(wa) == 0:
             break
         exact.add(wa, wb)
         _heap.trim()
         run = np.isin(component, np.unique(component[wa]))
-    return state.result(sets)
+        fresh = np.zeros(m, dtype=np.bool_)
+        fresh[wa] = True  # their estimates in the band now have exact scores
+    return state.result(sets, rank)

@@ -152,15 +152,27 @@ BY_METHOD_OR_SKETCH, BY_EXACT, WANTS_EXACT = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
-def check_pair(check: tuple, d: int, x: int, c: int, m: int) -> tuple[float, int]:
+def exact_range(check: tuple, d: int, m: int) -> tuple[int, int]:
+    """Where document d's pairs lie in ``check``'s sorted exact codes ``d * m + x``: [lo, hi)."""
+    codes = check[9]
+    if codes.shape[0] == 0:
+        return 0, 0
+    lo = np.searchsorted(codes, d * np.int64(m))
+    return int(lo), int(np.searchsorted(codes, (d + 1) * np.int64(m)))
+
+
+@njit(cache=True, inline="always")
+def check_pair(check: tuple, d: int, x: int, c: int, m: int, lo: int, hi: int) -> tuple[float, int]:
     """(score, how) of pair (d, x) sharing c keys, by the verifier's rule in kernel form.
 
     check = (kind, threshold, count_score, rows, set_fps, set_off, band_lo, band_hi, size,
     exact_codes, exact_scores) (``verify.PairCheck.kernel_args``): by the method's score from
     the count, exact Jaccard of stored sets, or a sketch estimate from ``rows``. An estimate
     with ``band_lo[n] <= estimate <= band_hi[n]`` (n = min(size[d], size[x])) is replaced by the
-    pair's exact Jaccard, looked up by code ``d * m + x`` in the sorted ``exact_codes``; when it
-    is not there the estimate stands for now and ``how`` says the pair wants an exact score.
+    pair's exact Jaccard, looked up by code ``d * m + x`` in ``exact_codes[lo:hi]`` (d's range
+    of the sorted codes, ``exact_range``); when it is not there the estimate stands for now and
+    ``how`` says the pair wants an exact score. The codes are pairs whose estimate was in the
+    band (they were wanted), so a pair found there is exact without estimating it again.
     """
     kind = check[0]
     if kind == BY_COUNT:
@@ -169,6 +181,12 @@ def check_pair(check: tuple, d: int, x: int, c: int, m: int) -> tuple[float, int
         fps = check[4]
         off = check[5]
         return set_jaccard(fps[off[d] : off[d + 1]], fps[off[x] : off[x + 1]]), BY_EXACT
+    if hi > lo:
+        codes = check[9]
+        code = d * np.int64(m) + x
+        at = lo + np.searchsorted(codes[lo:hi], code)
+        if at < hi and codes[at] == code:
+            return check[10][at], BY_EXACT
     rows = check[3]
     if kind == SKETCH_POSITIONAL:
         s = positional_share(rows[d], rows[x])
@@ -177,13 +195,37 @@ def check_pair(check: tuple, d: int, x: int, c: int, m: int) -> tuple[float, int
     size = check[8]
     eff = min(size[d], size[x])
     if check[6][eff] <= s <= check[7][eff]:
-        codes = check[9]
-        code = d * np.int64(m) + x
-        at = np.searchsorted(codes, code)
-        if at < codes.shape[0] and codes[at] == code:
-            return check[10][at], BY_EXACT
         return s, WANTS_EXACT
     return s, BY_METHOD_OR_SKETCH
+
+
+@njit(cache=True, inline="always")
+def _lead(
+    d: int,
+    offsets: np.ndarray,
+    buckets: np.ndarray,
+    head: np.ndarray,
+    leaders: np.ndarray,
+    node_doc: np.ndarray,
+    node_next: np.ndarray,
+    nodes: int,
+    max_leaders: int,
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """Kept document d made a leader of its buckets with room (at most ``max_leaders``
+    each): pushed on each one's list (``head``, ``node_doc``, ``node_next``) of ``nodes``."""
+    need = nodes + offsets[d + 1] - offsets[d]
+    node_doc = grown(node_doc, need)
+    node_next = grown(node_next, need)
+    for e in range(offsets[d], offsets[d + 1]):
+        b = buckets[e]
+        if leaders[b] >= max_leaders:
+            continue
+        leaders[b] += 1
+        node_doc[nodes] = d
+        node_next[nodes] = head[b]
+        head[b] = nodes
+        nodes += 1
+    return nodes, node_doc, node_next
 
 
 @njit(cache=True, nogil=True)
@@ -197,6 +239,8 @@ def leader_pass(
     count_ok: np.ndarray,
     check: tuple,
     run: np.ndarray,
+    fresh: np.ndarray,
+    redone: np.ndarray,
     kept: np.ndarray,
     dup: np.ndarray,
     dscore: np.ndarray,
@@ -215,12 +259,18 @@ def leader_pass(
     exact score is decided by its estimate for now and returned, so the caller can score it and
     run the pass again.
 
-    Only documents with ``run[d]`` are decided (whole components of the bucket graph, which
-    are independent); their results are written into ``kept``, ``dup`` (duplicate_of, -1 if
-    kept) and ``dscore`` (NaN if kept), the others' left as they are. A bucket takes at most
+    Only documents with ``run[d]`` are visited (whole components of the bucket graph, which
+    are independent), and of those only the ones whose decision may differ from the one held
+    in ``kept``, ``dup`` (duplicate_of, -1 if kept) and ``dscore`` (NaN if kept) are decided
+    again: a ``fresh`` document (its scores changed: the first pass, or new exact scores), or
+    one with a bucket whose leaders changed earlier in this pass (a document decided again
+    changed sides while the bucket had room for leaders). Any other document meets the same
+    leaders with the same scores as when it was last decided, so its decision stands; it only
+    becomes a leader again if kept. Documents decided are marked in ``redone``. A bucket takes at most
     ``max_leaders`` leaders (the first kept): a boilerplate key shared by thousands of distinct
     documents would otherwise make each compared with all of them. Returns the accepted pairs
-    (doc, leader, score) when ``keep_pairs``, the wanted pairs (doc, leader), stats[N_STATS].
+    (doc, leader, score) of the documents decided when ``keep_pairs``, the wanted pairs (doc,
+    leader), stats[N_STATS].
     """
     m = order.shape[0]
     kind = check[0]
@@ -240,10 +290,21 @@ def leader_pass(
     wb = np.empty(16, dtype=np.int64)
     n_want = 0
     stats = np.zeros(N_STATS, dtype=np.int64)
+    changed = np.zeros(n_buckets, dtype=np.bool_)
     for pos in range(m):
         d = order[pos]
         if not run[d]:
             continue
+        again = fresh[d]
+        for e in range(offsets[d], offsets[d + 1]):
+            again = again or changed[buckets[e]]
+        if not again:
+            if kept[d]:
+                nodes, node_doc, node_next = _lead(
+                    d, offsets, buckets, head, leaders, node_doc, node_next, nodes, max_leaders
+                )
+            continue
+        redone[d] = True
         nt = 0
         for e in range(offsets[d], offsets[d + 1]):
             node = head[buckets[e]]
@@ -256,6 +317,7 @@ def leader_pass(
                 node = node_next[node]
         best = -1
         best_s = 0.0
+        lo, hi = exact_range(check, d, m)
         for q in range(nt):
             x = touched[q]
             c = count[x]
@@ -263,7 +325,7 @@ def leader_pass(
             if c < min_shared or not count_ok[c]:
                 continue
             stats[CHECKS] += 1
-            s, how = check_pair(check, d, x, c, m)
+            s, how = check_pair(check, d, x, c, m, lo, hi)
             if how == BY_EXACT:
                 stats[EXACT] += 1
             elif how == WANTS_EXACT:
@@ -278,22 +340,17 @@ def leader_pass(
             if best == -1 or s > best_s or (s == best_s and rank[x] < rank[best]):
                 best = x
                 best_s = s
+        if kept[d] != (best == -1):  # d changed sides: later members of its buckets
+            for e in range(offsets[d], offsets[d + 1]):  # with room for leaders see it
+                if leaders[buckets[e]] < max_leaders:
+                    changed[buckets[e]] = True
         if best == -1:
             kept[d] = True
             dup[d] = -1
             dscore[d] = np.nan
-            need = nodes + offsets[d + 1] - offsets[d]
-            node_doc = grown(node_doc, need)
-            node_next = grown(node_next, need)
-            for e in range(offsets[d], offsets[d + 1]):
-                b = buckets[e]
-                if leaders[b] >= max_leaders:
-                    continue
-                leaders[b] += 1
-                node_doc[nodes] = d
-                node_next[nodes] = head[b]
-                head[b] = nodes
-                nodes += 1
+            nodes, node_doc, node_next = _lead(
+                d, offsets, buckets, head, leaders, node_doc, node_next, nodes, max_leaders
+            )
         else:
             kept[d] = False
             dup[d] = best
@@ -317,7 +374,8 @@ def score_pairs(
     score = np.empty(a.shape[0], dtype=np.float64)
     how = np.empty(a.shape[0], dtype=np.int8)
     for i in range(a.shape[0]):
-        s, h = check_pair(check, a[i], b[i], count[i], m)
+        lo, hi = exact_range(check, a[i], m)
+        s, h = check_pair(check, a[i], b[i], count[i], m, lo, hi)
         score[i] = s
         how[i] = h
     return score, how

@@ -353,14 +353,15 @@ def _after_read_error(
 
 
 def _spans(entry: Entry) -> tuple[IntArray, IntArray, npt.NDArray[np.uint8]]:
+    """The file's (starts, ends, firsts), its pass-1 blocks joined once and kept joined: hybrid
+    verification reads texts again round after round, and each read would copy them all."""
     spans = entry.spans or []
     if not spans:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.uint8)
-    return (
-        np.concatenate([x[0] for x in spans]),
-        np.concatenate([x[1] for x in spans]),
-        np.concatenate([x[2] for x in spans]),
-    )
+    if len(spans) > 1:
+        joined = tuple(np.concatenate([x[i] for x in spans]) for i in range(3))
+        spans = entry.spans = [joined]  # type: ignore[list-item]
+    return spans[0]
 
 
 def span_sizes(entry: Entry) -> IntArray:
