@@ -23,8 +23,9 @@ leader earlier in the pass; the others keep their decision (and, if kept, their 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -133,15 +134,18 @@ class LeaderResult:
 
 
 class _ExactScores:
-    """Exact Jaccard of the pairs (document, leader) the passes wanted, by code ``d * m + x``.
+    """Exact Jaccard of the pairs (document, leader) one part's passes wanted, by code
+    ``d * m + x``.
 
     Leaders' sets are held in the store while the removal runs (a leader meets its cluster's
-    members again); a member's set is computed, scored against its leaders and dropped.
+    members again); a member's set is computed, scored against its leaders and dropped. The
+    store is shared by the parts: ``lock`` lets one part at a time fetch and score.
     """
 
-    def __init__(self, m: int, store: SetStore | None) -> None:
+    def __init__(self, m: int, store: SetStore | None, lock: threading.Lock) -> None:
         self.m = m
         self.store = store
+        self.lock = lock
         self.codes = np.zeros(0, dtype=np.int64)
         self.scores = np.zeros(0, dtype=np.float64)
 
@@ -161,40 +165,43 @@ class _ExactScores:
             return
         leaders = np.unique(x)
         store = self.store
-        scores = score_exactly(
-            store, d, x, lambda rows: np.isin(rows, leaders) | (store.row[rows] >= 0)
-        )
+        with self.lock:
+            scores = score_exactly(
+                store, d, x, lambda rows: np.isin(rows, leaders) | (store.row[rows] >= 0)
+            )
         self.codes = np.insert(self.codes, at, codes)  # both ascend: a merge, not a sort
         self.scores = np.insert(self.scores, at, scores)
 
 
 @dataclass
-class _Passes:
-    """What the leader passes decided so far: each row's fate (the kernel updates these in
-    place), the accepted pairs, and the passes and comparisons made."""
+class _Fates:
+    """Each row's fate so far, shared by every part (the kernel updates a part's rows in place):
+    kept, duplicate_of (-1 if kept), score (NaN if kept)."""
 
     kept: npt.NDArray[np.bool_]
     dup: IntArray
     score: FloatArray
-    pa: IntArray
-    pb: IntArray
-    ps: FloatArray
-    rounds: int = 0
-    checks: int = 0
-    exact_checks: int = 0
 
     @classmethod
-    def start(cls, m: int) -> _Passes:
-        """Every row kept, no pair yet."""
-        none = np.zeros(0, dtype=np.int64)
+    def start(cls, m: int) -> _Fates:
+        """Every row kept."""
         return cls(
             np.ones(m, dtype=np.bool_),
             np.full(m, -1, dtype=np.int64),
             np.full(m, np.nan, dtype=np.float64),
-            none,
-            none,
-            np.zeros(0, dtype=np.float64),
         )
+
+
+@dataclass
+class _Found:
+    """What one part's passes found: the accepted pairs, and the passes and comparisons made."""
+
+    pa: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    pb: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ps: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    rounds: int = 0
+    checks: int = 0
+    exact_checks: int = 0
 
     def merge(
         self,
@@ -213,29 +220,32 @@ class _Passes:
         self.pb = np.concatenate([self.pb[settled], b])
         self.ps = np.concatenate([self.ps[settled], s])
 
-    def result(self, sets: SetStore | None, rank: IntArray) -> LeaderResult:
-        """The removal, with what it cost (``sets``: the exact sets computed and held); the
-        pairs in the order one pass over every document lists them (by the deciding document's
-        rank, each one's as found), whatever the passes and threads that found them."""
-        order = np.argsort(rank[self.pa], kind="stable")
+    @staticmethod
+    def result(
+        parts: list[_Found], fates: _Fates, sets: SetStore | None, rank: IntArray
+    ) -> LeaderResult:
+        """The removal, with what it cost (``sets``: the exact sets computed and held; rounds:
+        the most passes a part made); the pairs in the order one pass over every document lists
+        them (by the deciding document's rank, each one's as found), whatever the passes and
+        threads that found them."""
+        pa, pb, ps = (np.concatenate([getattr(f, n) for f in parts]) for n in ("pa", "pb", "ps"))
+        order = np.argsort(rank[pa], kind="stable")
         return LeaderResult(
-            self.kept,
-            self.dup,
-            self.score,
-            self.pa[order],
-            self.pb[order],
-            self.ps[order],
-            checks=self.checks,
-            exact=self.exact_checks,
+            fates.kept,
+            fates.dup,
+            fates.score,
+            pa[order],
+            pb[order],
+            ps[order],
+            checks=sum(f.checks for f in parts),
+            exact=sum(f.exact_checks for f in parts),
             sets=0 if sets is None else sets.computed,
             set_bytes=0 if sets is None else sets.held + sets.spilled,
-            rounds=self.rounds,
+            rounds=max(f.rounds for f in parts),
         )
 
 
-#: What one leader pass returns: accepted pairs (doc, leader, score), wanted pairs, stats.
-_PassOut = tuple[IntArray, IntArray, FloatArray, IntArray, IntArray, IntArray]
-#: Documents a pass must decide before it is cut into parts for several threads.
+#: Documents a removal must decide before it is cut into parts for several threads.
 PARALLEL_PASS_DOCS = 50_000
 
 
@@ -243,7 +253,7 @@ def component_parts(
     run: npt.NDArray[np.bool_], component: IntArray, weight: IntArray, jobs: int
 ) -> list[npt.NDArray[np.bool_]]:
     """``run`` cut into at most ``jobs`` masks of whole components, of about equal ``weight``
-    each: components share no bucket, so each part's pass decides alone (in its own thread)."""
+    each: components share no bucket, so each part is decided alone (in its own thread)."""
     if jobs <= 1 or not run.any() or int(run.sum()) < PARALLEL_PASS_DOCS:
         return [run]
     load = np.bincount(component[run], weights=weight[run], minlength=int(component.max()) + 1)
@@ -254,13 +264,45 @@ def component_parts(
     return [mask for mask in masks if mask.any()]
 
 
-def _joined(outs: list[_PassOut]) -> _PassOut:
-    """The passes of disjoint parts as one pass over all of them."""
-    if len(outs) == 1:
-        return outs[0]
-    a, b, s, wa, wb = (np.concatenate([out[i] for out in outs]) for i in range(5))
-    stats = np.sum([out[5] for out in outs], axis=0).astype(np.int64)
-    return a, b, s, wa, wb, stats
+@dataclass(frozen=True)
+class _Removal:
+    """What every part's passes share: the rows in keep order, their buckets, the rule."""
+
+    order: IntArray
+    rank: IntArray
+    buckets: Buckets
+    min_shared: int
+    count_ok: npt.NDArray[np.bool_]
+    count_score: FloatArray
+    check: PairCheck
+    keep_pairs: bool
+    max_leaders: int
+    component: IntArray
+    fates: _Fates
+
+    def decide(self, part: npt.NDArray[np.bool_], exact: _ExactScores) -> _Found:
+        """The rows of ``part`` (whole components) decided: passes until none wants an exact
+        score, the wanted ones scored between passes. A pass after the first runs only the
+        components that wanted scores, and decides again only their rows the scores can change."""
+        b, fates, found = self.buckets, self.fates, _Found()
+        run = fresh = part  # the first pass decides every row of the part
+        while True:
+            redone = np.zeros(len(part), dtype=np.bool_)
+            a, x, s, wa, wx, stats = _k.leader_pass(
+                self.order, self.rank, b.offsets, b.buckets, b.n_buckets, self.min_shared,
+                self.count_ok, self.check.kernel_args(self.count_score, exact.codes, exact.scores),
+                run, fresh, redone, fates.kept, fates.dup, fates.score, self.keep_pairs,
+                self.max_leaders,
+            )  # fmt: skip
+            found.merge(redone, a, x, s, stats)
+            _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
+            if len(wa) == 0:
+                return found
+            exact.add(wa, wx)
+            _heap.trim()
+            run = np.isin(self.component, np.unique(self.component[wa]))
+            fresh = np.zeros(len(part), dtype=np.bool_)
+            fresh[wa] = True  # their estimates in the band now have exact scores
 
 
 def remove_by_leaders(
@@ -282,50 +324,26 @@ def remove_by_leaders(
     from the count; ``count_score[c]`` is its score, used when the verifier defers to the
     method). ``check``: the verifier's rule over the rows. sets: where exact shingle sets of
     rows are fetched and held (hybrid verification; see the module docstring). keep_pairs:
-    also return the accepted pairs. max_leaders: the most leaders a bucket takes (its first kept documents), which bounds
-    the comparisons per document in buckets of boilerplate. The result does not depend on how
-    the rows' buckets were numbered, nor on ``jobs`` (threads: a pass over many documents runs
-    in parts of whole components, one per thread).
+    also return the accepted pairs. max_leaders: the most leaders a bucket takes (its first
+    kept documents), which bounds the comparisons per document in buckets of boilerplate. The
+    result does not depend on how the rows' buckets were numbered, nor on ``jobs`` (threads:
+    many documents are cut into parts of whole components, each decided, passes and exact
+    rounds alike, in its own thread; the exact sets are fetched one part at a time).
     """
     m = len(buckets.docs)
     rank = np.ascontiguousarray(rank, dtype=np.int64)
     if rank.shape != (m,):
         raise ParamError(f"rank must have one entry per document ({m}), got shape {rank.shape}")
-    order = np.argsort(rank, kind="stable").astype(np.int64)
-    exact = _ExactScores(m, sets)
-    # Components of the bucket graph are independent: after a pass, those that wanted no exact
-    # score are settled, and only the others run again.
+    # Components of the bucket graph are independent: each is decided alone, and after a pass
+    # those that wanted no exact score are settled, and only the others run again.
     component = _k.bucket_components(buckets.offsets, buckets.buckets, buckets.n_buckets)
-    run = np.ones(m, dtype=np.bool_)
-    fresh = run  # the first pass decides every document
-    state = _Passes.start(m)
-    count_ok = np.ascontiguousarray(count_ok, dtype=np.bool_)
+    removal = _Removal(
+        np.argsort(rank, kind="stable").astype(np.int64), rank, buckets, int(min_shared),
+        np.ascontiguousarray(count_ok, dtype=np.bool_), count_score, check, keep_pairs,
+        int(max_leaders), component, _Fates.start(m),
+    )  # fmt: skip
     weight = np.diff(buckets.offsets) + 1  # a document's work: its buckets, and itself
-    fixed = (buckets.offsets, buckets.buckets, buckets.n_buckets, int(min_shared), count_ok)
-    while True:
-        args = check.kernel_args(count_score, exact.codes, exact.scores)
-        redone = np.zeros(m, dtype=np.bool_)
-
-        def one_pass(
-            part: npt.NDArray[np.bool_],
-            args: tuple[object, ...] = args,
-            fresh: npt.NDArray[np.bool_] = fresh,
-            redone: npt.NDArray[np.bool_] = redone,
-        ) -> _PassOut:
-            return _k.leader_pass(
-                order, rank, *fixed, args, part, fresh, redone, state.kept, state.dup,
-                state.score, keep_pairs, int(max_leaders),
-            )  # fmt: skip
-
-        parts = component_parts(run, component, weight, jobs)
-        a, b, s, wa, wb, stats = _joined([o for _, o in ordered_map(one_pass, parts, jobs)])
-        state.merge(redone, a, b, s, stats)
-        _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
-        if len(wa) == 0:
-            break
-        exact.add(wa, wb)
-        _heap.trim()
-        run = np.isin(component, np.unique(component[wa]))
-        fresh = np.zeros(m, dtype=np.bool_)
-        fresh[wa] = True  # their estimates in the band now have exact scores
-    return state.result(sets, rank)
+    parts = component_parts(np.ones(m, dtype=np.bool_), component, weight, jobs)
+    lock = threading.Lock()
+    found = ordered_map(lambda part: removal.decide(part, _ExactScores(m, sets, lock)), parts, jobs)
+    return _Found.result([f for _, f in found], removal.fates, sets, rank)
