@@ -264,6 +264,15 @@ def component_parts(
     return [mask for mask in masks if mask.any()]
 
 
+def leader_slots(buckets: Buckets, max_leaders: int) -> IntArray:
+    """Where each bucket's leaders go in one array: bucket b's slab is ``slots[b]:slots[b+1]``,
+    room for its members, at most ``max_leaders`` (int64[n_buckets + 1])."""
+    members = np.bincount(buckets.buckets, minlength=buckets.n_buckets)
+    slots = np.zeros(buckets.n_buckets + 1, dtype=np.int64)
+    np.cumsum(np.minimum(members, max(int(max_leaders), 0)), out=slots[1:])
+    return slots
+
+
 @dataclass(frozen=True)
 class _Removal:
     """What every part's passes share: the rows in keep order, their buckets, the rule."""
@@ -276,7 +285,7 @@ class _Removal:
     count_score: FloatArray
     check: PairCheck
     keep_pairs: bool
-    max_leaders: int
+    slots: IntArray
     component: IntArray
     fates: _Fates
 
@@ -289,10 +298,9 @@ class _Removal:
         while True:
             redone = np.zeros(len(part), dtype=np.bool_)
             a, x, s, wa, wx, stats = _k.leader_pass(
-                self.order, self.rank, b.offsets, b.buckets, b.n_buckets, self.min_shared,
+                self.order, self.rank, b.offsets, b.buckets, self.slots, self.min_shared,
                 self.count_ok, self.check.kernel_args(self.count_score, exact.codes, exact.scores),
                 run, fresh, redone, fates.kept, fates.dup, fates.score, self.keep_pairs,
-                self.max_leaders,
             )  # fmt: skip
             found.merge(redone, a, x, s, stats)
             _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
@@ -340,7 +348,7 @@ def remove_by_leaders(
     removal = _Removal(
         np.argsort(rank, kind="stable").astype(np.int64), rank, buckets, int(min_shared),
         np.ascontiguousarray(count_ok, dtype=np.bool_), count_score, check, keep_pairs,
-        int(max_leaders), component, _Fates.start(m),
+        leader_slots(buckets, max_leaders), component, _Fates.start(m),
     )  # fmt: skip
     weight = np.diff(buckets.offsets) + 1  # a document's work: its buckets, and itself
     parts = component_parts(np.ones(m, dtype=np.bool_), component, weight, jobs)

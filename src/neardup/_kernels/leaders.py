@@ -204,28 +204,17 @@ def _lead(
     d: int,
     offsets: np.ndarray,
     buckets: np.ndarray,
-    head: np.ndarray,
+    slots: np.ndarray,
     leaders: np.ndarray,
-    node_doc: np.ndarray,
-    node_next: np.ndarray,
-    nodes: int,
-    max_leaders: int,
-) -> tuple[int, np.ndarray, np.ndarray]:
-    """Kept document d made a leader of its buckets with room (at most ``max_leaders``
-    each): pushed on each one's list (``head``, ``node_doc``, ``node_next``) of ``nodes``."""
-    need = nodes + offsets[d + 1] - offsets[d]
-    node_doc = grown(node_doc, need)
-    node_next = grown(node_next, need)
+    pool: np.ndarray,
+) -> None:
+    """Kept document d made a leader of its buckets with room: appended to each one's slab
+    ``pool[slots[b]:slots[b + 1]]``, of which ``leaders[b]`` are filled."""
     for e in range(offsets[d], offsets[d + 1]):
         b = buckets[e]
-        if leaders[b] >= max_leaders:
-            continue
-        leaders[b] += 1
-        node_doc[nodes] = d
-        node_next[nodes] = head[b]
-        head[b] = nodes
-        nodes += 1
-    return nodes, node_doc, node_next
+        if leaders[b] < slots[b + 1] - slots[b]:
+            pool[slots[b] + leaders[b]] = d
+            leaders[b] += 1
 
 
 @njit(cache=True, nogil=True)
@@ -234,7 +223,7 @@ def leader_pass(
     rank: np.ndarray,
     offsets: np.ndarray,
     buckets: np.ndarray,
-    n_buckets: int,
+    slots: np.ndarray,
     min_shared: int,
     count_ok: np.ndarray,
     check: tuple,
@@ -245,12 +234,14 @@ def leader_pass(
     dup: np.ndarray,
     dscore: np.ndarray,
     keep_pairs: bool,
-    max_leaders: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Keep-aware removal of m documents against the kept leaders of their buckets.
 
     order: the documents (0..m-1) in keep priority; rank[d]: d's position in it (ties between
     equal scores go to the better rank). offsets, buckets: each document's buckets (CSR).
+    slots: bucket b's leaders are held in slab ``slots[b]:slots[b + 1]`` of one array, sized
+    for the most leaders it may take (its members, at most ``max_leaders``: ``leader_slots``),
+    so a document reads each bucket's leaders in one run of memory.
     A document's candidates are the kept documents sharing at least ``min_shared`` of its
     buckets with ``count_ok[count]``; each is scored by ``check_pair`` and accepted when the
     score reaches the threshold (under ``BY_COUNT``, the method's count decides alone). A
@@ -266,20 +257,18 @@ def leader_pass(
     one with a bucket whose leaders changed earlier in this pass (a document decided again
     changed sides while the bucket had room for leaders). Any other document meets the same
     leaders with the same scores as when it was last decided, so its decision stands; it only
-    becomes a leader again if kept. Documents decided are marked in ``redone``. A bucket takes at most
-    ``max_leaders`` leaders (the first kept): a boilerplate key shared by thousands of distinct
-    documents would otherwise make each compared with all of them. Returns the accepted pairs
+    becomes a leader again if kept. Documents decided are marked in ``redone``. A bucket takes
+    as many leaders as its slab holds (the first kept): a boilerplate key shared by thousands of
+    distinct documents would otherwise make each compared with all of them. Returns the accepted pairs
     (doc, leader, score) of the documents decided when ``keep_pairs``, the wanted pairs (doc,
     leader), stats[N_STATS].
     """
     m = order.shape[0]
     kind = check[0]
     threshold = check[1]
-    head = np.full(n_buckets, -1, dtype=np.int64)
+    n_buckets = slots.shape[0] - 1
     leaders = np.zeros(n_buckets, dtype=np.int64)
-    node_doc = np.empty(16, dtype=np.int64)
-    node_next = np.empty(16, dtype=np.int64)
-    nodes = 0
+    pool = np.empty(slots[n_buckets], dtype=np.int64)
     count = np.zeros(m, dtype=np.int64)
     touched = np.empty(m, dtype=np.int64)
     pa = np.empty(16, dtype=np.int64)
@@ -300,21 +289,18 @@ def leader_pass(
             again = again or changed[buckets[e]]
         if not again:
             if kept[d]:
-                nodes, node_doc, node_next = _lead(
-                    d, offsets, buckets, head, leaders, node_doc, node_next, nodes, max_leaders
-                )
+                _lead(d, offsets, buckets, slots, leaders, pool)
             continue
         redone[d] = True
         nt = 0
         for e in range(offsets[d], offsets[d + 1]):
-            node = head[buckets[e]]
-            while node >= 0:
-                x = node_doc[node]
+            b = buckets[e]
+            for i in range(slots[b] + leaders[b] - 1, slots[b] - 1, -1):  # the newest first
+                x = pool[i]
                 if count[x] == 0:
                     touched[nt] = x
                     nt += 1
                 count[x] += 1
-                node = node_next[node]
         best = -1
         best_s = 0.0
         lo, hi = exact_range(check, d, m)
@@ -342,15 +328,14 @@ def leader_pass(
                 best_s = s
         if kept[d] != (best == -1):  # d changed sides: later members of its buckets
             for e in range(offsets[d], offsets[d + 1]):  # with room for leaders see it
-                if leaders[buckets[e]] < max_leaders:
-                    changed[buckets[e]] = True
+                b = buckets[e]
+                if leaders[b] < slots[b + 1] - slots[b]:
+                    changed[b] = True
         if best == -1:
             kept[d] = True
             dup[d] = -1
             dscore[d] = np.nan
-            nodes, node_doc, node_next = _lead(
-                d, offsets, buckets, head, leaders, node_doc, node_next, nodes, max_leaders
-            )
+            _lead(d, offsets, buckets, slots, leaders, pool)
         else:
             kept[d] = False
             dup[d] = best
