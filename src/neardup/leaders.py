@@ -13,10 +13,10 @@ pairs — with buckets of any size, none chained.
 
 Verification is the verifier's own rule in kernel form (``verify.PairCheck``). Under hybrid
 verification a sketch estimate in the binomial error band of the threshold is decided by exact
-Jaccard of the two documents' shingle sets; sets are computed once per document when first
-wanted (the texts fetched in one batch per round), kept for the rest of the removal, and the
-pass is run again with them until no decision waits for a set: every decision in the band is
-exact in the final pass. A pass after the first decides again only the documents whose
+Jaccard of the two documents' shingle sets, computed from texts fetched in one batch per round
+(a leader's set is kept for the rest of the removal, a member's dropped once scored), and the
+pass is run again with the scores until no decision waits for one: every decision in the band
+is exact in the final pass. A pass after the first decides again only the documents whose
 decision may change: those with new exact scores, and those whose buckets gained or lost a
 leader earlier in the pass; the others keep their decision (and, if kept, their leadership).
 """
@@ -250,17 +250,18 @@ PARALLEL_PASS_DOCS = 50_000
 
 
 def component_parts(
-    run: npt.NDArray[np.bool_], component: IntArray, weight: IntArray, jobs: int
+    component: IntArray, weight: IntArray, jobs: int
 ) -> list[npt.NDArray[np.bool_]]:
-    """``run`` cut into at most ``jobs`` masks of whole components, of about equal ``weight``
+    """The rows cut into at most ``jobs`` masks of whole components, of about equal ``weight``
     each: components share no bucket, so each part is decided alone (in its own thread)."""
-    if jobs <= 1 or not run.any() or int(run.sum()) < PARALLEL_PASS_DOCS:
-        return [run]
-    load = np.bincount(component[run], weights=weight[run], minlength=int(component.max()) + 1)
+    m = len(component)
+    if jobs <= 1 or m < PARALLEL_PASS_DOCS:
+        return [np.ones(m, dtype=np.bool_)]
+    load = np.bincount(component, weights=weight, minlength=int(component.max()) + 1)
     before = np.cumsum(load) - load  # the weight of the components numbered lower
     part = np.minimum((before * jobs) // max(float(load.sum()), 1.0), jobs - 1).astype(np.int64)
     of_doc = part[component]
-    masks = [run & (of_doc == p) for p in range(jobs)]
+    masks = [of_doc == p for p in range(jobs)]
     return [mask for mask in masks if mask.any()]
 
 
@@ -351,7 +352,7 @@ def remove_by_leaders(
         leader_slots(buckets, max_leaders), component, _Fates.start(m),
     )  # fmt: skip
     weight = np.diff(buckets.offsets) + 1  # a document's work: its buckets, and itself
-    parts = component_parts(np.ones(m, dtype=np.bool_), component, weight, jobs)
+    parts = component_parts(component, weight, jobs)
     lock = threading.Lock()
     found = ordered_map(lambda part: removal.decide(part, _ExactScores(m, sets, lock)), parts, jobs)
     return _Found.result([f for _, f in found], removal.fates, sets, rank)

@@ -258,10 +258,10 @@ def leader_pass(
     changed sides while the bucket had room for leaders). Any other document meets the same
     leaders with the same scores as when it was last decided, so its decision stands; it only
     becomes a leader again if kept. Documents decided are marked in ``redone``. A bucket takes
-    as many leaders as its slab holds (the first kept): a boilerplate key shared by thousands of
-    distinct documents would otherwise make each compared with all of them. Returns the accepted pairs
-    (doc, leader, score) of the documents decided when ``keep_pairs``, the wanted pairs (doc,
-    leader), stats[N_STATS].
+    as many leaders as its slab holds (the first kept): a boilerplate key shared by thousands
+    of distinct documents would otherwise make each compared with all of them. Returns the
+    accepted pairs (doc, leader, score) of the documents decided when ``keep_pairs``, the
+    wanted pairs (doc, leader), stats[N_STATS].
     """
     m = order.shape[0]
     kind = check[0]
