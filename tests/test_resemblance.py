@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._kernels.resemblance import intersection_size
 from neardup.errors import ParamError
 from neardup.resemblance import containment, dice, jaccard, pair_scores
 from neardup.shingles import ShingleBatch, shingle_batch
@@ -37,6 +38,21 @@ def test_pair_scores_equal_pairwise_functions(sets: list[set[int]]) -> None:
     for measure, fn in (("jaccard", jaccard), ("containment", containment), ("dice", dice)):
         got = pair_scores(batch, a, b, measure)  # type: ignore[arg-type]
         assert got.tolist() == [fn(_arr(sets[i]), _arr(sets[j])) for i, j in zip(a, b, strict=True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    x=st.sets(st.integers(min_value=0, max_value=2**64 - 1), max_size=40),
+    y=st.sets(st.integers(min_value=0, max_value=2**64 - 1), max_size=40),
+    shared=st.sets(st.integers(min_value=0, max_value=2**64 - 1), max_size=40),
+)
+def test_intersection_kernel_counts_common_fingerprints_over_the_whole_64_bit_range(
+    x: set[int], y: set[int], shared: set[int]
+) -> None:
+    """The merge kernel against Python's set intersection, values up to 2**64 - 1 included."""
+    a, b = x | shared, y | shared
+    assert intersection_size(_arr(a), _arr(b)) == len(a & b)
+    assert intersection_size(_arr(b), _arr(a)) == len(a & b)
 
 
 def test_retweet_with_prefix_is_contained_in_the_original() -> None:
