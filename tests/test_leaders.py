@@ -458,3 +458,23 @@ def test_a_pass_after_exact_scores_decides_again_only_what_they_can_change(
     assert decided == [list(range(m)), [5, 6, 7, 8, 9], [6, 7, 8, 9]]
     assert np.flatnonzero(res.kept).tolist() == [0, 5]
     assert res.checks == 9 + (1 + 4 * 2) + 4 * 2  # pass 1, then only what was decided again
+
+
+def test_no_document_in_a_bucket_is_an_empty_removal_in_any_number_of_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    keys = np.array([[1], [2], [3]], dtype=np.uint64)  # no key shared: no bucket
+    buckets = bucket_lists(lambda j: keys[:, j].copy(), 3, 1)
+    none = np.zeros(0, dtype=np.uint64)
+    no_band = np.full(2, 2.0), np.full(2, -1.0)
+    check = PairCheck(
+        _k.BY_COUNT, 0.5, np.zeros((0, 0), np.uint16), none, np.zeros(1, np.int64), *no_band,
+        np.zeros(0, np.int64),
+    )  # fmt: skip
+    monkeypatch.setattr(leaders, "PARALLEL_PASS_DOCS", 0)
+    for jobs in (1, 2):
+        res = remove_by_leaders(
+            buckets, np.zeros(0, np.int64), 1, np.array([False, True]), np.array([0.0, 1.0]),
+            check, jobs=jobs,
+        )  # fmt: skip
+        assert len(res.kept) == 0 and len(res.a) == 0 and res.checks == 0

@@ -255,7 +255,7 @@ def component_parts(
     """The rows cut into at most ``jobs`` masks of whole components, of about equal ``weight``
     each: components share no bucket, so each part is decided alone (in its own thread)."""
     m = len(component)
-    if jobs <= 1 or m < PARALLEL_PASS_DOCS:
+    if jobs <= 1 or m == 0 or m < PARALLEL_PASS_DOCS:
         return [np.ones(m, dtype=np.bool_)]
     load = np.bincount(component, weights=weight, minlength=int(component.max()) + 1)
     before = np.cumsum(load) - load  # the weight of the components numbered lower
