@@ -399,6 +399,18 @@ def test_hybrid_rechecks_fetched_in_byte_chunks_keep_what_one_chunk_keeps(
         np.testing.assert_array_equal(got, want)
 
 
+def _one_shared_key_decides(m: int) -> tuple[PairCheck, np.ndarray, np.ndarray]:
+    """The method's own rule over m rows: one shared key accepts a pair, with score 1.0 (the
+    check, ``count_ok`` and ``count_score`` that ``remove_by_leaders`` takes)."""
+    none = np.zeros(0, dtype=np.uint64)
+    no_band = np.full(2, 2.0), np.full(2, -1.0)
+    check = PairCheck(
+        _k.BY_COUNT, 0.5, np.zeros((0, 0), np.uint16), none, np.zeros(1, np.int64), *no_band,
+        np.ones(m, np.int64),
+    )  # fmt: skip
+    return check, np.array([False, True]), np.array([0.0, 1.0])
+
+
 def test_a_pass_cut_into_threads_lists_its_pairs_in_the_order_of_one_pass(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -407,13 +419,7 @@ def test_a_pass_cut_into_threads_lists_its_pairs_in_the_order_of_one_pass(
     keys[[0, 2, 4], 0] = 10
     keys[[1, 3, 5], 0] = 20
     buckets = bucket_lists(lambda j: keys[:, j].copy(), 6, 1)
-    none = np.zeros(0, dtype=np.uint64)
-    no_band = np.full(2, 2.0), np.full(2, -1.0)
-    check = PairCheck(
-        _k.BY_COUNT, 0.5, np.zeros((0, 0), np.uint16), none, np.zeros(1, np.int64), *no_band,
-        np.ones(6, np.int64),
-    )  # fmt: skip
-    ok, score = np.array([False, True]), np.array([0.0, 1.0])
+    check, ok, score = _one_shared_key_decides(6)
     rank = np.arange(6, dtype=np.int64)
     one = remove_by_leaders(buckets, rank, 1, ok, score, check, jobs=1)
     monkeypatch.setattr(leaders, "PARALLEL_PASS_DOCS", 0)
@@ -465,16 +471,8 @@ def test_no_document_in_a_bucket_is_an_empty_removal_in_any_number_of_threads(
 ) -> None:
     keys = np.array([[1], [2], [3]], dtype=np.uint64)  # no key shared: no bucket
     buckets = bucket_lists(lambda j: keys[:, j].copy(), 3, 1)
-    none = np.zeros(0, dtype=np.uint64)
-    no_band = np.full(2, 2.0), np.full(2, -1.0)
-    check = PairCheck(
-        _k.BY_COUNT, 0.5, np.zeros((0, 0), np.uint16), none, np.zeros(1, np.int64), *no_band,
-        np.zeros(0, np.int64),
-    )  # fmt: skip
+    check, ok, score = _one_shared_key_decides(0)
     monkeypatch.setattr(leaders, "PARALLEL_PASS_DOCS", 0)
     for jobs in (1, 2):
-        res = remove_by_leaders(
-            buckets, np.zeros(0, np.int64), 1, np.array([False, True]), np.array([0.0, 1.0]),
-            check, jobs=jobs,
-        )  # fmt: skip
+        res = remove_by_leaders(buckets, np.zeros(0, np.int64), 1, ok, score, check, jobs=jobs)
         assert len(res.kept) == 0 and len(res.a) == 0 and res.checks == 0
