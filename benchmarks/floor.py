@@ -1,6 +1,6 @@
 """The floor of ``neardup dedup``: start-up, reading, shingling and sketching alone vs end to end.
 
-    python benchmarks/floor.py /work/data/large/news_large.jsonl
+    python benchmarks/floor.py /tmp/news_large.jsonl   # written by make_copies.py --join 14
     python benchmarks/floor.py /tmp/pypi.jsonl --jobs 1,2 -- --tokens char -w 5
 
 Parts timed on the corpus, each alone (best wall time of ``--repeat``):
