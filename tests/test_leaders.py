@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import binom
 
-from neardup import leaders
+from neardup import exact, leaders
 from neardup._chunks import size_chunks
 from neardup._kernels import leaders as _k
 from neardup._kernels.hashing import EMPTY
@@ -149,9 +149,10 @@ instances = st.integers(2, 24).flatmap(
     st.sampled_from([None, 0]),
     st.sampled_from([2**62, 1, 2]),
     st.sampled_from([1, 2, 3]),
+    st.sampled_from([leaders.HOLD_SHARE, 0.0, float("inf")]),
 )
 def test_leader_pass_equals_the_reference_in_any_number_of_threads(
-    inst: tuple, verify: str, budget: int | None, cap: int, jobs: int
+    inst: tuple, verify: str, budget: int | None, cap: int, jobs: int, hold: float
 ) -> None:
     raw_keys, raw_sets, perm, r, t = inst
     m = len(raw_keys)
@@ -220,13 +221,14 @@ def test_leader_pass_equals_the_reference_in_any_number_of_threads(
             buckets, local_rank, r, count_ok, count_score, check, store, max_leaders=cap, jobs=jobs
         )
 
-    res = removal(1)
-    old_cut = leaders.PARALLEL_PASS_DOCS
-    leaders.PARALLEL_PASS_DOCS = 0  # every pass cut into parts of whole components
+    old_cut, old_hold = leaders.PARALLEL_PASS_DOCS, leaders.HOLD_SHARE
+    leaders.HOLD_SHARE = hold  # 0: every component waiting for a score holds its sets
     try:
+        res = removal(1)
+        leaders.PARALLEL_PASS_DOCS = 0  # every pass cut into parts of whole components
         threaded = removal(jobs)
     finally:
-        leaders.PARALLEL_PASS_DOCS = old_cut
+        leaders.PARALLEL_PASS_DOCS, leaders.HOLD_SHARE = old_cut, old_hold
     for field in ("kept", "duplicate_of", "score", "a", "b", "pair_score"):
         assert np.array_equal(getattr(threaded, field), getattr(res, field), equal_nan=True)
     assert (threaded.checks, threaded.exact, threaded.rounds) == (res.checks, res.exact, res.rounds)
@@ -476,3 +478,75 @@ def test_no_document_in_a_bucket_is_an_empty_removal_in_any_number_of_threads(
     for jobs in (1, 2):
         res = remove_by_leaders(buckets, np.zeros(0, np.int64), 1, ok, score, check, jobs=jobs)
         assert len(res.kept) == 0 and len(res.a) == 0 and res.checks == 0
+
+
+HOLD_SHARE = leaders.HOLD_SHARE  # the default, before any test sets another
+
+
+def _template_removal(
+    monkeypatch: pytest.MonkeyPatch, hold: float, budget: int | None = None
+) -> tuple[LeaderResult, SetStore]:
+    """Ten documents share one key, ranked 0..9, threshold 0.5. Sketches put every one at 1.0
+    of document 0 but 2, 5 and 7 (at 1.0 of each other), whose estimates with the rest (0.5)
+    are in the band: pass 1 removes them on the estimate, their exact Jaccard (0.11) keeps 2,
+    which makes the pairs of the later documents with the new leader 2 wait for scores too."""
+    m, width = 10, 16
+    keys = np.full((m, 1), 10, dtype=np.uint64)
+    buckets = bucket_lists(lambda j: keys[:, j].copy(), m, 1)
+    rows = np.zeros((m, width), dtype=np.uint16)
+    rows[[2, 5, 7], 8:] = 1
+    sets = [[0, 1, *range(100, 108)] if d in (2, 5, 7) else list(range(10)) for d in range(m)]
+    band = np.full(width + 1, 0.4), np.full(width + 1, 0.6)
+    check = PairCheck(
+        _k.SKETCH_POSITIONAL, 0.5, rows, np.zeros(0, np.uint64), np.zeros(1, np.int64), *band,
+        np.full(m, width, np.int64),
+    )  # fmt: skip
+    monkeypatch.setattr(leaders, "HOLD_SHARE", hold)
+    store = SetStore(m, lambda r: _sets_of([sets[i] for i in r.tolist()]), budget=budget)
+    ok, score = np.array([False, True]), np.array([0.0, 1.0])
+    return remove_by_leaders(buckets, np.arange(m), 1, ok, score, check, store), store
+
+
+def test_a_component_mostly_waiting_for_scores_holds_its_sets_and_ends_in_one_more_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    held, store = _template_removal(monkeypatch, HOLD_SHARE)
+    rounds, _ = _template_removal(monkeypatch, float("inf"))  # scored between passes only
+    for field in ("kept", "duplicate_of", "score", "a", "b", "pair_score"):
+        assert np.array_equal(getattr(held, field), getattr(rounds, field), equal_nan=True)
+    assert np.flatnonzero(held.kept).tolist() == [0, 2]
+    assert held.duplicate_of.tolist() == [-1, 0, -1, 0, 0, 2, 0, 2, 0, 0]
+    assert held.rounds == 2 and rounds.rounds == 3  # 30% waited after pass 1: sets held
+    assert store.computed == 10  # each set computed once, none again for a later round
+
+
+def test_sets_held_for_a_component_stay_within_its_share_of_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(exact, "SET_CHUNK", 1)  # a set a chunk: held one by one while they fit
+    rounds, _ = _template_removal(monkeypatch, float("inf"))
+    # sets of 80 bytes; half of 800 bytes is room for 5 of the 10 documents' sets
+    held, store = _template_removal(monkeypatch, HOLD_SHARE, budget=800)
+    for field in ("kept", "duplicate_of", "score", "a", "b", "pair_score"):
+        assert np.array_equal(getattr(held, field), getattr(rounds, field), equal_nan=True)
+    assert (store.row >= 0).sum() == 5 and store.held == 400 and store.spilled == 0
+
+
+def test_a_store_holds_each_groups_sets_while_they_fit_its_room_whatever_the_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sets = [[1, 2, 3], [4], [5, 6], [7, 8, 9, 10], [11], [12, 13]]
+    group = np.array([0, 1, 0, 1, 0, 1])  # rows 0, 2, 4 and 1, 3, 5
+    room = np.array([8 * 5, 8 * 5])  # group 0: 3 + 2 fit, 1 more does not; group 1: 1 + 4
+
+    def held(chunk: int) -> list[bool]:
+        monkeypatch.setattr(exact, "SET_CHUNK", chunk)
+        store = SetStore(6, lambda r: _sets_of([sets[i] for i in r.tolist()]))
+        store.hold(np.arange(6), group, room)
+        assert store.spilled == 0
+        return (store.row >= 0).tolist()
+
+    assert held(1) == held(4) == held(6) == [True, True, True, True, False, False]
+    store = SetStore(6, lambda r: _sets_of([sets[i] for i in r.tolist()]))
+    store.hold(np.arange(6), group, None)
+    assert (store.row >= 0).all()

@@ -72,12 +72,49 @@ class SetStore:
     def __len__(self) -> int:
         return self._count
 
+    @property
+    def budget(self) -> int | None:
+        """Bytes of sets held in memory before spilling (None: no limit)."""
+        return self._budget
+
     def add(self, rows: IntArray) -> None:
         """Fetch and keep the sets of ``rows`` (ascending) not held yet, a chunk at a time."""
         rows = np.unique(np.asarray(rows, dtype=np.int64))
         rows = rows[self.row[rows] < 0]
         for chunk in self.chunks(rows):
             self._keep(chunk, self.fetch(chunk))
+
+    def hold(self, rows: IntArray, group: IntArray, room: IntArray | None) -> None:
+        """Fetch and keep the sets of ``rows`` (ascending) not held yet, in fetches of many
+        rows; the rows of each group (``group[i]``) in order while their bytes fit in
+        ``room[group]`` (None: no bound): which of a group's sets are kept depends only on the
+        group's rows and room, never on the other groups fetched with it."""
+        wanted = self.row[rows] < 0
+        rows, group = rows[wanted], group[wanted]
+        used = np.zeros(0 if room is None else len(room), dtype=np.int64)
+        at = 0
+        for chunk in self.chunks(rows):  # chunks keep the order of rows
+            sets = self.fetch(chunk)
+            g = group[at : at + len(chunk)]
+            at += len(chunk)
+            size = 8 * np.diff(sets.offsets)
+            keep = np.ones(len(chunk), dtype=np.bool_)
+            if room is not None:  # each group's bytes so far, its rows in order
+                by = np.argsort(g, kind="stable")
+                gs, ss = g[by], size[by]
+                total = np.cumsum(ss)
+                start = np.maximum.accumulate(
+                    np.where(np.r_[True, gs[1:] != gs[:-1]], np.arange(len(gs)), 0)
+                )
+                within = total - (total[start] - ss[start]) + used[gs]
+                keep[by] = within <= room[gs]
+                np.maximum.at(used, gs, within)
+            if keep.all():
+                self._keep(chunk, sets)
+            elif keep.any():
+                fps = sets.fps[np.repeat(keep, np.diff(sets.offsets))]
+                offsets = np.r_[0, np.cumsum(np.diff(sets.offsets)[keep])].astype(np.int64)
+                self._keep(chunk[keep], ShingleBatch(fps, offsets))
 
     def chunks(self, rows: IntArray) -> list[IntArray]:
         """``rows`` in the runs fetched at once: ``SET_CHUNK`` rows, ``SET_CHUNK_BYTES`` of text."""

@@ -16,7 +16,11 @@ verification a sketch estimate in the binomial error band of the threshold is de
 Jaccard of the two documents' shingle sets, computed from texts fetched in one batch per round
 (a leader's set is kept for the rest of the removal, a member's dropped once scored), and the
 pass is run again with the scores until no decision waits for one: every decision in the band
-is exact in the final pass. A pass after the first decides again only the documents whose
+is exact in the final pass. In a component where a round finds at least ``HOLD_SHARE`` of the
+documents waiting for scores (thousands of distinct documents around one template, each
+flip making others wait again), every member's set is held too, within half the sets' byte
+budget, and the next pass scores its band pairs itself: one more pass instead of a round per
+cascade. A pass after the first decides again only the documents whose
 decision may change: those with new exact scores, and those whose buckets gained or lost a
 leader earlier in the pass; the others keep their decision (and, if kept, their leadership).
 """
@@ -133,6 +137,14 @@ class LeaderResult:
     rounds: int
 
 
+#: Share of a component's documents waiting for exact scores in one round from which every
+#: member's set is held for the next pass (see the module docstring).
+HOLD_SHARE = 0.25
+#: Share of the sets' byte budget the members' sets held may fill, each component's by its
+#: share of the rows (the rest is the leaders').
+HOLD_BUDGET_SHARE = 0.5
+
+
 class _ExactScores:
     """Exact Jaccard of the pairs (document, leader) one part's passes wanted, by code
     ``d * m + x``.
@@ -146,15 +158,50 @@ class _ExactScores:
         self.m = m
         self.store = store
         self.lock = lock
+        self.done = np.zeros(0, dtype=np.int64)  # the components ``hold`` has held
         self.codes = np.zeros(0, dtype=np.int64)
         self.scores = np.zeros(0, dtype=np.float64)
+        self.held: tuple[npt.NDArray[np.uint64], IntArray, IntArray] | None = None
 
-    def add(self, d: IntArray, x: IntArray) -> None:
-        """Score the wanted pairs (d[i], leader x[i]) not scored yet."""
+    def hold(self, component: IntArray, waiting: IntArray) -> None:
+        """Hold the sets of every row of each component where the ``waiting`` rows are at least
+        ``HOLD_SHARE`` of its rows, so the next pass scores their pairs in the band itself
+        (``held`` is what the kernel reads). A component is held once, within its rows' share
+        of ``HOLD_BUDGET_SHARE`` of the store's budget: what is held depends on the component
+        alone, never on the parts or threads."""
+        store = self._store()
+        comps, count = np.unique(component[waiting], return_counts=True)
+        size = np.bincount(component, minlength=int(component.max()) + 1)[comps]
+        busy = comps[(count >= HOLD_SHARE * size) & ~np.isin(comps, self.done)]
+        if len(busy) == 0:
+            return
+        self.done = np.union1d(self.done, busy)
+        rows = np.flatnonzero(np.isin(component, busy))
+        group = np.searchsorted(busy, component[rows])
+        room = None
+        if store.budget is not None:  # each component's rows' share of the budget
+            room = (HOLD_BUDGET_SHARE * store.budget * size[np.isin(comps, busy)]) // self.m
+        with self.lock:
+            store.hold(rows, group, None if room is None else room.astype(np.int64))
+            sets = store.sets()
+            mine = np.isin(component, self.done)  # only these components' rows: what a pass
+            row = np.where(mine, store.row, -1)  # scores never depends on the other parts
+            self.held = (sets.fps, sets.offsets, row)
+
+    def _store(self) -> SetStore:
         if self.store is None:
             raise ParamError(
                 "hybrid verification needs the texts of borderline documents: give a SetStore"
             )
+        return self.store
+
+    def add(self, d: IntArray, x: IntArray) -> None:
+        """Score the wanted pairs (d[i], leader x[i]) not scored yet, but those whose two sets
+        are held (``hold``): the next pass scores them if it meets them again."""
+        if self.held is not None:
+            row = self.held[2]
+            free = (row[d] < 0) | (row[x] < 0)
+            d, x = d[free], x[free]
         codes, first = np.unique(d * np.int64(self.m) + x, return_index=True)
         at = np.asarray(np.searchsorted(self.codes, codes), dtype=np.int64)
         fresh = np.ones(len(codes), dtype=np.bool_)
@@ -164,7 +211,7 @@ class _ExactScores:
         if len(codes) == 0:
             return
         leaders = np.unique(x)
-        store = self.store
+        store = self._store()
         with self.lock:
             scores = score_exactly(
                 store, d, x, lambda rows: np.isin(rows, leaders) | (store.row[rows] >= 0)
@@ -300,14 +347,15 @@ class _Removal:
             redone = np.zeros(len(part), dtype=np.bool_)
             a, x, s, wa, wx, stats = _k.leader_pass(
                 self.order, self.rank, b.offsets, b.buckets, self.slots, self.min_shared,
-                self.count_ok, self.check.kernel_args(self.count_score, exact.codes, exact.scores),
+                self.count_ok, self.check.kernel_args(self.count_score, exact.codes, exact.scores, exact.held),
                 run, fresh, redone, fates.kept, fates.dup, fates.score, self.keep_pairs,
             )  # fmt: skip
             found.merge(redone, a, x, s, stats)
             _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
             if len(wa) == 0:
                 return found
-            exact.add(wa, wx)
+            exact.hold(self.component, np.unique(wa))
+            exact.add(wa, wx)  # pairs with both sets held are left to the next pass
             _heap.trim()
             run = np.isin(self.component, np.unique(self.component[wa]))
             fresh = np.zeros(len(part), dtype=np.bool_)

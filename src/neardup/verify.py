@@ -149,10 +149,16 @@ class PairCheck:
         return bool((self.band_lo <= self.band_hi).any())
 
     def kernel_args(
-        self, count_score: FloatArray, exact_codes: IntArray, exact_scores: FloatArray
+        self,
+        count_score: FloatArray,
+        exact_codes: IntArray,
+        exact_scores: FloatArray,
+        held: tuple[npt.NDArray[np.uint64], IntArray, IntArray] | None = None,
     ) -> tuple[object, ...]:
         """The tuple ``_kernels.leaders.check_pair`` reads: this rule, the method's score by
-        shared-key count, and the exact scores known so far (sorted pair codes)."""
+        shared-key count, the exact scores known so far (sorted pair codes), and the shingle
+        sets held (fps, offsets, each row's set or -1) that in-band pairs are scored from."""
+        fps, off, row = held if held is not None else (*_no_sets(), np.zeros(0, dtype=np.int64))
         return (
             self.kind,
             float(self.threshold),
@@ -165,6 +171,9 @@ class PairCheck:
             self.size,
             exact_codes,
             exact_scores,
+            fps,
+            off,
+            row,
         )
 
 

@@ -166,11 +166,13 @@ def check_pair(check: tuple, d: int, x: int, c: int, m: int, lo: int, hi: int) -
     """(score, how) of pair (d, x) sharing c keys, by the verifier's rule in kernel form.
 
     check = (kind, threshold, count_score, rows, set_fps, set_off, band_lo, band_hi, size,
-    exact_codes, exact_scores) (``verify.PairCheck.kernel_args``): by the method's score from
-    the count, exact Jaccard of stored sets, or a sketch estimate from ``rows``. An estimate
-    with ``band_lo[n] <= estimate <= band_hi[n]`` (n = min(size[d], size[x])) is replaced by the
-    pair's exact Jaccard, looked up by code ``d * m + x`` in ``exact_codes[lo:hi]`` (d's range
-    of the sorted codes, ``exact_range``); when it is not there the estimate stands for now and
+    exact_codes, exact_scores, held_fps, held_off, held_row) (``verify.PairCheck.kernel_args``):
+    by the method's score from the count, exact Jaccard of stored sets, or a sketch estimate
+    from ``rows``. An estimate with ``band_lo[n] <= estimate <= band_hi[n]`` (n = min(size[d],
+    size[x])) is replaced by the pair's exact Jaccard, looked up by code ``d * m + x`` in
+    ``exact_codes[lo:hi]`` (d's range of the sorted codes, ``exact_range``), or computed here
+    when both documents' sets are held (``held_row[d]``: d's set in the CSR ``held_fps``,
+    ``held_off``; -1 or an empty ``held_row``: not held); else the estimate stands for now and
     ``how`` says the pair wants an exact score. The codes are pairs whose estimate was in the
     band (they were wanted), so a pair found there is exact without estimating it again.
     """
@@ -195,6 +197,12 @@ def check_pair(check: tuple, d: int, x: int, c: int, m: int, lo: int, hi: int) -
     size = check[8]
     eff = min(size[d], size[x])
     if check[6][eff] <= s <= check[7][eff]:
+        held = check[13]
+        if held.shape[0] > 0 and held[d] >= 0 and held[x] >= 0:
+            fps = check[11]
+            off = check[12]
+            a, b = held[d], held[x]
+            return set_jaccard(fps[off[a] : off[a + 1]], fps[off[b] : off[b + 1]]), BY_EXACT
         return s, WANTS_EXACT
     return s, BY_METHOD_OR_SKETCH
 
