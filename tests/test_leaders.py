@@ -221,14 +221,15 @@ def test_leader_pass_equals_the_reference_in_any_number_of_threads(
             buckets, local_rank, r, count_ok, count_score, check, store, max_leaders=cap, jobs=jobs
         )
 
-    old_cut, old_hold = leaders.PARALLEL_PASS_DOCS, leaders.HOLD_SHARE
-    leaders.HOLD_SHARE = hold  # 0: every component waiting for a score holds its sets
+    old = leaders.PARALLEL_PASS_DOCS, leaders.HOLD_SHARE, leaders.HOLD_MIN_DOCS
+    leaders.HOLD_SHARE = hold  # 0: every component waiting for a score gathers its sets
+    leaders.HOLD_MIN_DOCS = 0
     try:
         res = removal(1)
         leaders.PARALLEL_PASS_DOCS = 0  # every pass cut into parts of whole components
         threaded = removal(jobs)
     finally:
-        leaders.PARALLEL_PASS_DOCS, leaders.HOLD_SHARE = old_cut, old_hold
+        leaders.PARALLEL_PASS_DOCS, leaders.HOLD_SHARE, leaders.HOLD_MIN_DOCS = old
     for field in ("kept", "duplicate_of", "score", "a", "b", "pair_score"):
         assert np.array_equal(getattr(threaded, field), getattr(res, field), equal_nan=True)
     assert (threaded.checks, threaded.exact, threaded.rounds) == (res.checks, res.exact, res.rounds)
@@ -484,7 +485,7 @@ HOLD_SHARE = leaders.HOLD_SHARE  # the default, before any test sets another
 
 
 def _template_removal(
-    monkeypatch: pytest.MonkeyPatch, hold: float, budget: int | None = None
+    monkeypatch: pytest.MonkeyPatch, hold: float, budget: int | None = None, min_docs: int = 10
 ) -> tuple[LeaderResult, SetStore]:
     """Ten documents share one key, ranked 0..9, threshold 0.5. Sketches put every one at 1.0
     of document 0 but 2, 5 and 7 (at 1.0 of each other), whose estimates with the rest (0.5)
@@ -502,6 +503,7 @@ def _template_removal(
         np.full(m, width, np.int64),
     )  # fmt: skip
     monkeypatch.setattr(leaders, "HOLD_SHARE", hold)
+    monkeypatch.setattr(leaders, "HOLD_MIN_DOCS", min_docs)
     store = SetStore(m, lambda r: _sets_of([sets[i] for i in r.tolist()]), budget=budget)
     ok, score = np.array([False, True]), np.array([0.0, 1.0])
     return remove_by_leaders(buckets, np.arange(m), 1, ok, score, check, store), store
@@ -518,35 +520,53 @@ def test_a_component_mostly_waiting_for_scores_holds_its_sets_and_ends_in_one_mo
     assert held.duplicate_of.tolist() == [-1, 0, -1, 0, 0, 2, 0, 2, 0, 0]
     assert held.rounds == 2 and rounds.rounds == 3  # 30% waited after pass 1: sets held
     assert store.computed == 10  # each set computed once, none again for a later round
+    small, _ = _template_removal(monkeypatch, HOLD_SHARE, min_docs=11)  # too few documents
+    assert small.rounds == 3 and np.array_equal(small.kept, held.kept)
 
 
-def test_sets_held_for_a_component_stay_within_its_share_of_the_budget(
+def test_sets_gathered_for_a_component_stay_within_its_share_of_the_budget(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(exact, "SET_CHUNK", 1)  # a set a chunk: held one by one while they fit
+    monkeypatch.setattr(exact, "SET_CHUNK", 1)  # a set a chunk: gathered one by one while they fit
     rounds, _ = _template_removal(monkeypatch, float("inf"))
+    gathered: list[int] = []
+    gather = SetStore.gather
+
+    def recorded(self: SetStore, *args: object) -> object:
+        out = gather(self, *args)  # type: ignore[arg-type]
+        gathered.append(len(out[0]))
+        return out
+
+    monkeypatch.setattr(SetStore, "gather", recorded)
     # sets of 80 bytes; half of 800 bytes is room for 5 of the 10 documents' sets
     held, store = _template_removal(monkeypatch, HOLD_SHARE, budget=800)
     for field in ("kept", "duplicate_of", "score", "a", "b", "pair_score"):
         assert np.array_equal(getattr(held, field), getattr(rounds, field), equal_nan=True)
-    assert (store.row >= 0).sum() == 5 and store.held == 400 and store.spilled == 0
+    assert gathered == [5] and held.rounds == 3 and store.spilled == 0
 
 
-def test_a_store_holds_each_groups_sets_while_they_fit_its_room_whatever_the_chunks(
+def test_a_store_gathers_each_groups_sets_while_they_fit_its_room_whatever_the_chunks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     sets = [[1, 2, 3], [4], [5, 6], [7, 8, 9, 10], [11], [12, 13]]
     group = np.array([0, 1, 0, 1, 0, 1])  # rows 0, 2, 4 and 1, 3, 5
     room = np.array([8 * 5, 8 * 5])  # group 0: 3 + 2 fit, 1 more does not; group 1: 1 + 4
+    fetched: list[int] = []
 
-    def held(chunk: int) -> list[bool]:
+    def fetch(r: np.ndarray) -> ShingleBatch:
+        fetched.extend(r.tolist())
+        return _sets_of([sets[i] for i in r.tolist()])
+
+    def gathered(chunk: int) -> list[list[int]]:
         monkeypatch.setattr(exact, "SET_CHUNK", chunk)
-        store = SetStore(6, lambda r: _sets_of([sets[i] for i in r.tolist()]))
-        store.hold(np.arange(6), group, room)
-        assert store.spilled == 0
-        return (store.row >= 0).tolist()
+        store = SetStore(6, fetch)
+        store.add(np.array([2]))  # held: copied, not fetched again
+        fetched.clear()
+        rows, got = store.gather(np.arange(6), group, room)
+        assert 2 not in fetched and len(store) == 1  # the store keeps none of them
+        return [rows.tolist(), [got.doc(i).tolist() for i in range(len(got))]]
 
-    assert held(1) == held(4) == held(6) == [True, True, True, True, False, False]
-    store = SetStore(6, lambda r: _sets_of([sets[i] for i in r.tolist()]))
-    store.hold(np.arange(6), group, None)
-    assert (store.row >= 0).all()
+    want = [[0, 1, 2, 3], [[1, 2, 3], [4], [5, 6], [7, 8, 9, 10]]]
+    assert gathered(1) == gathered(4) == gathered(6) == want
+    rows, _ = SetStore(6, fetch).gather(np.arange(6), group, None)
+    assert rows.tolist() == list(range(6))

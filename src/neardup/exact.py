@@ -84,20 +84,22 @@ class SetStore:
         for chunk in self.chunks(rows):
             self._keep(chunk, self.fetch(chunk))
 
-    def hold(self, rows: IntArray, group: IntArray, room: IntArray | None) -> None:
-        """Fetch and keep the sets of ``rows`` (ascending) not held yet, in fetches of many
-        rows; the rows of each group (``group[i]``) in order while their bytes fit in
-        ``room[group]`` (None: no bound): which of a group's sets are kept depends only on the
-        group's rows and room, never on the other groups fetched with it."""
-        wanted = self.row[rows] < 0
-        rows, group = rows[wanted], group[wanted]
+    def gather(
+        self, rows: IntArray, group: IntArray, room: IntArray | None
+    ) -> tuple[IntArray, ShingleBatch]:
+        """The sets of ``rows`` (ascending), held ones copied and the others fetched, in
+        fetches of many rows, none kept by the store: each group's (``group[i]``) rows in order
+        while their bytes fit in ``room[group]`` (None: no bound). Returns the rows gathered and
+        their sets; which of a group's rows they are depends only on its rows and room."""
         used = np.zeros(0 if room is None else len(room), dtype=np.int64)
+        got_rows: list[IntArray] = []
+        got: list[ShingleBatch] = []
         at = 0
         for chunk in self.chunks(rows):  # chunks keep the order of rows
-            sets = self.fetch(chunk)
             g = group[at : at + len(chunk)]
             at += len(chunk)
-            size = 8 * np.diff(sets.offsets)
+            sets = self._copied_or_fetched(chunk)
+            size = 8 * sets.sizes
             keep = np.ones(len(chunk), dtype=np.bool_)
             if room is not None:  # each group's bytes so far, its rows in order
                 by = np.argsort(g, kind="stable")
@@ -109,12 +111,20 @@ class SetStore:
                 within = total - (total[start] - ss[start]) + used[gs]
                 keep[by] = within <= room[gs]
                 np.maximum.at(used, gs, within)
-            if keep.all():
-                self._keep(chunk, sets)
-            elif keep.any():
-                fps = sets.fps[np.repeat(keep, np.diff(sets.offsets))]
-                offsets = np.r_[0, np.cumsum(np.diff(sets.offsets)[keep])].astype(np.int64)
-                self._keep(chunk[keep], ShingleBatch(fps, offsets))
+            got_rows.append(chunk[keep])
+            got.append(sets if keep.all() else sets.take(np.flatnonzero(keep)))
+        return np.concatenate([np.zeros(0, np.int64), *got_rows]), ShingleBatch.concat(got)
+
+    def _copied_or_fetched(self, rows: IntArray) -> ShingleBatch:
+        """The sets of ``rows``, in order: copies of those held, the others fetched."""
+        held = self.row[rows] >= 0
+        if not held.any():
+            return self.fetch(rows)
+        parts = [self.sets().take(self.row[rows[held]])]
+        if not held.all():
+            parts.append(self.fetch(rows[~held]))
+        order = np.argsort(np.argsort(~held, kind="stable"), kind="stable")
+        return ShingleBatch.concat(parts).take(order)
 
     def chunks(self, rows: IntArray) -> list[IntArray]:
         """``rows`` in the runs fetched at once: ``SET_CHUNK`` rows, ``SET_CHUNK_BYTES`` of text."""

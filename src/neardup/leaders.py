@@ -16,11 +16,11 @@ verification a sketch estimate in the binomial error band of the threshold is de
 Jaccard of the two documents' shingle sets, computed from texts fetched in one batch per round
 (a leader's set is kept for the rest of the removal, a member's dropped once scored), and the
 pass is run again with the scores until no decision waits for one: every decision in the band
-is exact in the final pass. In a component where a round finds at least ``HOLD_SHARE`` of the
-documents waiting for scores (thousands of distinct documents around one template, each
-flip making others wait again), every member's set is held too, within half the sets' byte
-budget, and the next pass scores its band pairs itself: one more pass instead of a round per
-cascade. A pass after the first decides again only the documents whose
+is exact in the final pass. In a component of thousands of documents where a round finds at
+least ``HOLD_SHARE`` of them waiting for scores (thousands of distinct documents around one template, each
+flip making others wait again), every member's set is gathered for the next pass, within half
+the sets' byte budget, and dropped after it: that pass scores its band pairs itself, one more
+pass instead of a round per cascade. A pass after the first decides again only the documents whose
 decision may change: those with new exact scores, and those whose buckets gained or lost a
 leader earlier in the pass; the others keep their decision (and, if kept, their leadership).
 """
@@ -138,10 +138,14 @@ class LeaderResult:
 
 
 #: Share of a component's documents waiting for exact scores in one round from which every
-#: member's set is held for the next pass (see the module docstring).
+#: member's set is gathered for the next pass (see the module docstring).
 HOLD_SHARE = 0.25
-#: Share of the sets' byte budget the members' sets held may fill, each component's by its
-#: share of the rows (the rest is the leaders').
+#: Documents a component needs for that: a small one's rounds are cheap (each pass runs only the
+#: components that wait, deciding again only what the scores can change), and gathering the
+#: sets of thousands of small clusters at once costs more memory than the rounds it saves.
+HOLD_MIN_DOCS = 1000
+#: Share of the sets' byte budget the sets gathered for a pass may fill, each component's by
+#: its share of the rows (the rest is the leaders').
 HOLD_BUDGET_SHARE = 0.5
 
 
@@ -164,15 +168,16 @@ class _ExactScores:
         self.held: tuple[npt.NDArray[np.uint64], IntArray, IntArray] | None = None
 
     def hold(self, component: IntArray, waiting: IntArray) -> None:
-        """Hold the sets of every row of each component where the ``waiting`` rows are at least
-        ``HOLD_SHARE`` of its rows, so the next pass scores their pairs in the band itself
-        (``held`` is what the kernel reads). A component is held once, within its rows' share
-        of ``HOLD_BUDGET_SHARE`` of the store's budget: what is held depends on the component
-        alone, never on the parts or threads."""
+        """Gather the sets of every row of each component of at least ``HOLD_MIN_DOCS`` rows
+        where the ``waiting`` rows are at least ``HOLD_SHARE`` of them, for the next pass to score their pairs in the band
+        itself (``held``, what the kernel reads; dropped with ``drop``). A component is held
+        once, within its rows' share of ``HOLD_BUDGET_SHARE`` of the store's budget: what is
+        held depends on the component alone, never on the parts or threads."""
         store = self._store()
         comps, count = np.unique(component[waiting], return_counts=True)
         size = np.bincount(component, minlength=int(component.max()) + 1)[comps]
-        busy = comps[(count >= HOLD_SHARE * size) & ~np.isin(comps, self.done)]
+        crowded = (size >= HOLD_MIN_DOCS) & (count >= HOLD_SHARE * size)
+        busy = comps[crowded & ~np.isin(comps, self.done)]
         if len(busy) == 0:
             return
         self.done = np.union1d(self.done, busy)
@@ -180,13 +185,17 @@ class _ExactScores:
         group = np.searchsorted(busy, component[rows])
         room = None
         if store.budget is not None:  # each component's rows' share of the budget
-            room = (HOLD_BUDGET_SHARE * store.budget * size[np.isin(comps, busy)]) // self.m
+            share = HOLD_BUDGET_SHARE * store.budget * size[np.isin(comps, busy)] // self.m
+            room = share.astype(np.int64)
         with self.lock:
-            store.hold(rows, group, None if room is None else room.astype(np.int64))
-            sets = store.sets()
-            mine = np.isin(component, self.done)  # only these components' rows: what a pass
-            row = np.where(mine, store.row, -1)  # scores never depends on the other parts
-            self.held = (sets.fps, sets.offsets, row)
+            rows, sets = store.gather(rows, group, room)
+        where = np.full(self.m, -1, dtype=np.int64)
+        where[rows] = np.arange(len(rows), dtype=np.int64)
+        self.held = (sets.fps, sets.offsets, where)
+
+    def drop(self) -> None:
+        """Drop the sets ``hold`` gathered (the pass they were for has run)."""
+        self.held = None
 
     def _store(self) -> SetStore:
         if self.store is None:
@@ -351,6 +360,7 @@ class _Removal:
                 run, fresh, redone, fates.kept, fates.dup, fates.score, self.keep_pairs,
             )  # fmt: skip
             found.merge(redone, a, x, s, stats)
+            exact.drop()
             _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
             if len(wa) == 0:
                 return found
