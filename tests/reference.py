@@ -268,3 +268,15 @@ def contained_items(
             row.append((i, shared / len(s), shared, spans))
         out.append(row)
     return out
+
+
+def pairs_from_hits(
+    rows: list[int], keys: list[int], hit_keys: list[int], hit_docs: list[int], r: int
+) -> list[tuple[int, int]]:
+    """(row, doc) listed at least r times over every (posting, hit) of equal key, sorted."""
+    count: dict[tuple[int, int], int] = {}
+    for row, key in zip(rows, keys, strict=True):
+        for hit_key, doc in zip(hit_keys, hit_docs, strict=True):
+            if key == hit_key:
+                count[row, doc] = count.get((row, doc), 0) + 1
+    return sorted(pair for pair, c in count.items() if c >= r)

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import EMPTY, candidate_pairs, key_matches
+from neardup.candidates import EMPTY, candidate_pairs, key_matches, pairs_from_hits
 from neardup.errors import InputError, ParamError
+from tests import reference
 
 E = int(EMPTY)
 
@@ -201,3 +202,30 @@ def test_key_matches_lists_every_equal_key_pair_once(keys: list[int], probes: li
     expect = sorted((a, b) for a, x in enumerate(keys) for b, y in enumerate(probes) if x == y)
     assert found == expect
     assert list(j) == sorted(j)  # grouped by probe
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.sampled_from([0, 1, 2, 2**63, 2**64 - 1])), max_size=40
+    ),
+    st.lists(
+        st.tuples(st.sampled_from([0, 1, 2, 3, 2**63, 2**64 - 1]), st.integers(0, 2**40)),
+        max_size=40,
+    ),
+    st.integers(1, 3),
+)
+def test_pairs_from_hits_count_every_listing_one_row_at_a_time_as_the_reference(
+    postings: list[tuple[int, int]], hits: list[tuple[int, int]], r: int
+) -> None:
+    """Rows in any order, keys over the whole 64-bit range, hits repeating keys and
+    documents: the pairs listed at least r times, sorted by row then document."""
+    rows, keys = [p[0] for p in postings], [p[1] for p in postings]
+    hit_keys, hit_docs = [h[0] for h in hits], [h[1] for h in hits]
+    q, d = pairs_from_hits(
+        np.array(rows, dtype=np.int64), np.array(keys, dtype=np.uint64),
+        np.array(hit_keys, dtype=np.uint64), np.array(hit_docs, dtype=np.int64), r,
+    )  # fmt: skip
+    want = reference.pairs_from_hits(rows, keys, hit_keys, hit_docs, r)
+    assert list(zip(q.tolist(), d.tolist(), strict=True)) == want
+    assert q.dtype == d.dtype == np.int64

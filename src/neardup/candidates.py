@@ -369,11 +369,20 @@ def pairs_from_hits(
     r: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """(row, doc) pairs sharing at least r keys, from postings (row, key) and hits (key, doc);
-    sorted by row, then doc."""
-    i, j = key_matches(key, hit_key)
-    if len(i) == 0:
-        empty = np.zeros(0, dtype=np.int64)
+    sorted by row, then doc. Each row's documents are counted in one pass over its keys' hits
+    (``_kernels.candidates.shared_hits``): no list of every (row, doc) listing is built, so a
+    key held by thousands of documents costs time, not memory."""
+    empty = np.zeros(0, dtype=np.int64)
+    if len(key) == 0 or len(hit_key) == 0:
         return empty, empty.copy()
-    docs = hit_doc[j]
-    q, d, _ = shared_pairs(row[i], docs, int(docs.max()) + 1, r)
-    return q, d
+    by_key = np.argsort(hit_key, kind="stable")
+    keys = np.asarray(hit_key, dtype=np.uint64)[by_key]
+    distinct, docs = np.unique(np.asarray(hit_doc, dtype=np.int64)[by_key], return_inverse=True)
+    lo = np.searchsorted(keys, key, side="left")
+    hi = np.searchsorted(keys, key, side="right")
+    by_row = np.argsort(row, kind="stable")
+    q, d = _k.shared_hits(
+        np.ascontiguousarray(row[by_row], dtype=np.int64), lo[by_row].astype(np.int64),
+        hi[by_row].astype(np.int64), docs.astype(np.int64), len(distinct), int(r),
+    )  # fmt: skip
+    return q, distinct[d]

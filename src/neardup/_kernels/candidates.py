@@ -220,3 +220,53 @@ def count_runs(codes: np.ndarray, min_count: int) -> tuple[np.ndarray, np.ndarra
             m += 1
         i = j
     return out[:m].copy(), counts[:m].copy()
+
+
+@njit(cache=True, nogil=True)
+def shared_hits(
+    rows: np.ndarray, lo: np.ndarray, hi: np.ndarray, docs: np.ndarray, n_docs: int, r: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row, doc) pairs listed at least r times, sorted by row then doc: query posting i (rows
+    ascending) lists documents ``docs[lo[i]:hi[i]]`` (numbered 0..n_docs-1). Counts one row's
+    documents at a time in one array (its touched entries reset after), so memory follows the
+    documents, not the listings, which a boilerplate key multiplies."""
+    count = np.zeros(n_docs, dtype=np.int32)
+    touched = np.empty(n_docs, dtype=np.int64)
+    out_q = np.empty(16, dtype=np.int64)
+    out_d = np.empty(16, dtype=np.int64)
+    m = 0
+    n = rows.shape[0]
+    i = 0
+    while i < n:
+        row = rows[i]
+        nt = 0
+        j = i
+        while j < n and rows[j] == row:
+            for h in range(lo[j], hi[j]):
+                x = docs[h]
+                if count[x] == 0:
+                    touched[nt] = x
+                    nt += 1
+                count[x] += 1
+            j += 1
+        kept = 0
+        for t in range(nt):
+            x = touched[t]
+            if count[x] >= r:
+                touched[kept] = x
+                kept += 1
+            count[x] = 0
+        if kept:
+            found = np.sort(touched[:kept])
+            if m + kept > out_q.shape[0]:
+                size = max(2 * out_q.shape[0], m + kept)
+                grown_q = np.empty(size, dtype=np.int64)
+                grown_d = np.empty(size, dtype=np.int64)
+                grown_q[:m] = out_q[:m]
+                grown_d[:m] = out_d[:m]
+                out_q, out_d = grown_q, grown_d
+            out_q[m : m + kept] = row
+            out_d[m : m + kept] = found
+            m += kept
+        i = j
+    return out_q[:m].copy(), out_d[:m].copy()
