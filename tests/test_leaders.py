@@ -548,8 +548,8 @@ def test_sets_gathered_for_a_component_stay_within_its_share_of_the_budget(
 def test_a_store_gathers_each_groups_sets_while_they_fit_its_room_whatever_the_chunks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sets = [[1, 2, 3], [4], [5, 6], [7, 8, 9, 10], [11], [12, 13]]
-    group = np.array([0, 1, 0, 1, 0, 1])  # rows 0, 2, 4 and 1, 3, 5
+    sets = [[1, 2, 3], [4], [5, 6], [7, 8, 9, 10], [11], [12, 13], [14]]
+    group = np.array([0, 1, 0, 1, 0, 1, 0])  # rows 0, 2, 4, 6 and 1, 3, 5
     room = np.array([8 * 5, 8 * 5])  # group 0: 3 + 2 fit, 1 more does not; group 1: 1 + 4
     fetched: list[int] = []
 
@@ -559,14 +559,15 @@ def test_a_store_gathers_each_groups_sets_while_they_fit_its_room_whatever_the_c
 
     def gathered(chunk: int) -> list[list[int]]:
         monkeypatch.setattr(exact, "SET_CHUNK", chunk)
-        store = SetStore(6, fetch)
+        store = SetStore(7, fetch)
         store.add(np.array([2]))  # held: copied, not fetched again
         fetched.clear()
-        rows, got = store.gather(np.arange(6), group, room)
+        rows, got = store.gather(np.arange(7), group, room)
         assert 2 not in fetched and len(store) == 1  # the store keeps none of them
+        assert chunk > 1 or 6 not in fetched  # past its room, group 0 fetches no more
         return [rows.tolist(), [got.doc(i).tolist() for i in range(len(got))]]
 
     want = [[0, 1, 2, 3], [[1, 2, 3], [4], [5, 6], [7, 8, 9, 10]]]
     assert gathered(1) == gathered(4) == gathered(6) == want
-    rows, _ = SetStore(6, fetch).gather(np.arange(6), group, None)
-    assert rows.tolist() == list(range(6))
+    rows, _ = SetStore(7, fetch).gather(np.arange(7), group, None)
+    assert rows.tolist() == list(range(7))

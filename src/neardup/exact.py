@@ -98,6 +98,11 @@ class SetStore:
         for chunk in self.chunks(rows):  # chunks keep the order of rows
             g = group[at : at + len(chunk)]
             at += len(chunk)
+            if room is not None:  # a group past its room fetches nothing more
+                open_ = used[g] <= room[g]
+                chunk, g = chunk[open_], g[open_]
+                if not len(chunk):
+                    continue
             sets = self._copied_or_fetched(chunk)
             size = 8 * sets.sizes
             keep = np.ones(len(chunk), dtype=np.bool_)
