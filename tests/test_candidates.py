@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import EMPTY, candidate_pairs, key_matches, pairs_from_hits
+from neardup.candidates import EMPTY, candidate_pairs, in_sorted, key_matches, pairs_from_hits
 from neardup.errors import InputError, ParamError
 from tests import reference
 
@@ -229,3 +229,11 @@ def test_pairs_from_hits_count_every_listing_one_row_at_a_time_as_the_reference(
     want = reference.pairs_from_hits(rows, keys, hit_keys, hit_docs, r)
     assert list(zip(q.tolist(), d.tolist(), strict=True)) == want
     assert q.dtype == d.dtype == np.int64
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-3, 40), max_size=60), st.sets(st.integers(-3, 40), max_size=20))
+def test_membership_in_a_sorted_set_is_numpys_isin(values: list[int], members: set[int]) -> None:
+    v = np.array(values, dtype=np.int64)
+    ordered = np.array(sorted(members), dtype=np.int64)
+    assert in_sorted(v, ordered).tolist() == np.isin(v, ordered).tolist()

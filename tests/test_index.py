@@ -15,12 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from neardup import Deduplicator, Index, IndexMismatchError, InputError, NeardupError, ParamError
 from neardup.cli import main
-from neardup.index import SCHEMA_VERSION, _in_sorted
+from neardup.index import SCHEMA_VERSION
 from neardup.params import DedupParams, SampledParams, SimhashMethodParams
 from neardup.testing.synth import near_duplicate_corpus, random_documents
 
@@ -386,11 +384,3 @@ def test_cli_index_commands_and_dedup_against_an_index(
     assert main(["index", "stats", str(junk)]) == 1
     assert "is not a neardup index" in capsys.readouterr().err
     assert main(["dedup", str(new), "--index", idx, "--threshold", "0.5"]) == 1
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-3, 40), max_size=60), st.sets(st.integers(-3, 40), max_size=20))
-def test_membership_in_a_sorted_set_is_numpys_isin(values: list[int], members: set[int]) -> None:
-    v = np.array(values, dtype=np.int64)
-    ordered = np.array(sorted(members), dtype=np.int64)
-    assert _in_sorted(v, ordered).tolist() == np.isin(v, ordered).tolist()

@@ -361,6 +361,15 @@ def key_matches(
     return order[pos], np.repeat(np.arange(len(probes), dtype=np.int64), counts)
 
 
+def in_sorted(values: np.ndarray, ordered: np.ndarray) -> npt.NDArray[np.bool_]:
+    """``np.isin(values, ordered)`` for an ascending ``ordered``, by binary search: ``values``
+    (often far more of them) are never sorted."""
+    if len(ordered) == 0:
+        return np.zeros(len(values), dtype=np.bool_)
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    return np.asarray(ordered[at] == values)
+
+
 def pairs_from_hits(
     row: npt.NDArray[np.int64],
     key: npt.NDArray[np.uint64],
@@ -378,11 +387,10 @@ def pairs_from_hits(
     by_key = np.argsort(hit_key, kind="stable")
     keys = np.asarray(hit_key, dtype=np.uint64)[by_key]
     distinct, docs = np.unique(np.asarray(hit_doc, dtype=np.int64)[by_key], return_inverse=True)
-    lo = np.searchsorted(keys, key, side="left")
-    hi = np.searchsorted(keys, key, side="right")
     by_row = np.argsort(row, kind="stable")
+    probes = key[by_row]
     q, d = _k.shared_hits(
-        np.ascontiguousarray(row[by_row], dtype=np.int64), lo[by_row].astype(np.int64),
-        hi[by_row].astype(np.int64), docs.astype(np.int64), len(distinct), int(r),
+        np.asarray(row, dtype=np.int64)[by_row], np.searchsorted(keys, probes, side="left"),
+        np.searchsorted(keys, probes, side="right"), docs, len(distinct), int(r),
     )  # fmt: skip
     return q, distinct[d]

@@ -128,7 +128,9 @@ class SetStore:
         parts = [self.sets().take(self.row[rows[held]])]
         if not held.all():
             parts.append(self.fetch(rows[~held]))
-        order = np.argsort(np.argsort(~held, kind="stable"), kind="stable")
+        order = np.empty(len(rows), dtype=np.int64)  # each row's place in the copies + fetched
+        order[held] = np.arange(int(held.sum()))
+        order[~held] = np.arange(int(held.sum()), len(rows))
         return ShingleBatch.concat(parts).take(order)
 
     def chunks(self, rows: IntArray) -> list[IntArray]:

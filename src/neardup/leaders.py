@@ -17,11 +17,11 @@ Jaccard of the two documents' shingle sets, computed from texts fetched in one b
 (a leader's set is kept for the rest of the removal, a member's dropped once scored), and the
 pass is run again with the scores until no decision waits for one: every decision in the band
 is exact in the final pass. In a component of thousands of documents where a round finds at
-least ``HOLD_SHARE`` of them waiting for scores (thousands of distinct documents around one template, each
+least ``HOLD_SHARE`` of them waiting for scores (distinct documents around one template, each
 flip making others wait again), every member's set is gathered for the next pass, within half
 the sets' byte budget, and dropped after it: that pass scores its band pairs itself, one more
-pass instead of a round per cascade. A pass after the first decides again only the documents whose
-decision may change: those with new exact scores, and those whose buckets gained or lost a
+pass instead of a round per cascade. A pass after the first decides again only the documents
+whose decision may change: those with new exact scores, and those whose buckets gained or lost a
 leader earlier in the pass; the others keep their decision (and, if kept, their leadership).
 """
 
@@ -169,8 +169,9 @@ class _ExactScores:
 
     def hold(self, component: IntArray, waiting: IntArray) -> None:
         """Gather the sets of every row of each component of at least ``HOLD_MIN_DOCS`` rows
-        where the ``waiting`` rows are at least ``HOLD_SHARE`` of them, for the next pass to score their pairs in the band
-        itself (``held``, what the kernel reads; dropped with ``drop``). A component is held
+        where the ``waiting`` rows are at least ``HOLD_SHARE`` of them, for the next pass to
+        score their pairs in the band itself (``held``, what the kernel reads; dropped with
+        ``drop``). A component is held
         once, within its rows' share of ``HOLD_BUDGET_SHARE`` of the store's budget: what is
         held depends on the component alone, never on the parts or threads."""
         store = self._store()
@@ -351,12 +352,13 @@ class _Removal:
         score, the wanted ones scored between passes. A pass after the first runs only the
         components that wanted scores, and decides again only their rows the scores can change."""
         b, fates, found = self.buckets, self.fates, _Found()
+        args = self.check.kernel_args
         run = fresh = part  # the first pass decides every row of the part
         while True:
             redone = np.zeros(len(part), dtype=np.bool_)
             a, x, s, wa, wx, stats = _k.leader_pass(
                 self.order, self.rank, b.offsets, b.buckets, self.slots, self.min_shared,
-                self.count_ok, self.check.kernel_args(self.count_score, exact.codes, exact.scores, exact.held),
+                self.count_ok, args(self.count_score, exact.codes, exact.scores, exact.held),
                 run, fresh, redone, fates.kept, fates.dup, fates.score, self.keep_pairs,
             )  # fmt: skip
             found.merge(redone, a, x, s, stats)

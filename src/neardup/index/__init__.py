@@ -32,6 +32,7 @@ import numpy.typing as npt
 from .. import planner  # noqa: F401 - each batch's Deduplicator plans its features
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
+from ..candidates import in_sorted
 from ..engine import Deduplicator
 from ..errors import InputError, NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
@@ -461,13 +462,13 @@ class Index:
         stored = self.store.load(docs)
         live = np.array([g is None for g in stored.gone], dtype=bool)
         docs, stored = docs[live], stored.take(np.flatnonzero(live))
-        keep_e = _in_sorted(ed, docs)
+        keep_e = in_sorted(ed, docs)
         eq, ed = eq[keep_e], ed[keep_e]
-        keep_n = _in_sorted(d, docs)  # near pairs by the million: no sort of them
+        keep_n = in_sorted(d, docs)  # near pairs by the million: no sort of them
         q, d = q[keep_n], d[keep_n]
         if len(eq):  # an exact pair is not scored again as a near pair
             width = np.int64(max(int(docs.max()) + 1, 1))
-            keep_n = ~_in_sorted(q * width + d, np.unique(eq * width + ed))
+            keep_n = ~in_sorted(q * width + d, np.unique(eq * width + ed))
             q, d = q[keep_n], d[keep_n]
         for i, j in zip(eq.tolist(), np.searchsorted(docs, ed).tolist(), strict=True):
             results[i].append(Match(stored.ids[j], 1.0, "exact", {}, stored.last_seen[j]))
@@ -583,15 +584,6 @@ class Index:
         ``check`` again; returns the ids removed, to add again from the corpus."""
         damage: Damage = self._write(self.store.repair)
         return damage.ids
-
-
-def _in_sorted(values: IntArray, ordered: IntArray) -> npt.NDArray[np.bool_]:
-    """``np.isin(values, ordered)`` for an ascending ``ordered``, by binary search: the values
-    are not sorted (they outnumber ``ordered``)."""
-    if len(ordered) == 0:
-        return np.zeros(len(values), dtype=np.bool_)
-    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-    return np.asarray(ordered[at] == values)
 
 
 def _neg_date(date: str | None) -> tuple[int, str]:

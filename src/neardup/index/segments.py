@@ -31,6 +31,7 @@ from zlib import crc32
 import numpy as np
 
 from .._types import IntArray, KeyArray
+from ..candidates import in_sorted
 from ..errors import IndexCorrupt
 from .checksum import run_crc, segment_crc
 
@@ -314,8 +315,7 @@ class Segments:
                 (json.dumps(every[start : start + LOOKUP_RUNS].tolist()),),
             )
             hit_key, hit_doc = _unpack(self._verified(rows))
-            pos = np.minimum(np.searchsorted(distinct, hit_key), len(distinct) - 1)
-            wanted = distinct[pos] == hit_key
+            wanted = in_sorted(hit_key, distinct)
             hit_keys.append(hit_key[wanted])
             hit_docs.append(hit_doc[wanted])
         if not hit_keys:
