@@ -8,7 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.candidates import EMPTY, candidate_pairs, in_sorted, key_matches, pairs_from_hits
+from neardup.candidates import (
+    EMPTY,
+    candidate_pairs,
+    distinct,
+    distinct_inverse,
+    in_sorted,
+    key_matches,
+    pairs_from_hits,
+)
 from neardup.errors import InputError, ParamError
 from tests import reference
 
@@ -231,9 +239,44 @@ def test_pairs_from_hits_count_every_listing_one_row_at_a_time_as_the_reference(
     assert q.dtype == d.dtype == np.int64
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(-3, 40), max_size=60), st.sets(st.integers(-3, 40), max_size=20))
-def test_membership_in_a_sorted_set_is_numpys_isin(values: list[int], members: set[int]) -> None:
-    v = np.array(values, dtype=np.int64)
-    ordered = np.array(sorted(members), dtype=np.int64)
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-3, 40), max_size=30), max_size=4),
+    st.sets(st.integers(-3, 40), max_size=20),
+    st.sampled_from(["int64", "uint64", "mixed"]),
+)
+def test_membership_in_a_sorted_set_is_numpys_isin(
+    stretches: list[list[int]], members: set[int], dtype: str
+) -> None:
+    """Values in any order, or in ascending stretches (a store's runs) where the search gallops
+    on; signed, unsigned over the whole 64-bit range, or of two types (numpy's search)."""
+    flat = [x for s in stretches for x in (sorted(s) if len(s) % 2 else s)]
+    if dtype == "int64":
+        v, ordered = np.array(flat, np.int64), np.array(sorted(members), np.int64)
+    else:  # the top of the range, where a signed comparison would go wrong
+        top = 2**64 - 41
+        v = np.array([x % 2**64 if x < 0 else top + x for x in flat], np.uint64)
+        ordered = np.array(sorted(x % 2**64 if x < 0 else top + x for x in members), np.uint64)
+        if dtype == "mixed":
+            v = np.array(flat, np.int64)
     assert in_sorted(v, ordered).tolist() == np.isin(v, ordered).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=40), st.booleans())
+def test_distinct_values_are_numpys_unique_whether_or_not_they_ascend(
+    values: list[int], ascending: bool
+) -> None:
+    v = np.array(sorted(values) if ascending else values, dtype=np.uint64)
+    assert distinct(v).tolist() == np.unique(v).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 50), st.integers(0, 2**62)), max_size=40))
+def test_distinct_inverse_is_numpys_unique_by_table_or_by_sort(values: list[int]) -> None:
+    """Document numbers few against the count (a table of those present) or spread (a sort)."""
+    v = np.array(values, dtype=np.int64)
+    found, inverse = distinct_inverse(v)
+    want, want_inverse = np.unique(v, return_inverse=True)
+    assert found.tolist() == want.tolist() and inverse.tolist() == want_inverse.tolist()
+    assert found.dtype == inverse.dtype == np.int64

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from ._kernels import candidates as _k
 from ._kernels.hashing import EMPTY
 from ._prefetch import ordered_map
+from ._types import IntArray
 from .errors import InputError, ParamError
 
 #: Default bucket size above which a bucket is chained instead of emitting all its pairs.
@@ -362,12 +363,41 @@ def key_matches(
 
 
 def in_sorted(values: np.ndarray, ordered: np.ndarray) -> npt.NDArray[np.bool_]:
-    """``np.isin(values, ordered)`` for an ascending ``ordered``, by binary search: ``values``
-    (often far more of them) are never sorted."""
+    """``np.isin(values, ordered)`` for an ascending ``ordered``, by galloping search
+    (``_kernels.candidates.member_of_sorted``): ``values`` (often far more of them) are never
+    sorted, and ascending stretches of them cost a merge."""
+    values, ordered = np.asarray(values), np.asarray(ordered)
+    if values.dtype == ordered.dtype and values.dtype.kind in "iu":
+        return np.asarray(_k.member_of_sorted(values, ordered))
     if len(ordered) == 0:
         return np.zeros(len(values), dtype=np.bool_)
     at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
     return np.asarray(ordered[at] == values)
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``, in one pass without a sort when ``values`` already ascend (a
+    store's postings and lookup keys do)."""
+    v = np.asarray(values)
+    if len(v) == 0:
+        return v.copy()
+    if not np.all(v[1:] >= v[:-1]):
+        return np.unique(v)
+    return v[np.r_[True, v[1:] != v[:-1]]]
+
+
+def distinct_inverse(values: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
+    """``np.unique(values, return_inverse=True)`` for non-negative integers; by a table of the
+    values present instead of a sort when they are few against the count (document numbers)."""
+    v = np.asarray(values, dtype=np.int64)
+    if len(v) == 0 or v.min() < 0 or int(v.max()) > 4 * len(v) + 4096:
+        found, inverse = np.unique(v, return_inverse=True)
+        return found, inverse.reshape(-1).astype(np.int64, copy=False)
+    present = np.zeros(int(v.max()) + 1, dtype=np.bool_)
+    present[v] = True
+    found = np.flatnonzero(present).astype(np.int64)
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    return found, rank[v]
 
 
 def pairs_from_hits(
@@ -386,11 +416,11 @@ def pairs_from_hits(
         return empty, empty.copy()
     by_key = np.argsort(hit_key, kind="stable")
     keys = np.asarray(hit_key, dtype=np.uint64)[by_key]
-    distinct, docs = np.unique(np.asarray(hit_doc, dtype=np.int64)[by_key], return_inverse=True)
+    found, docs = distinct_inverse(np.asarray(hit_doc, dtype=np.int64)[by_key])
     by_row = np.argsort(row, kind="stable")
     probes = key[by_row]
     q, d = _k.shared_hits(
         np.asarray(row, dtype=np.int64)[by_row], np.searchsorted(keys, probes, side="left"),
-        np.searchsorted(keys, probes, side="right"), docs, len(distinct), int(r),
+        np.searchsorted(keys, probes, side="right"), docs, len(found), int(r),
     )  # fmt: skip
-    return q, distinct[d]
+    return q, found[d]

@@ -270,3 +270,38 @@ def shared_hits(
             m += kept
         i = j
     return out_q[:m].copy(), out_d[:m].copy()
+
+
+@njit(cache=True, nogil=True)
+def member_of_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """For each value, whether the ascending ``ordered`` holds it. Each search gallops on from
+    where the previous one ended (back to the start when the values descend), so values in
+    ascending stretches, as a store's runs hand them out, cost a merge, not a binary search."""
+    n = values.shape[0]
+    m = ordered.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    if m == 0 or n == 0:
+        return out
+    lo = 0
+    prev = values[0]
+    for i in range(n):
+        v = values[i]
+        if v < prev:
+            lo = 0
+        prev = v
+        step = 1
+        hi = lo
+        while hi < m and ordered[hi] < v:  # everything before lo is below v
+            lo = hi + 1
+            hi = lo + step
+            step *= 2
+        if hi > m:
+            hi = m
+        while lo < hi:  # the first of ordered[lo:hi] not below v, or hi
+            mid = (lo + hi) >> 1
+            if ordered[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo < m and ordered[lo] == v
+    return out

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from .. import planner  # noqa: F401 - each batch's Deduplicator plans its features
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
+from .._types import FloatArray
 from ..candidates import in_sorted
 from ..engine import Deduplicator
 from ..errors import InputError, NeardupError, UnknownIdError
@@ -44,7 +45,7 @@ from ..verify import Evidence, Verifier, concat_evidence, make_verifier
 from .checks import check_ids, query_floor, refuse_conflicts, refuse_fit
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
-from .results import AddResult, Batch, Deduplicated, Match
+from .results import AddResult, Answers, Batch, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
 from .sqlite_store import SqliteStore, upgrade
 from .store import Damage, IntArray, NewDocs, Store, StoredDocs
@@ -52,6 +53,7 @@ from .store import Damage, IntArray, NewDocs, Store, StoredDocs
 __all__ = [
     "SCHEMA_VERSION",
     "AddResult",
+    "Answers",
     "Damage",
     "Deduplicated",
     "Index",
@@ -332,7 +334,7 @@ class Index:
         self, texts: Sequence[str], threshold: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:
         """For each text, the live stored documents it duplicates, best first (exact first)."""
-        return self._answer(self._signed_query(texts), threshold, limit)
+        return self._answer(self._signed_query(texts), threshold, limit).lists()
 
     def query_stream(
         self,
@@ -341,10 +343,11 @@ class Index:
         jobs: int = 1,
         threshold: float | None = None,
         limit: int | None = None,
-    ) -> Iterator[tuple[_B, list[list[Match]]]]:
+    ) -> Iterator[tuple[_B, Answers]]:
         """``query`` over a stream of batches, in order, signing up to ``jobs`` batches in
         threads while the previous one is looked up (the kernels and SQLite release the GIL);
-        the answers are those of ``query`` whatever ``jobs``."""
+        the answers (a sequence of Match lists, or JSON lines) are those of ``query`` whatever
+        ``jobs``."""
         signed = ordered_map(lambda b: self._signed_query(texts(b)), batches, jobs)
         for batch, ready in signed:
             yield batch, self._answer(ready, threshold, limit)
@@ -399,10 +402,12 @@ class Index:
         which duplicate a document stored before this dedup (not one of the ``added`` ids)."""
         signed = self._signed_query(texts)  # signed once, looked up in both (same parameters)
         found = self._answer(signed, None, None)
-        hit = np.array([bool(m) for m in found], dtype=bool)
-        of_index = np.array([any(x.id not in added for x in m) for m in found], dtype=bool)
+        n = len(found)
+        hit = np.bincount(found.q, minlength=n) > 0
+        before = np.array([i not in added for i in found.ids], dtype=bool)
+        of_index = np.bincount(found.q, weights=before[found.doc], minlength=n) > 0
         if held is not None and len(held):
-            hit |= np.array([bool(m) for m in held._answer(signed, None, None)], dtype=bool)
+            hit |= np.bincount(held._answer(signed, None, None).q, minlength=n) > 0
         return hit, of_index
 
     def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
@@ -416,7 +421,7 @@ class Index:
         signed: tuple[Any, Any, Any, list[str]],
         threshold: float | None,
         limit: int | None,
-    ) -> list[list[Match]]:
+    ) -> Answers:
         hashes, sigs, ev, texts = signed
         with self.store.snapshot():
             return self._match(hashes, sigs, ev, texts, threshold, limit)
@@ -432,7 +437,7 @@ class Index:
         sigs = decode_signatures(stored.sigs, self._like_sigs)
         ev = decode_evidence(stored.evidence, self._like_ev)
         texts = stored.texts if all(t is not None for t in stored.texts) else None
-        found = self._match(stored.hashes, sigs, ev, texts, None, None, exclude=int(docs[0]))[0]
+        found = self._match(stored.hashes, sigs, ev, texts, None, None, int(docs[0])).lists()[0]
         ordered = sorted(found, key=lambda m: (-m.score, _neg_date(m.last_seen), m.id))
         return ordered[:limit] if limit is not None else ordered
 
@@ -445,10 +450,10 @@ class Index:
         threshold: float | None,
         limit: int | None,
         exclude: int = -1,
-    ) -> list[list[Match]]:
+    ) -> Answers:
         floor = query_floor(self.params, threshold)
         nq = len(sigs)
-        results: list[list[Match]] = [[] for _ in range(nq)]
+        kind = getattr(self.method, "match_kind", "near")
         real = np.flatnonzero(hashes != EMPTY)
         eq, ed = self.store.exact(hashes[real])
         eq = real[eq]
@@ -457,44 +462,48 @@ class Index:
         docs = np.unique(np.concatenate([ed, d]))
         if exclude >= 0:
             docs = docs[docs != exclude]
-        if len(docs) == 0:
-            return results
-        stored = self.store.load(docs)
-        live = np.array([g is None for g in stored.gone], dtype=bool)
-        docs, stored = docs[live], stored.take(np.flatnonzero(live))
+        if len(docs):
+            stored = self.store.load(docs)
+            live = np.array([g is None for g in stored.gone], dtype=bool)
+            docs, stored = docs[live], stored.take(np.flatnonzero(live))
+            ids, last_seen = stored.ids, stored.last_seen
+        else:
+            ids, last_seen = [], []
         keep_e = in_sorted(ed, docs)
-        eq, ed = eq[keep_e], ed[keep_e]
+        eq, ed = eq[keep_e], np.searchsorted(docs, ed[keep_e])
         keep_n = in_sorted(d, docs)  # near pairs by the million: no sort of them
-        q, d = q[keep_n], d[keep_n]
-        if len(eq):  # an exact pair is not scored again as a near pair
-            width = np.int64(max(int(docs.max()) + 1, 1))
-            keep_n = ~in_sorted(q * width + d, np.unique(eq * width + ed))
-            q, d = q[keep_n], d[keep_n]
-        for i, j in zip(eq.tolist(), np.searchsorted(docs, ed).tolist(), strict=True):
-            results[i].append(Match(stored.ids[j], 1.0, "exact", {}, stored.last_seen[j]))
-        if len(q):
-            self._near(q, d, docs, stored, sigs, ev, texts, floor, results)
-        for found in results:
-            found.sort(key=lambda m: (m.kind != "exact", -m.score, m.id))
-        if limit is not None:
-            results = [r[:limit] for r in results]
-        return results
+        q, s = q[keep_n], np.searchsorted(docs, d[keep_n])
+        if len(q):  # an exact pair (same content hash) is not scored again as a near pair
+            keep_n = stored.hashes[s] != hashes[q]
+            q, s = q[keep_n], s[keep_n]
+        none = np.zeros(0, dtype=np.int64)
+        q, s, score, extra = (
+            self._near(q, s, stored, sigs, ev, texts, floor)
+            if len(q)
+            else (none, none, np.zeros(0), {})
+        )
+        columns = (
+            np.concatenate([eq, q]),
+            np.concatenate([ed, s]),
+            np.concatenate([np.ones(len(eq)), score]),
+            np.arange(len(eq) + len(q)) < len(eq),
+        )
+        extra = {k: np.concatenate([np.full(len(eq), np.nan), v]) for k, v in extra.items()}
+        return Answers.ordered(nq, columns, kind, extra, (ids, last_seen), limit)
 
     def _near(
         self,
         q: IntArray,
-        d: IntArray,
-        docs: IntArray,
+        s: IntArray,
         stored: StoredDocs,
         sigs: Signatures,
         ev: Evidence,
         texts: Sequence[str | None] | None,
         floor: float,
-        results: list[list[Match]],
-    ) -> None:
-        """Score candidate (query, stored) pairs as the engine does, and append the accepted."""
+    ) -> tuple[IntArray, IntArray, FloatArray, dict[str, FloatArray]]:
+        """Score candidate (query row, stored position) pairs as the engine does: the accepted
+        ones with their scores (and the method's further scores)."""
         nq = len(sigs)
-        s = np.searchsorted(docs, d)
         stored_sigs = decode_signatures(stored.sigs, self._like_sigs)
         x, y = sigs.take(q), stored_sigs.take(s)
         method_score = self.method.score(x, y)
@@ -518,16 +527,16 @@ class Index:
             return out
 
         verdict = self.verifier.recheck(q, b, verdict, fetch)
-        ok = verdict.ok & (verdict.score >= floor - 1e-12)
+        ok = np.flatnonzero(verdict.ok & (verdict.score >= floor - 1e-12))
         detail = getattr(self.method, "detail_scores", None)
         extra = detail(x, y) if detail is not None else {}
-        kind = getattr(self.method, "match_kind", "near")
-        for i in np.flatnonzero(ok).tolist():
-            j = int(s[i])
-            scores = {k: float(v[i]) for k, v in extra.items()}
-            results[int(q[i])].append(
-                Match(stored.ids[j], float(verdict.score[i]), kind, scores, stored.last_seen[j])
-            )
+        scores = np.asarray(verdict.score, dtype=np.float64)[ok]
+        return (
+            q[ok],
+            s[ok],
+            scores,
+            {k: np.asarray(v, dtype=np.float64)[ok] for k, v in extra.items()},
+        )
 
     def get(self, id: str) -> dict[str, Any] | None:
         """A stored document's id, text (when kept), metadata and dates, or None."""

@@ -14,6 +14,8 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from .._prefetch import prefetch
 from ..errors import ParamError
 from ..io import DocBatch, Source, atomic_write, plan_outputs
@@ -125,12 +127,8 @@ def query_source(
                     limit=limit,
                 )
                 for batch, found in answers:
-                    lines = []
-                    for qid, matches in zip(batch.ids, found, strict=True):
-                        line = {"id": qid, "matches": [m.as_dict() for m in matches]}
-                        lines.append(json.dumps(line, ensure_ascii=False) + "\n")
-                        matched += bool(matches)
-                    out.write("".join(lines).encode("utf-8", "backslashreplace"))
+                    out.write(found.json_lines(batch.ids).encode("utf-8", "backslashreplace"))
+                    matched += len(np.unique(found.q))
                     queries += len(batch)
     finally:
         index.close()

@@ -31,7 +31,7 @@ from zlib import crc32
 import numpy as np
 
 from .._types import IntArray, KeyArray
-from ..candidates import in_sorted
+from ..candidates import distinct, in_sorted
 from ..errors import IndexCorrupt
 from .checksum import run_crc, segment_crc
 
@@ -300,9 +300,9 @@ class Segments:
         Runs are read ``LOOKUP_RUNS`` at a time and filtered before the next, so a large batch
         of queries holds only its hits, not every run it reads.
         """
-        distinct = np.unique(np.asarray(keys, dtype=np.uint64))
+        wanted = distinct(np.asarray(keys, dtype=np.uint64))  # ascending: a run's top bits too
         slots = [
-            (np.int64(seg) << np.int64(32)) | np.unique(top_bits(distinct, bits)).astype(np.int64)
+            (np.int64(seg) << np.int64(32)) | distinct(top_bits(wanted, bits)).astype(np.int64)
             for seg, bits, _ in self.segments()
         ]
         every = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
@@ -315,9 +315,9 @@ class Segments:
                 (json.dumps(every[start : start + LOOKUP_RUNS].tolist()),),
             )
             hit_key, hit_doc = _unpack(self._verified(rows))
-            wanted = in_sorted(hit_key, distinct)
-            hit_keys.append(hit_key[wanted])
-            hit_docs.append(hit_doc[wanted])
+            held = in_sorted(hit_key, wanted)
+            hit_keys.append(hit_key[held])
+            hit_docs.append(hit_doc[held])
         if not hit_keys:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
         return np.concatenate(hit_keys), np.concatenate(hit_docs)

@@ -1,0 +1,65 @@
+"""A query batch's answers as columns: the Match lists and JSON lines they stand for."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.index import Answers, Match
+
+IDS = ["b", "a", "é-doc", 'a"quote', "z\\slash", "日本", "aa", "\U0001f600"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 5),
+    st.lists(
+        st.tuples(
+            st.integers(0, 4),
+            st.integers(0, len(IDS) - 1),
+            st.sampled_from([0.5, 0.8, 0.9, 1 / 3, 0.123456789, 1.0, 2 / 3]),
+            st.booleans(),
+            st.floats(0, 1),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([None, 1, 2]),
+    st.booleans(),
+    st.lists(st.sampled_from([None, "2026-11-26", "é"]), min_size=len(IDS), max_size=len(IDS)),
+)
+def test_answers_are_the_matches_best_first_and_their_json_lines_as_json_dumps_writes_them(
+    n: int,
+    matches: list[tuple[int, int, float, bool, float]],
+    limit: int | None,
+    detail: bool,
+    last_seen: list[str | None],
+) -> None:
+    """Exact first, then by score, then by id, at most ``limit`` per query, each (query, doc)
+    once; the JSON lines byte for byte those of ``json.dumps`` over ``Match.as_dict``."""
+    first = {(m[0], m[1]): m for m in reversed(matches) if m[0] < n}  # a pair is listed once
+    rows = list(first.values())
+    q = np.array([r[0] for r in rows], np.int64)
+    doc = np.array([r[1] for r in rows], np.int64)
+    exact = np.array([r[3] for r in rows], np.bool_)
+    score = np.where(exact, 1.0, np.array([r[2] for r in rows], np.float64))
+    extra = {"query_in_doc": np.array([r[4] for r in rows], np.float64)} if detail else {}
+    answers = Answers.ordered(
+        n, (q, doc, score, exact), "contained", extra, (IDS, last_seen), limit
+    )
+
+    want: list[list[Match]] = [[] for _ in range(n)]
+    for (qi, j, _, e, x), s in zip(rows, score.tolist(), strict=True):
+        scores = {} if e or not detail else {"query_in_doc": x}
+        want[qi].append(Match(IDS[j], s, "exact" if e else "contained", scores, last_seen[j]))
+    want = [sorted(w, key=lambda m: (m.kind != "exact", -m.score, m.id))[:limit] for w in want]
+    assert answers.lists() == want and list(answers) == want and len(answers) == n
+
+    qids = [f"q{i}" if i % 2 else i for i in range(n)]  # ids as the input holds them
+    lines = "".join(
+        json.dumps({"id": i, "matches": [m.as_dict() for m in w]}, ensure_ascii=False) + "\n"
+        for i, w in zip(qids, want, strict=True)
+    )
+    assert answers.json_lines(qids) == lines
