@@ -418,9 +418,9 @@ def pairs_from_hits(
     keys = np.asarray(hit_key, dtype=np.uint64)[by_key]
     found, docs = distinct_inverse(np.asarray(hit_doc, dtype=np.int64)[by_key])
     by_row = np.argsort(row, kind="stable")
-    probes = key[by_row]
+    lo = np.searchsorted(keys, key, side="left")  # in the postings' own (key) order: the
+    hi = np.searchsorted(keys, key, side="right")  # search goes on from the previous key
     q, d = _k.shared_hits(
-        np.asarray(row, dtype=np.int64)[by_row], np.searchsorted(keys, probes, side="left"),
-        np.searchsorted(keys, probes, side="right"), docs, len(found), int(r),
+        np.asarray(row, dtype=np.int64)[by_row], lo[by_row], hi[by_row], docs, len(found), int(r),
     )  # fmt: skip
     return q, found[d]
