@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..candidates import pairs_from_hits
+from ..candidates import distinct, pairs_from_hits
 from ..errors import NeardupError
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
 
@@ -136,12 +136,12 @@ class MemoryStore:
         return arr[:, 0], arr[:, 1]
 
     def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:
-        distinct = np.unique(key)
+        wanted = distinct(key)  # postings come in key order: no sort
         hit_key: list[KeyArray] = []
         hit_doc: list[IntArray] = []
         for k, d in self._blocks:
-            lo = np.searchsorted(k, distinct, side="left")
-            hi = np.searchsorted(k, distinct, side="right")
+            lo = np.searchsorted(k, wanted, side="left")
+            hi = np.searchsorted(k, wanted, side="right")
             counts = hi - lo
             pos = np.repeat(lo - (np.cumsum(counts) - counts), counts) + np.arange(counts.sum())
             hit_key.append(k[pos])
