@@ -361,6 +361,10 @@ def test_cli_index_commands_and_dedup_against_an_index(
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["id"] for x in lines] == [f"n{i}" for i in range(150)]
     assert any(x["matches"] for x in lines)
+    capsys.readouterr()
+    shown = tmp_path / "q-progress.jsonl"
+    assert main(["index", "query", idx, str(new), "-o", str(shown), "--progress"]) == 0
+    assert "querying" in capsys.readouterr().err and shown.read_bytes() == out.read_bytes()
     kept = tmp_path / "kept.jsonl"
     assert main(["dedup", str(new), "-o", str(kept), "--index", idx, "--add"]) == 0
     # same as deduplicating everything in order and keeping what came from the new file

@@ -43,6 +43,7 @@ def _query(args: argparse.Namespace) -> int:
         threshold=args.threshold,
         limit=args.limit,
         jobs=args.jobs,
+        progress=progress(args),
     )
     sys.stderr.write(
         f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches\n"

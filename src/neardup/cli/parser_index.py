@@ -111,6 +111,12 @@ def _add_add_and_query(isub: Any) -> None:
         "threads signing batches while the previous one is looked up; the answers are the same for any number [all cores]",
     )
     add_input_options(q, INDEX_FORMATS)
+    q.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress line on stderr (queries answered, input read) [on when stderr is a terminal]",
+    )
 
 
 def add_serve_parser(sub: Any) -> None:

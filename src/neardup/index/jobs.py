@@ -106,11 +106,13 @@ def query_source(
     threshold: float | None = None,
     limit: int | None = None,
     jobs: int | None = None,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Query the index at ``path`` with each document of ``inputs``; one JSON line per query
     ``{"id": ..., "matches": [{"id", "score", "kind", ...}, ...]}`` to ``output`` ("-" or None:
     standard output), written atomically. ``jobs`` threads sign batches while the previous
-    one is looked up; the answers do not depend on it."""
+    one is looked up; the answers do not depend on it. ``progress``: a line on stderr with the
+    queries answered and the input bytes they came from."""
     read = read or ReadOptions()
     started = time.perf_counter()
     queries = matched = 0
@@ -118,6 +120,8 @@ def query_source(
     try:
         with _open(inputs, read) as source:
             plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
+            bar = Progress(progress, source.input_bytes, desc="querying")
+            nbytes = 0
             with plan.commit(), open_output(plan["-o"]) as out:
                 answers = index.query_stream(
                     prefetch(read.batches(source)),
@@ -126,10 +130,15 @@ def query_source(
                     threshold=threshold,
                     limit=limit,
                 )
-                for batch, found in answers:
-                    out.write(found.json_lines(batch.ids).encode("utf-8", "backslashreplace"))
-                    matched += len(np.unique(found.q))
-                    queries += len(batch)
+                try:
+                    for batch, found in answers:
+                        out.write(found.json_lines(batch.ids).encode("utf-8", "backslashreplace"))
+                        matched += len(np.unique(found.q))
+                        queries += len(batch)
+                        nbytes += batch.nbytes
+                        bar.update(queries, nbytes)
+                finally:
+                    bar.close()
     finally:
         index.close()
     seconds = time.perf_counter() - started
