@@ -56,6 +56,7 @@ def test_answers_are_the_matches_best_first_and_their_json_lines_as_json_dumps_w
         want[qi].append(Match(IDS[j], s, "exact" if e else "contained", scores, last_seen[j]))
     want = [sorted(w, key=lambda m: (m.kind != "exact", -m.score, m.id))[:limit] for w in want]
     assert answers.lists() == want and list(answers) == want and len(answers) == n
+    assert all(answers[i] is answers.lists()[i] for i in range(n))  # built once, not per index
 
     qids = [f"q{i}" if i % 2 else i for i in range(n)]  # ids as the input holds them
     lines = "".join(

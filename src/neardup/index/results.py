@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -83,13 +84,18 @@ class Answers(Sequence[list[Match]]):
         return self.n
 
     def __getitem__(self, i: Any) -> Any:
-        return self.lists()[i]
+        return self._lists[i]
 
     def __iter__(self) -> Iterator[list[Match]]:
-        return iter(self.lists())
+        return iter(self._lists)
 
     def lists(self) -> list[list[Match]]:
         """One list of ``Match`` per query."""
+        return self._lists
+
+    @cached_property
+    def _lists(self) -> list[list[Match]]:
+        """The Match lists, built once (indexing the sequence query by query stays linear)."""
         out: list[list[Match]] = [[] for _ in range(self.n)]
         extra = {k: v.tolist() for k, v in self.extra.items()}
         columns = (self.q, self.doc, self.score, self.exact)
