@@ -36,7 +36,7 @@ class Match:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared as the sequence it is: list(a) == list(b)
 class Answers(Sequence[list[Match]]):
     """A query batch's matches as columns, best first within each query (exact first, then by
     score, then by id): a sequence of Match lists, and the JSON lines ``neardup index query``
