@@ -13,6 +13,7 @@ from neardup.candidates import (
     candidate_pairs,
     distinct,
     distinct_inverse,
+    find_sorted,
     in_sorted,
     key_matches,
     pairs_from_hits,
@@ -245,7 +246,7 @@ def test_pairs_from_hits_count_every_listing_one_row_at_a_time_as_the_reference(
     st.sets(st.integers(-3, 40), max_size=20),
     st.sampled_from(["int64", "uint64", "mixed"]),
 )
-def test_membership_in_a_sorted_set_is_numpys_isin(
+def test_membership_and_position_in_a_sorted_set_are_numpys_isin_and_searchsorted(
     stretches: list[list[int]], members: set[int], dtype: str
 ) -> None:
     """Values in any order, or in ascending stretches (a store's runs) where the search gallops
@@ -260,6 +261,9 @@ def test_membership_in_a_sorted_set_is_numpys_isin(
         if dtype == "mixed":
             v = np.array(flat, np.int64)
     assert in_sorted(v, ordered).tolist() == np.isin(v, ordered).tolist()
+    at = find_sorted(v, ordered)  # the position of each one held, -1 for the others
+    assert at.dtype == np.int64
+    assert all(ordered[a] == x if a >= 0 else x not in ordered for a, x in zip(at, v, strict=True))
 
 
 @settings(max_examples=200, deadline=None)

@@ -362,17 +362,22 @@ def key_matches(
     return order[pos], np.repeat(np.arange(len(probes), dtype=np.int64), counts)
 
 
-def in_sorted(values: np.ndarray, ordered: np.ndarray) -> npt.NDArray[np.bool_]:
-    """``np.isin(values, ordered)`` for an ascending ``ordered``, by galloping search
-    (``_kernels.candidates.member_of_sorted``): ``values`` (often far more of them) are never
+def find_sorted(values: np.ndarray, ordered: np.ndarray) -> IntArray:
+    """Each value's position in the ascending ``ordered``, -1 when absent, by galloping search
+    (``_kernels.candidates.find_in_sorted``): ``values`` (often far more of them) are never
     sorted, and ascending stretches of them cost a merge."""
     values, ordered = np.asarray(values), np.asarray(ordered)
     if values.dtype == ordered.dtype and values.dtype.kind in "iu":
-        return np.asarray(_k.member_of_sorted(values, ordered))
-    if len(ordered) == 0:
-        return np.zeros(len(values), dtype=np.bool_)
+        return np.asarray(_k.find_in_sorted(values, ordered))
+    if len(ordered) == 0:  # two integer types (numpy compares them exactly)
+        return np.full(len(values), -1, dtype=np.int64)
     at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
-    return np.asarray(ordered[at] == values)
+    return np.where(ordered[at] == values, at, -1).astype(np.int64)
+
+
+def in_sorted(values: np.ndarray, ordered: np.ndarray) -> npt.NDArray[np.bool_]:
+    """``np.isin(values, ordered)`` for an ascending ``ordered`` (``find_sorted``)."""
+    return find_sorted(values, ordered) >= 0
 
 
 def distinct(values: np.ndarray) -> np.ndarray:

@@ -171,9 +171,9 @@ class _ExactScores:
         """Gather the sets of every row of each component of at least ``HOLD_MIN_DOCS`` rows
         where the ``waiting`` rows are at least ``HOLD_SHARE`` of them, for the next pass to
         score their pairs in the band itself (``held``, what the kernel reads; dropped with
-        ``drop``). A component is held
-        once, within its rows' share of ``HOLD_BUDGET_SHARE`` of the store's budget: what is
-        held depends on the component alone, never on the parts or threads."""
+        ``drop``). A component is held once, within its rows' share of ``HOLD_BUDGET_SHARE`` of
+        the store's budget: what is held depends on the component alone, never on the parts or
+        threads."""
         store = self._store()
         comps, count = np.unique(component[waiting], return_counts=True)
         size = np.bincount(component, minlength=int(component.max()) + 1)[comps]

@@ -273,13 +273,14 @@ def shared_hits(
 
 
 @njit(cache=True, nogil=True)
-def member_of_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
-    """For each value, whether the ascending ``ordered`` holds it. Each search gallops on from
-    where the previous one ended (back to the start when the values descend), so values in
-    ascending stretches, as a store's runs hand them out, cost a merge, not a binary search."""
+def find_in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """For each value, its position in the ascending ``ordered``, or -1 when absent. Each
+    search gallops on from where the previous one ended (back to the start when the values
+    descend), so values in ascending stretches, as a store's runs hand them out, cost a merge,
+    not a binary search."""
     n = values.shape[0]
     m = ordered.shape[0]
-    out = np.zeros(n, dtype=np.bool_)
+    out = np.full(n, -1, dtype=np.int64)
     if m == 0 or n == 0:
         return out
     lo = 0
@@ -303,5 +304,6 @@ def member_of_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
                 lo = mid + 1
             else:
                 hi = mid
-        out[i] = lo < m and ordered[lo] == v
+        if lo < m and ordered[lo] == v:
+            out[i] = lo
     return out

@@ -33,7 +33,7 @@ from .. import planner  # noqa: F401 - each batch's Deduplicator plans its featu
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
 from .._types import FloatArray
-from ..candidates import in_sorted
+from ..candidates import find_sorted
 from ..engine import Deduplicator
 from ..errors import InputError, NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
@@ -469,10 +469,10 @@ class Index:
             ids, last_seen = stored.ids, stored.last_seen
         else:
             ids, last_seen = [], []
-        keep_e = in_sorted(ed, docs)
-        eq, ed = eq[keep_e], np.searchsorted(docs, ed[keep_e])
-        keep_n = in_sorted(d, docs)  # near pairs by the million: no sort of them
-        q, s = q[keep_n], np.searchsorted(docs, d[keep_n])
+        at = find_sorted(ed, docs)  # live stored documents' positions, -1 for the others
+        eq, ed = eq[at >= 0], at[at >= 0]
+        at = find_sorted(d, docs)  # near pairs by the million: no sort of them
+        q, s = q[at >= 0], at[at >= 0]
         if len(q):  # an exact pair (same content hash) is not scored again as a near pair
             keep_n = stored.hashes[s] != hashes[q]
             q, s = q[keep_n], s[keep_n]
