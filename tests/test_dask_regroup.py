@@ -64,3 +64,20 @@ def test_a_resumed_regrouping_skips_the_destinations_that_finished(
     again = regroup(range(4), numbers, (), N_DESTS, total, (work,), "t", (work, "stage"))
     assert again == first
     assert sorted(p.name for p in (tmp_path / "ran").iterdir()) == ["1-8.json", "3-8.json"]
+
+
+def test_link_tables_give_back_document_keys_whatever_the_index_width() -> None:
+    from neardup.dask.stages import link_columns, link_table
+    from neardup.dask.tables import doc_keys, from_ipc, write_ipc
+
+    tables = []
+    for block, n, width in ((3, 5, np.uint16), (70_000, 70_000, np.uint32)):
+        index = np.arange(n)[::-1].astype(width)
+        table = link_table(np.arange(n, dtype=np.uint64) * 7, index, block)
+        sink = pa.BufferOutputStream()
+        write_ipc(sink, table)
+        tables.append(from_ipc(sink.getvalue()))  # as a shuffle hands it over
+    fold, doc = link_columns(tables)
+    assert fold.tolist() == [7 * i for i in range(5)] + [7 * i for i in range(70_000)]
+    want = np.concatenate([doc_keys(3, 5)[::-1], doc_keys(70_000, 70_000)[::-1]])
+    assert doc.dtype == np.int64 and doc.tolist() == want.tolist()

@@ -28,32 +28,39 @@ PART_ROWS = 6000
 
 
 def split_links(
+    keys: np.ndarray,
     row: np.ndarray,
     col: np.ndarray,
-    key: np.ndarray,
     doc_key: np.ndarray,
     canonical: np.ndarray,
     content_column: int,
     n_dests: int,
 ) -> tuple[npt.NDArray[np.uint64], np.ndarray, npt.NDArray[np.int64]]:
-    """(fold, doc, start): the link records of postings (row, col, key) then of each document's
-    content hash (``canonical``, EMPTY skipped) in column ``content_column``: ``fold`` is the
-    record's ``column_key``, ``doc`` its document's ``doc_key``; grouped by the fold's
-    ``destination`` in [0, n_dests), destination d holding ``[start[d], start[d + 1])`` in
-    record order (as a stable sort by destination gives)."""
+    """(fold, doc, start): the link records of a block's lookup keys, as ``posting_rows`` gives
+    them (key ``keys[i, j]`` of document ``row[i]`` in column ``col[i] + j``, EMPTY skipped, in
+    row-major order), then of each document's content hash (``canonical``, EMPTY skipped) in
+    column ``content_column``: ``fold`` is the record's ``column_key``, ``doc`` its document's
+    ``doc_key``; grouped by the fold's ``destination`` in [0, n_dests), destination d holding
+    ``[start[d], start[d + 1])`` in record order (as a stable sort by destination gives).
+
+    Reading the key matrix in place spares the flat (row, column, key) copies of every key
+    (three arrays of 8 bytes a key, freshly paged in)."""
+    keys = as_u64(keys)
+    if keys.ndim == 1:
+        keys = keys[:, None]
     content = np.int64(content_column).view(np.uint64)  # a negative column wraps, as astype
-    n = len(key) + int(np.count_nonzero(canonical != EMPTY))
+    n = int(np.count_nonzero(keys != EMPTY)) + int(np.count_nonzero(canonical != EMPTY))
     fold = np.empty(n, dtype=np.uint64)
     doc = np.empty(n, dtype=doc_key.dtype)
     start = np.zeros(max(n_dests, 1) + 1, dtype=np.int64)
     _split_links(
+        keys,
         np.ascontiguousarray(row, dtype=np.int64),
         as_u64(col),
-        as_u64(key),
         np.ascontiguousarray(doc_key),
         as_u64(canonical),
         content,
-        np.empty(n, dtype=np.int64),
+        np.empty(n, dtype=np.int32),
         fold,
         doc,
         start,
@@ -63,9 +70,9 @@ def split_links(
 
 @njit(cache=True, nogil=True)
 def _split_links(
+    keys: np.ndarray,
     row: np.ndarray,
     col: np.ndarray,
-    key: np.ndarray,
     doc_key: np.ndarray,
     canonical: np.ndarray,
     content: np.uint64,
@@ -76,31 +83,36 @@ def _split_links(
 ) -> None:
     """``split_links`` into ``fold``, ``doc`` (a row per record) and ``start`` (zeros, a row
     per destination and one); ``dest`` (a row per record) is scratch."""
-    m = key.shape[0]
     n = start.shape[0] - 1
     nu = np.uint64(n)
-    c = m  # records so far
-    for i in range(m):  # count: each record's destination, kept for the scatter
-        d = np.int64(destination(column_key(col[i], key[i]), nu))
-        dest[i] = d
-        start[d + 1] += 1
+    c = 0  # records so far
+    for i in range(keys.shape[0]):  # count: each record's destination, kept for the scatter
+        for j in range(keys.shape[1]):
+            if keys[i, j] != EMPTY:
+                d = destination(column_key(col[i] + np.uint64(j), keys[i, j]), nu)
+                dest[c] = np.int32(d)
+                start[d + np.uint64(1)] += 1
+                c += 1
     for j in range(canonical.shape[0]):
         if canonical[j] != EMPTY:
-            d = np.int64(destination(column_key(content, canonical[j]), nu))
-            dest[c] = d
-            start[d + 1] += 1
+            d = destination(column_key(content, canonical[j]), nu)
+            dest[c] = np.int32(d)
+            start[d + np.uint64(1)] += 1
             c += 1
     for k in range(n):
         start[k + 1] += start[k]
     fill = start[:n].copy()
     # Scatter, in record order within each destination; folds are computed again rather than
     # kept from the count, which would take another array as large as the records.
-    for i in range(m):
-        p = fill[dest[i]]
-        fill[dest[i]] = p + 1
-        fold[p] = column_key(col[i], key[i])
-        doc[p] = doc_key[row[i]]
-    c = m
+    c = 0
+    for i in range(keys.shape[0]):
+        for j in range(keys.shape[1]):
+            if keys[i, j] != EMPTY:
+                p = fill[dest[c]]
+                fill[dest[c]] = p + 1
+                fold[p] = column_key(col[i] + np.uint64(j), keys[i, j])
+                doc[p] = doc_key[row[i]]
+                c += 1
     for j in range(canonical.shape[0]):
         if canonical[j] != EMPTY:
             p = fill[dest[c]]

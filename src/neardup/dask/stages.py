@@ -28,7 +28,7 @@ from .._kernels.shingles import raw_hash_kernel
 from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
 from ..io._writers import write_clusters, write_pairs
-from ..methods import make_method, postings
+from ..methods import make_method, posting_rows
 from ..params import DedupParams
 from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
@@ -36,6 +36,7 @@ from .components import labels_file, stars
 from .inputs import Block, InputFile, filesystem, is_url
 from .scan import ReadSpec, copy_kept, texts_of
 from .tables import (
+    KEY_SHIFT,
     Docs,
     binary_column,
     evidence_of,
@@ -45,6 +46,8 @@ from .tables import (
 )
 from .workdir import WorkDir, write_whole
 
+#: The schema metadata key of a link table's block.
+LINK_BLOCK = b"neardup.block"
 #: The "column" of content hashes among the lookup keys: exact copies are linked too.
 CONTENT_COLUMN = -1
 #: The share of a worker's memory limit the finish engine keeps per-document blocks and exact
@@ -103,12 +106,17 @@ def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
 
 # -- graph ----------------------------------------------------------------------------------------
 def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
-    """A block's id records and link records (column-folded key, document), by destination."""
+    """A block's id records and link records (column-folded key, document), by destination.
+
+    A link's document is its index in the block, in 16 bits when the block's documents fit
+    (32 otherwise), and the block rides in the table's metadata: 10 or 12 bytes a link where
+    the 64-bit document key took 16, and links are most of what the run moves."""
     docs = load_docs(layout, block, GRAPH_COLUMNS)
     method = make_method(layout.params)
-    row, col, key = postings(method, signatures_of(docs.sig))
+    keys, row, col = posting_rows(method, signatures_of(docs.sig, copy=False))
+    index = key_index(docs.key).astype(np.uint16 if len(docs) <= 1 << 16 else np.uint32)
     fold, member, start = split_links(
-        row, col, key, docs.key, docs.canonical, CONTENT_COLUMN, n_dests
+        keys, row, col, index, docs.canonical, CONTENT_COLUMN, n_dests
     )
     pieces: Pieces = {}
     ids = id_records(docs, layout.line_offsets[block], n_dests)
@@ -116,7 +124,7 @@ def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
         at = slice(start[d], start[d + 1])
         tables: dict[str, Any] = {}
         if start[d + 1] > start[d]:
-            tables["links"] = _table({"fold": fold[at], "doc": member[at]})
+            tables["links"] = link_table(fold[at], member[at], block)
         if d in ids:
             tables["ids"] = ids[d]
         if tables:
@@ -160,9 +168,7 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
         return dict(work.read_json(rel + ".json"))
     edges_u, edges_v = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if "links" in tables:
-        links = concat_tables(tables["links"])
-        fold = links.column("fold").to_numpy()
-        doc = links.column("doc").to_numpy()
+        fold, doc = link_columns(tables["links"])
         smallest = key_minimum(fold, doc)  # each row links to its key's smallest holder
         shared = doc != smallest
         a, b = smallest[shared], doc[shared]
@@ -173,6 +179,26 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
     answer = {"edges": len(edges_u), "dups": dups.num_rows}
     work.write_json(rel + ".json", answer)
     return answer
+
+
+def link_table(fold: npt.NDArray[np.uint64], index: np.ndarray, block: int) -> Any:
+    """Link records of one block (documents as indices in it) as a table ``link_columns``
+    reads back."""
+    table = _table({"fold": fold, "doc": index})
+    return table.replace_schema_metadata({LINK_BLOCK: str(block).encode()})
+
+
+def link_columns(tables: list[Any]) -> tuple[npt.NDArray[np.uint64], IntArray]:
+    """(fold, document key) of the link records of ``graph_pieces``' tables, in their order."""
+    fold = np.concatenate([t.column("fold").to_numpy() for t in tables])
+    doc = np.empty(len(fold), dtype=np.int64)
+    at = 0
+    for t in tables:
+        block = np.int64(int(t.schema.metadata[LINK_BLOCK]))
+        index = t.column("doc").to_numpy()
+        doc[at : at + len(index)] = (block << KEY_SHIFT) + index
+        at += len(index)
+    return fold, doc
 
 
 def duplicates(parts: list[Any]) -> Any:

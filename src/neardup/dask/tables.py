@@ -64,9 +64,16 @@ class Rows:
         )
 
     def values(self) -> np.ndarray:
-        """All rows' values, concatenated, in their dtype."""
+        """All rows' values, concatenated, in their dtype: a read-only view of the bytes when
+        they are aligned for it (as Arrow's buffers are), else a copy."""
         lo, hi = int(self.offsets[0]), int(self.offsets[-1])
-        return np.frombuffer(self.data[lo:hi].tobytes(), dtype=self.dtype)
+        raw = self.data[lo:hi]
+        dtype = np.dtype(self.dtype)
+        if raw.ctypes.data % dtype.alignment == 0:
+            view = raw.view(dtype)
+            view.flags.writeable = False
+            return view
+        return np.frombuffer(raw.tobytes(), dtype=dtype)
 
     def element_offsets(self) -> IntArray:
         return (self.offsets - self.offsets[0]) // np.dtype(self.dtype).itemsize
@@ -100,10 +107,13 @@ def signature_rows(sigs: Signatures) -> Rows:
     return Rows.of_matrix(sigs.data)
 
 
-def signatures_of(rows: Rows) -> Signatures:
+def signatures_of(rows: Rows, copy: bool = True) -> Signatures:
+    """The signatures stored as ``rows``: their own arrays, or (``copy=False``) read-only
+    views of the rows' bytes where they can be."""
+    take = np.array if copy else np.asarray
     if rows.width is None:
-        return Signatures(rows.values().copy(), rows.element_offsets())
-    return Signatures(rows.matrix().copy())
+        return Signatures(take(rows.values()), rows.element_offsets())
+    return Signatures(take(rows.matrix()))
 
 
 def evidence_rows(ev: Evidence) -> Rows:
@@ -117,7 +127,7 @@ def evidence_rows(ev: Evidence) -> Rows:
 def evidence_of(rows: Rows) -> Evidence:
     if rows.width is None:
         return SetEvidence(ShingleBatch(rows.values().astype(np.uint64), rows.element_offsets()))
-    return RowEvidence(rows.matrix().astype(np.uint16).copy())
+    return RowEvidence(rows.matrix().astype(np.uint16))
 
 
 @dataclass(frozen=True)

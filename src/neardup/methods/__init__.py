@@ -11,6 +11,7 @@ from .base import (
     Method,
     Signatures,
     keyed_candidates,
+    posting_rows,
     postings,
     query_candidates,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "keyed_candidates",
     "make_method",
     "needs_fit",
+    "posting_rows",
     "postings",
     "query_candidates",
 ]

@@ -208,6 +208,24 @@ def postings(method: Method, sigs: Signatures) -> tuple[IntArray, IntArray, npt.
     return row.astype(np.int64), col.astype(np.int64), keys[row, col]
 
 
+def posting_rows(
+    method: Method, sigs: Signatures
+) -> tuple[npt.NDArray[np.uint64], IntArray, IntArray]:
+    """``postings`` without its flat copies: (keys, row, col) where key ``keys[i, j]`` (EMPTY
+    ones to be skipped) belongs to document ``row[i]`` in column ``col[i] + j``. The method's
+    key matrix as it is (row ``arange(n)``, col zeros) or its postings as one-column rows; in
+    row-major order this lists exactly ``postings(method, sigs)``."""
+    own = getattr(method, "lookup_postings", None)
+    if own is not None:
+        row, col, key = own(sigs)
+        return _kk.as_u64(key)[:, None], np.asarray(row, np.int64), np.asarray(col, np.int64)
+    keys = _kk.as_u64(np.asarray(method.lookup_keys(sigs)))
+    if keys.ndim == 1:
+        keys = keys[:, None]
+    n = keys.shape[0]
+    return keys, np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+
+
 def query_candidates(
     method: Method, stored: Signatures, queries: Signatures
 ) -> tuple[IntArray, IntArray, FloatArray]:
