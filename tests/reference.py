@@ -225,6 +225,12 @@ def key_minimum(keys: list[int], docs: list[int]) -> list[int]:
     return [smallest[k] for k in keys]
 
 
+def key_links(keys: list[int], docs: list[int]) -> list[tuple[int, int]]:
+    """(smallest, doc) of every row whose document is not its key's smallest, sorted."""
+    minima = key_minimum(keys, docs)
+    return sorted((m, d) for m, d in zip(minima, docs, strict=True) if m != d)
+
+
 def split_links(
     postings: list[tuple[int, int, int]],
     doc_keys: list[int],

@@ -1,5 +1,5 @@
 """Numba kernels of the graph stage: a block's link records split by destination, and rows of
-(key, document) -> each row's smallest document with the same key.
+(key, document) -> links from each row's document to the smallest document with its key.
 
 A block's postings become link records (folded key, document) in one kernel of two passes
 (count, scatter) where a chain of NumPy passes over millions of rows took most of the stage.
@@ -122,16 +122,22 @@ def _split_links(
             c += 1
 
 
-def key_minimum(keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS) -> np.ndarray:
-    """int64[n]: for row i, the smallest ``docs[j]`` over rows j with ``keys[j] == keys[i]``
-    (documents are >= 0); ``part_rows`` (rows a partition aims at) changes only the speed.
+def key_links(
+    keys: np.ndarray, docs: np.ndarray, part_rows: int = PART_ROWS
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(smallest, doc): for every row (``keys[i]``, ``docs[i]``) whose document is not the
+    smallest of the documents of rows with its key, that smallest and the row's document
+    (documents are >= 0), in no particular order; ``part_rows`` (rows a partition aims at)
+    changes only the order.
 
     The row-sized buffers come from NumPy, which asks the kernel for huge pages: the dealing
-    writes to a stream a partition, too many for the TLB's small pages."""
+    writes to a stream a partition, too many for the TLB's small pages. A fresh page costs a
+    fault and zeroing, so the links are written as found, not a row-ordered answer first."""
     n = keys.shape[0]
-    out = np.empty(n, dtype=np.int64)
-    _key_minimum(keys, docs, part_rows, np.empty(2 * n, np.int64), np.empty(n, np.int64), out)
-    return out
+    a = np.empty(n, dtype=np.int64)
+    b = np.empty(n, dtype=np.int64)
+    m = _key_links(keys, docs, part_rows, np.empty(2 * n, np.int64), a, b)
+    return a[:m].copy(), b[:m].copy()
 
 
 @njit(cache=True, inline="always")
@@ -144,15 +150,16 @@ def _slots(rows: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _key_minimum(
+def _key_links(
     keys: np.ndarray,
     docs: np.ndarray,
     part_rows: int,
     dealt: np.ndarray,
-    smallest: np.ndarray,
-    out: np.ndarray,
-) -> None:
-    """``key_minimum`` into ``out``; ``dealt`` (2n) and ``smallest`` (n) are scratch."""
+    a: np.ndarray,
+    b: np.ndarray,
+) -> int:
+    """``key_links`` into ``a`` and ``b`` (room for a link a row): the number of links;
+    ``dealt`` (2n) is scratch."""
     n = keys.shape[0]
     parts = max(1, (n + part_rows - 1) // part_rows)
     # splitmix64 is a bijection, so a key's hash stands for it: the hash's top bits pick the
@@ -166,13 +173,14 @@ def _key_minimum(
     fill = start[:parts].copy()
     for i in range(n):  # dealt: (hash, document) side by side, in partition order
         h = splitmix64(np.uint64(keys[i]))
-        b = bucket_u64(h, parts)
-        j = fill[b]
-        fill[b] = j + 1
+        part = bucket_u64(h, parts)
+        j = fill[part]
+        fill[part] = j + 1
         dealt[2 * j] = np.int64(h)
         dealt[2 * j + 1] = docs[i]
     # one slot = (hash, smallest document) side by side: one cache line per probe; -1 is empty
     table = np.empty(2 * _slots(np.max(start[1:] - start[:-1])), dtype=np.int64)
+    m = 0
     for p in range(parts):
         mask = _slots(start[p + 1] - start[p]) - 1
         table[: 2 * mask + 2] = -1
@@ -186,14 +194,9 @@ def _key_minimum(
                 table[2 * s + 1] = d
             dealt[2 * j] = 2 * s + 1
         for j in range(start[p], start[p + 1]):
-            smallest[j] = table[dealt[2 * j]]  # partition order
-    if parts == 1:
-        out[:] = smallest
-        return
-    # back to row order: dealing kept each partition's rows in order, so row i takes the next
-    # result of its partition
-    fill = start[:parts].copy()
-    for i in range(n):
-        b = bucket_u64(splitmix64(np.uint64(keys[i])), parts)
-        out[i] = smallest[fill[b]]
-        fill[b] += 1
+            smallest = table[dealt[2 * j]]
+            if dealt[2 * j + 1] != smallest:
+                a[m] = smallest
+                b[m] = dealt[2 * j + 1]
+                m += 1
+    return m

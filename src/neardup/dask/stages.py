@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._kernels.links import key_minimum, split_links
+from .._kernels.links import key_links, split_links
 from .._kernels.shingles import raw_hash_kernel
 from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
@@ -169,9 +169,8 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
     edges_u, edges_v = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if "links" in tables:
         fold, doc = link_columns(tables["links"])
-        smallest = key_minimum(fold, doc)  # each row links to its key's smallest holder
-        shared = doc != smallest
-        a, b = smallest[shared], doc[shared]
+        a, b = key_links(fold, doc)  # each row's document to its key's smallest holder
+        del fold, doc
         edges_u, edges_v = stars(a, b)  # each document to its component's smallest
     dups = duplicates(tables.get("ids", []))
     work.write_table(rel + ".parquet", _table({"doc": edges_u, "root": edges_v}))
