@@ -8,10 +8,22 @@ stages load while the client is still starting, instead of in every worker's fir
 from __future__ import annotations
 
 import gc
+import threading
 
 import dask.dataframe  # noqa: F401
+import numpy as np
 
+from .._kernels.keys import destinations
 from . import decontaminate, job  # noqa: F401
+
+
+def _warm() -> None:
+    """Numba's first dispatch in a process loads its registries (0.3 s and more): run one
+    cached kernel while the worker registers and the client plans, not in the first task."""
+    destinations(np.zeros(1, dtype=np.uint64), 1)
+
+
+threading.Thread(target=_warm, name="neardup-warm", daemon=True).start()
 
 
 def dask_teardown(worker: object) -> None:
