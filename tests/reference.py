@@ -14,7 +14,6 @@ FNV_OFFSET = 0xCBF29CE484222325
 FNV_PRIME = 0x100000001B3
 SHINGLE_MUL = 0x9FB21C651E98DF25
 EMPTY = MASK
-GOLDEN = 0x9E3779B97F4A7C15
 RABIN_P = (1 << 64) | 0x5B98B2C4F20492FF
 
 
@@ -229,26 +228,6 @@ def key_links(keys: list[int], docs: list[int]) -> list[tuple[int, int]]:
     """(smallest, doc) of every row whose document is not its key's smallest, sorted."""
     minima = key_minimum(keys, docs)
     return sorted((m, d) for m, d in zip(minima, docs, strict=True) if m != d)
-
-
-def split_links(
-    postings: list[tuple[int, int, int]],
-    doc_keys: list[int],
-    canonical: list[int],
-    content_column: int,
-    n_dests: int,
-) -> list[list[tuple[int, int]]]:
-    """The graph stage's link records, per destination in record order: each posting (row,
-    column, key) then each content hash (EMPTY skipped) as (column-folded key, document)."""
-    records = [(col, key, doc_keys[row]) for row, col, key in postings]
-    records += [(content_column & MASK, c, doc_keys[j]) for j, c in enumerate(canonical)
-                if c != EMPTY]  # fmt: skip
-    out: list[list[tuple[int, int]]] = [[] for _ in range(n_dests)]
-    for col, key, doc in records:
-        fold = fmix64(key ^ (((col + 1) * GOLDEN) & MASK))
-        x = (fold * GOLDEN) & MASK
-        out[(x ^ (x >> 29)) % n_dests].append((fold, doc))
-    return out
 
 
 def token_spans(text: str, mode: str = "word") -> list[tuple[int, int]]:

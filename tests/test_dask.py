@@ -18,7 +18,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from neardup.cli import main  # noqa: E402
-from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output  # noqa: E402
+from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output, stages  # noqa: E402
 from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DedupParams, MinhashParams, SimhashMethodParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
@@ -131,6 +131,29 @@ def test_every_method_verification_and_removal_gives_the_local_outputs(
     want = _local(tmp_path, inputs, extra)
     dedup(inputs, params, _outputs(tmp_path), JobOptions(block_bytes=7000), client)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
+
+
+@pytest.mark.parametrize("case", ["default", "components", "exact-longest"])
+def test_links_that_keep_few_key_bits_link_more_but_change_no_output(
+    client: object, lines: list[str], tmp_path: Path, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Links keep a key's top bits only (``stages.link_bits``): keys equal in those bits link
+    # documents that share no key. With 8 bits kept nearly everything links, and the outputs
+    # must still be the local run's: the finish pairs documents by their whole keys.
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    extra, params = CASES[case]
+    inputs = _files(tmp_path, lines, "three")
+    want = _local(tmp_path, inputs, extra)
+    edges = []
+    for bits in (0, 56):
+        monkeypatch.setattr(stages, "MIN_LINK_BITS", bits)  # the client computes the bits
+        work = tmp_path / f"work{bits}"
+        options = JobOptions(block_bytes=7000, work_dir=str(work))
+        dedup(inputs, params, _outputs(tmp_path), options, client)
+        assert [concat(tmp_path / name) for name in FOLDERS] == want
+        edges.append(sum(json.loads(p.read_text())["edges"] for p in work.glob("graph/*.json")))
+    assert edges[1] > 2 * edges[0] > 0
 
 
 def test_four_workers_give_the_local_outputs(lines: list[str], tmp_path: Path) -> None:

@@ -66,18 +66,25 @@ def test_a_resumed_regrouping_skips_the_destinations_that_finished(
     assert sorted(p.name for p in (tmp_path / "ran").iterdir()) == ["1-8.json", "3-8.json"]
 
 
-def test_link_tables_give_back_document_keys_whatever_the_index_width() -> None:
+def test_link_tables_give_back_keys_and_document_keys() -> None:
     from neardup.dask.stages import link_columns, link_table
     from neardup.dask.tables import doc_keys, from_ipc, write_ipc
 
+    bits = 17  # blocks of up to 2**17 documents
     tables = []
-    for block, n, width in ((3, 5, np.uint16), (70_000, 70_000, np.uint32)):
-        index = np.arange(n)[::-1].astype(width)
-        table = link_table(np.arange(n, dtype=np.uint64) * 7, index, block)
+    for block, n in ((3, 5), (70_000, 70_000)):
+        keys = np.arange(n, dtype=np.uint64) * np.uint64(7 << 40)
+        index = np.arange(n, dtype=np.uint64)[::-1]
+        table = link_table((keys << np.uint64(bits)) | index, block, bits)
         sink = pa.BufferOutputStream()
         write_ipc(sink, table)
         tables.append(from_ipc(sink.getvalue()))  # as a shuffle hands it over
-    fold, doc = link_columns(tables)
-    assert fold.tolist() == [7 * i for i in range(5)] + [7 * i for i in range(70_000)]
+    key, doc = link_columns(tables)
+    want_keys = [(7 << 40) * i % 2**47 for i in range(5)] + [
+        (7 << 40) * i % 2**47 for i in range(70_000)
+    ]
+    assert key.tolist() == want_keys
     want = np.concatenate([doc_keys(3, 5)[::-1], doc_keys(70_000, 70_000)[::-1]])
     assert doc.dtype == np.int64 and doc.tolist() == want.tolist()
+    with pytest.raises(ValueError, match="index bits"):
+        link_columns([tables[0], link_table(np.zeros(1, np.uint64), 4, bits + 1)])

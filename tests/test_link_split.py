@@ -1,6 +1,7 @@
 """The graph stage's fused link split gives exactly the records of the chain it replaced:
 concatenate postings and content hashes, fold (column, key), spread by destination, split by a
-stable sort; each destination's records in the same order."""
+stable sort; each destination's records in the same order, each packed as the fold's top bits
+and the document's index. A method's key matrix read in place gives its postings' records."""
 
 from __future__ import annotations
 
@@ -12,25 +13,28 @@ from hypothesis import strategies as st
 
 from neardup._kernels.hashing import EMPTY
 from neardup._kernels.links import split_links
+from neardup.methods import make_method, posting_rows, postings
+from neardup.params import DedupParams, SampledParams
+from neardup.textbatch import TextBatch
 from tests.test_keys import U64, reference_column_keys, reference_spread
 
 CONTENT = -1
 
 
 class Block(NamedTuple):
-    """A block's postings (row, column, key) and its documents' keys and content hashes."""
+    """A block's postings (row, column, key), its documents' content hashes, and the low bits
+    of a link that hold a document's index (the row)."""
 
     row: np.ndarray
     col: np.ndarray
     key: np.ndarray
-    doc_key: np.ndarray
     canonical: np.ndarray
+    index_bits: int
 
 
-def reference_split(block: Block, n_dests: int) -> dict[int, tuple[list[int], list[int]]]:
-    """(folds, documents) of each destination that gets records, by the former chain of
-    NumPy passes."""
-    row, col, key, doc_key, canonical = block
+def reference_split(block: Block, n_dests: int) -> dict[int, list[int]]:
+    """The links of each destination that gets records, by the former chain of NumPy passes."""
+    row, col, key, canonical, bits = block
     full = np.flatnonzero(canonical != EMPTY)
     folded = np.concatenate(
         [
@@ -38,28 +42,29 @@ def reference_split(block: Block, n_dests: int) -> dict[int, tuple[list[int], li
             reference_column_keys(np.full(len(full), CONTENT), canonical[full]),
         ]
     )
-    member = np.concatenate([doc_key[row], doc_key[full]])
+    member = np.concatenate([row, full]).astype(np.int64)
     dest = reference_spread(folded, n_dests)
     order = np.argsort(dest, kind="stable")
-    split: dict[int, tuple[list[int], list[int]]] = {}
+    high = ((1 << 64) - 1) ^ ((1 << bits) - 1)
+    split: dict[int, list[int]] = {}
     for i in order.tolist():
-        folds, members = split.setdefault(int(dest[i]), ([], []))
-        folds.append(int(folded[i]))
-        members.append(int(member[i]))
+        split.setdefault(int(dest[i]), []).append((int(folded[i]) & high) | int(member[i]))
     return split
 
 
-def _split(block: Block, n_dests: int) -> dict[int, tuple[list[int], list[int]]]:
-    """The kernel's records of each destination that gets any."""
-    fold, doc, start = split_links(*block, CONTENT, n_dests)
-    doc_key = block.doc_key
-    assert start[0] == 0 and start[-1] == len(fold) == len(doc)
+def _by_dest(link: np.ndarray, start: np.ndarray, n_dests: int) -> dict[int, list[int]]:
+    assert start[0] == 0 and start[-1] == len(link) and link.dtype == np.uint64
     assert (np.diff(start) >= 0).all() and len(start) == n_dests + 1
-    assert fold.dtype == np.uint64 and doc.dtype == doc_key.dtype
     return {
-        d: (fold[start[d] : start[d + 1]].tolist(), doc[start[d] : start[d + 1]].tolist())
-        for d in np.flatnonzero(np.diff(start)).tolist()
+        d: link[start[d] : start[d + 1]].tolist() for d in np.flatnonzero(np.diff(start)).tolist()
     }
+
+
+def _split(block: Block, n_dests: int) -> dict[int, list[int]]:
+    """The kernel's links of each destination that gets any (postings as one-column rows)."""
+    row, col, key, canonical, bits = block
+    link, start = split_links(key[:, None], row, col, canonical, CONTENT, n_dests, bits)
+    return _by_dest(link, start, n_dests)
 
 
 @st.composite
@@ -67,11 +72,12 @@ def blocks(draw: st.DrawFn) -> Block:
     """A block: documents (key, content hash or EMPTY) and their postings (row, column, key),
     keys often repeated so that destinations get several records."""
     n_docs = draw(st.integers(0, 12))
-    doc_key = np.asarray(draw(st.lists(st.integers(0, 2**62), min_size=n_docs, max_size=n_docs)))
     canonical = draw(
         st.lists(st.one_of(st.just(int(EMPTY)), U64), min_size=n_docs, max_size=n_docs)
     )
-    pool = draw(st.lists(U64, min_size=1, max_size=6))
+    pool = draw(
+        st.lists(U64.filter(lambda k: k != int(EMPTY)), min_size=1, max_size=6)
+    )  # as postings
     postings = draw(
         st.lists(
             st.tuples(
@@ -84,7 +90,8 @@ def blocks(draw: st.DrawFn) -> Block:
     row = np.asarray([p[0] for p in postings], dtype=np.int64)
     col = np.asarray([p[1] for p in postings], dtype=np.int64)
     key = np.asarray([p[2] for p in postings], dtype=np.uint64)
-    return Block(row, col, key, doc_key.astype(np.int64), np.asarray(canonical, dtype=np.uint64))
+    bits = draw(st.integers(max(n_docs - 1, 0).bit_length(), 32))
+    return Block(row, col, key, np.asarray(canonical, dtype=np.uint64), bits)
 
 
 N_DESTS = st.one_of(st.integers(1, 12), st.integers(2**16 - 1, 2**16 + 2))
@@ -99,24 +106,61 @@ def test_split_links_equals_the_reference_chain(block: Block, n: int) -> None:
 def test_each_destination_keeps_record_order_among_many_rows() -> None:
     rng = np.random.default_rng(3)
     n_docs, n_post = 2000, 30000
-    doc_key = rng.permutation(n_docs * 5)[:n_docs].astype(np.int64)
     canonical = rng.integers(0, 2**64, n_docs, dtype=np.uint64)
     canonical[rng.random(n_docs) < 0.2] = EMPTY
     row = np.sort(rng.integers(0, n_docs, n_post))
     col = rng.integers(0, 20, n_post)
     key = rng.integers(0, 500, n_post).astype(np.uint64)  # repeated keys: shared links
-    for n in (1, 9, 300):
-        block = Block(row, col, key, doc_key, canonical)
+    for n, bits in ((1, 11), (9, 16), (300, 32)):
+        block = Block(row, col, key, canonical, bits)
         got = _split(block, n)
         assert got == reference_split(block, n)
-        assert sum(len(f) for f, _ in got.values()) == n_post + int((canonical != EMPTY).sum())
+        assert sum(len(f) for f in got.values()) == n_post + int((canonical != EMPTY).sum())
 
 
 def test_empty_blocks() -> None:
     none = np.zeros(0, dtype=np.int64)
-    assert _split(Block(none, none, none.astype(np.uint64), none, none.astype(np.uint64)), 3) == {}
+    assert _split(Block(none, none, none.astype(np.uint64), none.astype(np.uint64), 0), 3) == {}
     # documents without postings still link their content hashes; EMPTY ones do not
-    doc_key = np.asarray([4, 9], dtype=np.int64)
     canonical = np.asarray([EMPTY, 77], dtype=np.uint64)
-    got = _split(Block(none, none, none.astype(np.uint64), doc_key, canonical), 1)
-    assert got == {0: (reference_column_keys(np.asarray([CONTENT]), canonical[1:]).tolist(), [9])}
+    got = _split(Block(none, none, none.astype(np.uint64), canonical, 1), 1)
+    fold = int(reference_column_keys(np.asarray([CONTENT]), canonical[1:])[0])
+    assert got == {0: [(fold & ~1 & (2**64 - 1)) | 1]}
+
+
+KEY = st.one_of(st.sampled_from([0, 1, int(EMPTY)]), U64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 6).flatmap(
+        lambda w: st.lists(st.lists(KEY, min_size=w, max_size=w), max_size=12)
+    ),
+    st.integers(1, 9),
+)
+def test_a_key_matrix_read_in_place_gives_its_postings_links(
+    matrix: list[list[int]], n_dests: int
+) -> None:
+    n = len(matrix)
+    keys = np.asarray(matrix, np.uint64).reshape(n, len(matrix[0]) if matrix else 0)
+    canonical = np.full(n, EMPTY, dtype=np.uint64)
+    link, start = split_links(keys, np.arange(n), np.zeros(n, np.int64), canonical, 0, n_dests, 4)
+    row, col = np.nonzero(keys != EMPTY)
+    flat = Block(row, col, keys[row, col], canonical, 4)
+    assert _by_dest(link, start, n_dests) == reference_split(flat, n_dests)
+
+
+def test_posting_rows_list_the_postings_of_a_matrix_method_and_of_a_postings_method() -> None:
+    texts = ["the quick brown fox jumps over the lazy dog " * 3, "", "one two three four five six"]
+    for params in (DedupParams(), DedupParams(method=SampledParams(m=2))):
+        method = make_method(params)
+        sigs = method.signatures(TextBatch(texts, params.shingle))
+        keys, row, col = posting_rows(method, sigs)
+        flat = [
+            (int(row[i]), int(col[i]) + j, int(k))
+            for i in range(keys.shape[0]) for j, k in enumerate(keys[i].tolist())
+            if k != int(EMPTY)
+        ]  # fmt: skip
+        r, c, k = postings(method, sigs)
+        assert flat == list(zip(r.tolist(), c.tolist(), k.tolist(), strict=True))
+        assert len(flat) > 0

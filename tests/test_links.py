@@ -1,5 +1,5 @@
-"""The graph stage's kernels: a block's link records by destination, and links from each
-(key, document) row's document to the smallest document with the same key."""
+"""The graph stage's kernel of links: each (key, document) row's document to the smallest
+document with the same key."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._kernels.links import PART_ROWS, key_links, split_links
-from neardup.methods import make_method, posting_rows, postings
-from neardup.params import DedupParams, SampledParams
-from neardup.textbatch import TextBatch
+from neardup._kernels.links import PART_ROWS, key_links
 from tests import reference
 
 U64 = st.integers(0, 2**64 - 1)
@@ -67,50 +64,3 @@ def test_colliding_slots_still_give_each_key_its_own_minimum() -> None:
     got = _links(keys, docs)
     assert got == reference.key_links(keys, docs)
     assert len(got) == 128 and {a for a, _ in got} == set(range(64, 0, -1))
-
-
-KEY = st.one_of(st.sampled_from([0, 1, 2**64 - 1]), U64)  # EMPTY (2**64 - 1) is skipped
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.integers(0, 6).flatmap(
-        lambda w: st.lists(st.lists(KEY, min_size=w, max_size=w), max_size=12)
-    ),
-    st.lists(KEY, max_size=12),
-    st.integers(-2, 40),
-    st.integers(1, 9),
-)
-def test_split_links_of_a_key_matrix_is_the_reference_of_its_postings(
-    matrix: list[list[int]], canonical: list[int], content_column: int, n_dests: int
-) -> None:
-    n = len(matrix)
-    canonical = (canonical + [2**64 - 1] * n)[:n]
-    doc_keys = [(7 << 32) + 3 * i for i in range(n)]
-    width = len(matrix[0]) if matrix else 0
-    keys = np.asarray(matrix, np.uint64).reshape(n, width)
-    fold, doc, start = split_links(
-        keys, np.arange(n), np.zeros(n, np.int64), np.asarray(doc_keys, np.int64),
-        np.asarray(canonical, np.uint64), content_column, n_dests,
-    )  # fmt: skip
-    flat = [(i, j, k) for i, row in enumerate(matrix) for j, k in enumerate(row) if k != 2**64 - 1]
-    want = reference.split_links(flat, doc_keys, canonical, content_column, n_dests)
-    at = [slice(start[d], start[d + 1]) for d in range(n_dests)]
-    got = [list(zip(fold[s].tolist(), doc[s].tolist(), strict=True)) for s in at]
-    assert got == want
-
-
-def test_posting_rows_list_the_postings_of_a_matrix_method_and_of_a_postings_method() -> None:
-    texts = ["the quick brown fox jumps over the lazy dog " * 3, "", "one two three four five six"]
-    for params in (DedupParams(), DedupParams(method=SampledParams(m=2))):
-        method = make_method(params)
-        sigs = method.signatures(TextBatch(texts, params.shingle))
-        keys, row, col = posting_rows(method, sigs)
-        flat = [
-            (int(row[i]), int(col[i]) + j, int(k))
-            for i in range(keys.shape[0]) for j, k in enumerate(keys[i].tolist())
-            if k != 2**64 - 1
-        ]  # fmt: skip
-        r, c, k = postings(method, sigs)
-        assert flat == list(zip(r.tolist(), c.tolist(), k.tolist(), strict=True))
-        assert len(flat) > 0

@@ -1,8 +1,9 @@
 """Numba kernels of the graph stage: a block's link records split by destination, and rows of
 (key, document) -> links from each row's document to the smallest document with its key.
 
-A block's postings become link records (folded key, document) in one kernel of two passes
-(count, scatter) where a chain of NumPy passes over millions of rows took most of the stage.
+A block's keys become link records (a folded key's top bits and the document's index in the
+block, packed in 64 bits) in one kernel of two passes (count, scatter) where a chain of NumPy
+passes over millions of rows took most of the stage.
 
 The cluster backend's graph stage links every document to the smallest holder of each lookup
 key it has (a star per key); an open-addressing table over the keys finds those minima, where
@@ -31,41 +32,43 @@ def split_links(
     keys: np.ndarray,
     row: np.ndarray,
     col: np.ndarray,
-    doc_key: np.ndarray,
     canonical: np.ndarray,
     content_column: int,
     n_dests: int,
-) -> tuple[npt.NDArray[np.uint64], np.ndarray, npt.NDArray[np.int64]]:
-    """(fold, doc, start): the link records of a block's lookup keys, as ``posting_rows`` gives
+    index_bits: int,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
+    """(link, start): the link records of a block's lookup keys, as ``posting_rows`` gives
     them (key ``keys[i, j]`` of document ``row[i]`` in column ``col[i] + j``, EMPTY skipped, in
     row-major order), then of each document's content hash (``canonical``, EMPTY skipped) in
-    column ``content_column``: ``fold`` is the record's ``column_key``, ``doc`` its document's
-    ``doc_key``; grouped by the fold's ``destination`` in [0, n_dests), destination d holding
-    ``[start[d], start[d + 1])`` in record order (as a stable sort by destination gives).
+    column ``content_column``, grouped by the destination in [0, n_dests) of the record's
+    ``column_key`` (its fold), destination d holding ``[start[d], start[d + 1])`` in record
+    order (as a stable sort by destination gives).
 
-    Reading the key matrix in place spares the flat (row, column, key) copies of every key
-    (three arrays of 8 bytes a key, freshly paged in)."""
+    A link is one 64-bit value: the fold's top ``64 - index_bits`` bits, then the document's
+    index in the block in the low ``index_bits`` (0..63). Reading the key matrix in place
+    spares the flat (row, column, key) copies of every key."""
     keys = as_u64(keys)
     if keys.ndim == 1:
         keys = keys[:, None]
+    if not 0 <= index_bits <= 63:
+        raise ValueError(f"index_bits {index_bits} is outside 0..63")
     content = np.int64(content_column).view(np.uint64)  # a negative column wraps, as astype
     n = int(np.count_nonzero(keys != EMPTY)) + int(np.count_nonzero(canonical != EMPTY))
-    fold = np.empty(n, dtype=np.uint64)
-    doc = np.empty(n, dtype=doc_key.dtype)
+    link = np.empty(n, dtype=np.uint64)
     start = np.zeros(max(n_dests, 1) + 1, dtype=np.int64)
+    high = np.uint64(((1 << 64) - 1) ^ ((1 << index_bits) - 1))
     _split_links(
         keys,
         np.ascontiguousarray(row, dtype=np.int64),
         as_u64(col),
-        np.ascontiguousarray(doc_key),
         as_u64(canonical),
         content,
+        high,
         np.empty(n, dtype=np.int32),
-        fold,
-        doc,
+        link,
         start,
     )
-    return fold, doc, start
+    return link, start
 
 
 @njit(cache=True, nogil=True)
@@ -73,16 +76,16 @@ def _split_links(
     keys: np.ndarray,
     row: np.ndarray,
     col: np.ndarray,
-    doc_key: np.ndarray,
     canonical: np.ndarray,
     content: np.uint64,
+    high: np.uint64,
     dest: np.ndarray,
-    fold: np.ndarray,
-    doc: np.ndarray,
+    link: np.ndarray,
     start: np.ndarray,
 ) -> None:
-    """``split_links`` into ``fold``, ``doc`` (a row per record) and ``start`` (zeros, a row
-    per destination and one); ``dest`` (a row per record) is scratch."""
+    """``split_links`` into ``link`` (a row per record) and ``start`` (zeros, a row per
+    destination and one); ``high`` masks a fold's kept bits; ``dest`` (a row per record) is
+    scratch."""
     n = start.shape[0] - 1
     nu = np.uint64(n)
     c = 0  # records so far
@@ -110,15 +113,14 @@ def _split_links(
             if keys[i, j] != EMPTY:
                 p = fill[dest[c]]
                 fill[dest[c]] = p + 1
-                fold[p] = column_key(col[i] + np.uint64(j), keys[i, j])
-                doc[p] = doc_key[row[i]]
+                fold = column_key(col[i] + np.uint64(j), keys[i, j])
+                link[p] = (fold & high) | np.uint64(row[i])
                 c += 1
     for j in range(canonical.shape[0]):
         if canonical[j] != EMPTY:
             p = fill[dest[c]]
             fill[dest[c]] = p + 1
-            fold[p] = column_key(content, canonical[j])
-            doc[p] = doc_key[j]
+            link[p] = (column_key(content, canonical[j]) & high) | np.uint64(j)
             c += 1
 
 

@@ -70,6 +70,7 @@ from .stages import (
     finish_take,
     graph_pieces,
     graph_take,
+    link_bits,
     write_pieces,
     write_take,
 )
@@ -442,11 +443,12 @@ def _run(
     layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
     n_graph = n_dests
+    index_bits = link_bits(max((int(m["records"]) for m in metas), default=0))
     clock.start("graph: linking documents that share a key")
     graph = _stage(
         layout, "graph",
-        lambda: regroup(range(len(blocks)), graph_pieces, (layout, n_graph), n_graph,
-                        graph_take, (layout,), "neardup-graph", (work, "graph")),
+        lambda: regroup(range(len(blocks)), graph_pieces, (layout, n_graph, index_bits),
+                        n_graph, graph_take, (layout,), "neardup-graph", (work, "graph")),
     )  # fmt: skip
     dups = _dup_problems(layout, n_graph)
     report = _problems(metas, layout, dups, options.on_error)

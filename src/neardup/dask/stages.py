@@ -46,8 +46,11 @@ from .tables import (
 )
 from .workdir import WorkDir, write_whole
 
-#: The schema metadata key of a link table's block.
+#: The schema metadata keys of a link table's block and index bits (``link_table``).
 LINK_BLOCK = b"neardup.block"
+LINK_BITS = b"neardup.index_bits"
+#: The fewest low bits of a link given to a document's index (``link_bits``).
+MIN_LINK_BITS = 0
 #: The "column" of content hashes among the lookup keys: exact copies are linked too.
 CONTENT_COLUMN = -1
 #: The share of a worker's memory limit the finish engine keeps per-document blocks and exact
@@ -105,31 +108,40 @@ def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
 
 
 # -- graph ----------------------------------------------------------------------------------------
-def graph_pieces(block: int, layout: Layout, n_dests: int) -> Pieces:
-    """A block's id records and link records (column-folded key, document), by destination.
+def graph_pieces(block: int, layout: Layout, n_dests: int, index_bits: int) -> Pieces:
+    """A block's id records and link records, by destination.
 
-    A link's document is its index in the block, in 16 bits when the block's documents fit
-    (32 otherwise), and the block rides in the table's metadata: 10 or 12 bytes a link where
-    the 64-bit document key took 16, and links are most of what the run moves."""
+    A link is one 64-bit value (``split_links``): the top bits of the record's column-folded
+    key, then the document's index in the block in the low ``index_bits``, the same for every
+    block of the run (``link_bits``); the block rides in the table's metadata. 8 bytes a link
+    where a 64-bit key and a 64-bit document took 16: links are most of what the run moves."""
     docs = load_docs(layout, block, GRAPH_COLUMNS)
     method = make_method(layout.params)
     keys, row, col = posting_rows(method, signatures_of(docs.sig, copy=False))
-    index = key_index(docs.key).astype(np.uint16 if len(docs) <= 1 << 16 else np.uint32)
-    fold, member, start = split_links(
-        keys, row, col, index, docs.canonical, CONTENT_COLUMN, n_dests
-    )
+    link, start = split_links(keys, row, col, docs.canonical, CONTENT_COLUMN, n_dests, index_bits)
     pieces: Pieces = {}
     ids = id_records(docs, layout.line_offsets[block], n_dests)
     for d in range(n_dests):
         at = slice(start[d], start[d + 1])
         tables: dict[str, Any] = {}
         if start[d + 1] > start[d]:
-            tables["links"] = link_table(fold[at], member[at], block)
+            tables["links"] = link_table(link[at], block, index_bits)
         if d in ids:
             tables["ids"] = ids[d]
         if tables:
             pieces[d] = tables
     return pieces
+
+
+def link_bits(records: int) -> int:
+    """Low bits of a link that hold a document's index, for blocks of up to ``records``
+    documents (at least ``MIN_LINK_BITS``); the key keeps the other ``64 - bits``.
+
+    Two keys that agree in their kept bits link documents that share no key: such a link only
+    puts two components in one finish task, where the engine pairs documents by their whole
+    keys, so no answer changes (at 48 kept bits, about one such link in 30 destinations of 4M
+    links each)."""
+    return max(MIN_LINK_BITS, int(max(records - 1, 0)).bit_length())
 
 
 def id_records(docs: Docs, line_offset: int, n_dests: int) -> dict[int, Any]:
@@ -168,9 +180,9 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
         return dict(work.read_json(rel + ".json"))
     edges_u, edges_v = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if "links" in tables:
-        fold, doc = link_columns(tables["links"])
-        a, b = key_links(fold, doc)  # each row's document to its key's smallest holder
-        del fold, doc
+        key, doc = link_columns(tables["links"])
+        a, b = key_links(key, doc)  # each row's document to its key's smallest holder
+        del key, doc
         edges_u, edges_v = stars(a, b)  # each document to its component's smallest
     dups = duplicates(tables.get("ids", []))
     work.write_table(rel + ".parquet", _table({"doc": edges_u, "root": edges_v}))
@@ -180,24 +192,28 @@ def graph_take(dest: int, tables: dict[str, list[Any]], layout: Layout) -> dict[
     return answer
 
 
-def link_table(fold: npt.NDArray[np.uint64], index: np.ndarray, block: int) -> Any:
-    """Link records of one block (documents as indices in it) as a table ``link_columns``
-    reads back."""
-    table = _table({"fold": fold, "doc": index})
-    return table.replace_schema_metadata({LINK_BLOCK: str(block).encode()})
+def link_table(link: npt.NDArray[np.uint64], block: int, index_bits: int) -> Any:
+    """Links of one block (``split_links``) as a table ``link_columns`` reads back."""
+    meta = {LINK_BLOCK: str(block).encode(), LINK_BITS: str(index_bits).encode()}
+    return _table({"link": link}).replace_schema_metadata(meta)
 
 
 def link_columns(tables: list[Any]) -> tuple[npt.NDArray[np.uint64], IntArray]:
-    """(fold, document key) of the link records of ``graph_pieces``' tables, in their order."""
-    fold = np.concatenate([t.column("fold").to_numpy() for t in tables])
-    doc = np.empty(len(fold), dtype=np.int64)
+    """(kept key bits, document key) of the links in ``link_table``s, in their order."""
+    links = [t.column("link").to_numpy() for t in tables]
+    bits = {int(t.schema.metadata[LINK_BITS]) for t in tables}
+    if len(bits) != 1:
+        raise ValueError(f"links of one run differ in their index bits: {sorted(bits)}")
+    shift = np.uint64(bits.pop())
+    key = np.concatenate(links) >> shift
+    doc = np.empty(len(key), dtype=np.int64)
     at = 0
-    for t in tables:
+    for t, link in zip(tables, links, strict=True):
         block = np.int64(int(t.schema.metadata[LINK_BLOCK]))
-        index = t.column("doc").to_numpy()
+        index = (link & ((np.uint64(1) << shift) - np.uint64(1))).astype(np.int64)
         doc[at : at + len(index)] = (block << KEY_SHIFT) + index
         at += len(index)
-    return fold, doc
+    return key, doc
 
 
 def duplicates(parts: list[Any]) -> Any:
