@@ -196,25 +196,20 @@ def keyed_candidates(
 
 
 def postings(method: Method, sigs: Signatures) -> tuple[IntArray, IntArray, npt.NDArray[np.uint64]]:
-    """(row, column, key) of every lookup key of ``sigs`` (EMPTY keys left out), by row."""
-    own = getattr(method, "lookup_postings", None)
-    if own is not None:
-        row, col, key = own(sigs)
-        return row, col, key
-    keys = np.asarray(method.lookup_keys(sigs), dtype=np.uint64)
-    if keys.ndim == 1:
-        keys = keys[:, None]
-    row, col = np.nonzero(keys != EMPTY)
-    return row.astype(np.int64), col.astype(np.int64), keys[row, col]
+    """(row, column, key) of every lookup key of ``sigs`` (EMPTY keys left out), by row: the
+    ``posting_rows`` listed one key at a time."""
+    keys, row, col = posting_rows(method, sigs)
+    r, c = np.nonzero(keys != EMPTY)
+    return row[r], col[r] + c, keys[r, c]
 
 
 def posting_rows(
     method: Method, sigs: Signatures
 ) -> tuple[npt.NDArray[np.uint64], IntArray, IntArray]:
-    """``postings`` without its flat copies: (keys, row, col) where key ``keys[i, j]`` (EMPTY
-    ones to be skipped) belongs to document ``row[i]`` in column ``col[i] + j``. The method's
-    key matrix as it is (row ``arange(n)``, col zeros) or its postings as one-column rows; in
-    row-major order this lists exactly ``postings(method, sigs)``."""
+    """Every lookup key of ``sigs`` without a flat copy of them: (keys, row, col) where key
+    ``keys[i, j]`` (EMPTY ones to be skipped) belongs to document ``row[i]`` in column
+    ``col[i] + j``. The method's key matrix as it is (row ``arange(n)``, col zeros), or its own
+    postings (``lookup_postings``) as one-column rows."""
     own = getattr(method, "lookup_postings", None)
     if own is not None:
         row, col, key = own(sigs)
