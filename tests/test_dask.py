@@ -120,15 +120,23 @@ def test_cluster_outputs_equal_the_local_run_byte_for_byte(
         assert summary["blocks"] > len(inputs)  # plain files were cut into many blocks
 
 
+def _case(
+    client: object, lines: list[str], tmp: Path, case: str
+) -> tuple[DedupParams, list[str], list[bytes]]:
+    """A CASES entry's parameters, the corpus as three files and the local run's outputs;
+    skipped but on two workers (one cluster size is enough for a parameter sweep)."""
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough for the parameter sweep")
+    extra, params = CASES[case]
+    inputs = _files(tmp, lines, "three")
+    return params, inputs, _local(tmp, inputs, extra)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_method_verification_and_removal_gives_the_local_outputs(
     client: object, lines: list[str], tmp_path: Path, case: str
 ) -> None:
-    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough for the parameter sweep")
-    extra, params = CASES[case]
-    inputs = _files(tmp_path, lines, "three")
-    want = _local(tmp_path, inputs, extra)
+    params, inputs, want = _case(client, lines, tmp_path, case)
     dedup(inputs, params, _outputs(tmp_path), JobOptions(block_bytes=7000), client)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
 
@@ -140,11 +148,7 @@ def test_links_that_keep_few_key_bits_link_more_but_change_no_output(
     # Links keep a key's top bits only (``stages.link_bits``): keys equal in those bits link
     # documents that share no key. With 8 bits kept nearly everything links, and the outputs
     # must still be the local run's: the finish pairs documents by their whole keys.
-    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    extra, params = CASES[case]
-    inputs = _files(tmp_path, lines, "three")
-    want = _local(tmp_path, inputs, extra)
+    params, inputs, want = _case(client, lines, tmp_path, case)
     edges = []
     for bits in (0, 56):
         monkeypatch.setattr(stages, "MIN_LINK_BITS", bits)  # the client computes the bits
