@@ -224,6 +224,22 @@ def key_minimum(keys: list[int], docs: list[int]) -> list[int]:
     return [smallest[k] for k in keys]
 
 
+def smallest_linked(u: list[int], v: list[int]) -> tuple[list[int], list[int]]:
+    """Every key of the edges, ascending, and the smallest key of its connected component."""
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        while parent.setdefault(x, x) != x:
+            x = parent[x]
+        return x
+
+    for a, b in zip(u, v, strict=True):
+        ra, rb = find(a), find(b)
+        parent[max(ra, rb)] = min(ra, rb)
+    nodes = sorted(parent)
+    return nodes, [find(x) for x in nodes]
+
+
 def key_links(keys: list[int], docs: list[int]) -> list[tuple[int, int]]:
     """(smallest, doc) of every row whose document is not its key's smallest, sorted."""
     minima = key_minimum(keys, docs)

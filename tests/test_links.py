@@ -1,5 +1,5 @@
-"""The graph stage's kernel of links: each (key, document) row's document to the smallest
-document with the same key."""
+"""The graph stage's kernels: each (key, document) row's document linked to the smallest
+document with the same key, and the links' documents labelled with their component's smallest."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup._kernels.links import PART_ROWS, key_links
+from neardup.dask.components import smallest_linked, stars
 from tests import reference
 
 U64 = st.integers(0, 2**64 - 1)
@@ -64,3 +65,33 @@ def test_colliding_slots_still_give_each_key_its_own_minimum() -> None:
     got = _links(keys, docs)
     assert got == reference.key_links(keys, docs)
     assert len(got) == 128 and {a for a, _ in got} == set(range(64, 0, -1))
+
+
+EDGES = st.lists(
+    st.tuples(st.integers(0, 9), st.integers(0, 9)), max_size=60
+)  # documents by the number: few, so that they repeat and chain
+
+
+@settings(max_examples=300, deadline=None)
+@given(EDGES, st.sampled_from([0, 2**32, 2**59]))
+def test_components_of_links_are_the_reference_union_find(
+    edges: list[tuple[int, int]], spread: int
+) -> None:
+    # documents as 64-bit keys far apart (block << 32 | index), labels their components' least
+    u = [a * spread + a for a, _ in edges]
+    v = [b * spread + b for _, b in edges]
+    nodes, labels = smallest_linked(np.asarray(u, np.int64), np.asarray(v, np.int64))
+    assert (nodes.tolist(), labels.tolist()) == reference.smallest_linked(u, v)
+    moved, root = stars(np.asarray(u, np.int64), np.asarray(v, np.int64))
+    want = [(x, r) for x, r in zip(*reference.smallest_linked(u, v), strict=True) if x != r]
+    assert list(zip(moved.tolist(), root.tolist(), strict=True)) == want
+
+
+def test_long_chains_of_links_get_their_least_document() -> None:
+    rng = np.random.default_rng(5)
+    keys = rng.choice(2**40, 50_000, replace=False).astype(np.int64)
+    u, v = keys[:-1], keys[1:]  # one chain through every key, in random key order
+    order = rng.permutation(len(u))
+    nodes, labels = smallest_linked(u[order], v[order])
+    assert nodes.tolist() == sorted(keys.tolist())
+    assert (labels == keys.min()).all()
