@@ -284,11 +284,11 @@ def finish_pieces(
         rows, labels = rows[keep], labels[keep]
     dest = spread(labels, n_dests)
     pieces: Pieces = {}
-    for d in np.unique(dest).tolist():
-        at = np.flatnonzero(dest == d)
-        sub = docs.take(rows[at]).to_arrow()
-        sub = sub.append_column("label", _table({"x": labels[at]}).column("x"))
-        pieces[int(d)] = {"docs": sub}
+    for d, at in enumerate(_split(dest, n_dests)):  # one stable sort, not a pass per destination
+        if len(at):
+            sub = docs.take(rows[at]).to_arrow()
+            sub = sub.append_column("label", _table({"x": labels[at]}).column("x"))
+            pieces[d] = {"docs": sub}
     return pieces
 
 
