@@ -275,12 +275,27 @@ def test_distinct_values_are_numpys_unique_whether_or_not_they_ascend(
     assert distinct(v).tolist() == np.unique(v).tolist()
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.one_of(st.integers(0, 50), st.integers(0, 2**62)), max_size=40))
-def test_distinct_inverse_is_numpys_unique_by_table_or_by_sort(values: list[int]) -> None:
-    """Document numbers few against the count (a table of those present) or spread (a sort)."""
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.integers(0, 50), st.integers(0, 2**62), st.integers(-(2**63), 2**63 - 1)),
+        max_size=40,
+    )
+)
+def test_distinct_inverse_is_numpys_unique_by_table_or_by_hash(values: list[int]) -> None:
+    """Document numbers few against the count (a table of those present) or spread, negative
+    or 64-bit keys (numbered by a hash table, the distinct ones sorted)."""
     v = np.array(values, dtype=np.int64)
     found, inverse = distinct_inverse(v)
     want, want_inverse = np.unique(v, return_inverse=True)
     assert found.tolist() == want.tolist() and inverse.tolist() == want_inverse.tolist()
     assert found.dtype == inverse.dtype == np.int64
+
+
+def test_distinct_inverse_of_many_repeated_keys_colliding_in_the_table() -> None:
+    rng = np.random.default_rng(11)
+    keys = (rng.choice(2**20, 5000, replace=False).astype(np.int64) << 40) | 7  # spread, alike
+    v = keys[rng.integers(0, len(keys), 60_000)]
+    found, inverse = distinct_inverse(v)
+    want, want_inverse = np.unique(v, return_inverse=True)
+    assert found.tolist() == want.tolist() and inverse.tolist() == want_inverse.tolist()

@@ -392,12 +392,20 @@ def distinct(values: np.ndarray) -> np.ndarray:
 
 
 def distinct_inverse(values: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
-    """``np.unique(values, return_inverse=True)`` for non-negative integers; by a table of the
-    values present instead of a sort when they are few against the count (document numbers)."""
-    v = np.asarray(values, dtype=np.int64)
-    if len(v) == 0 or v.min() < 0 or int(v.max()) > 4 * len(v) + 4096:
-        found, inverse = np.unique(v, return_inverse=True)
-        return found, inverse.reshape(-1).astype(np.int64, copy=False)
+    """``np.unique(values, return_inverse=True)`` for int64 values without sorting them all:
+    by a table of the values present when they are few against the count (document numbers),
+    else numbered by a hash table as they come (``_kernels.candidates.first_seen_ids``, 64-bit
+    document keys), only the distinct values then sorted (values repeat: a document is in
+    many pairs)."""
+    v = np.ascontiguousarray(values, dtype=np.int64)
+    if len(v) == 0:
+        return v.copy(), v.copy()
+    if v.min() < 0 or int(v.max()) > 4 * len(v) + 4096:
+        seen, ids = _k.first_seen_ids(v)
+        order = np.argsort(seen)
+        rank = np.empty(len(seen), dtype=np.int64)
+        rank[order] = np.arange(len(seen), dtype=np.int64)
+        return seen[order], rank[ids]
     present = np.zeros(int(v.max()) + 1, dtype=np.bool_)
     present[v] = True
     found = np.flatnonzero(present).astype(np.int64)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .hashing import EMPTY
+from .hashing import EMPTY, splitmix64
 
 # Slots of the stats array filled by column_pairs (counted once, in its counting pass).
 BIG_BUCKETS = 0  # buckets larger than max_bucket
@@ -307,3 +307,35 @@ def find_in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
         if lo < m and ordered[lo] == v:
             out[i] = lo
     return out
+
+
+@njit(cache=True, nogil=True)
+def first_seen_ids(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct, ids): the distinct int64 ``values`` in first-seen order and each value's
+    index among them, through an open-addressing table (a slot holds an index into
+    ``distinct``, -1 when empty; at most half full) keyed by the value's splitmix64 hash."""
+    n = values.shape[0]
+    slots = 16
+    while slots < 2 * n:
+        slots *= 2
+    mask = np.uint64(slots - 1)
+    table = np.full(slots, -1, dtype=np.int64)
+    distinct = np.empty(n, dtype=np.int64)
+    ids = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        v = values[i]
+        s = splitmix64(np.uint64(v)) & mask
+        while True:
+            t = table[s]
+            if t < 0:
+                table[s] = m
+                distinct[m] = v
+                ids[i] = m
+                m += 1
+                break
+            if distinct[t] == v:
+                ids[i] = t
+                break
+            s = (s + np.uint64(1)) & mask
+    return distinct[:m].copy(), ids

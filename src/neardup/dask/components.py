@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 
 from .._heap import trim
-from .._kernels.clusters import keyed_labels
 from .._types import IntArray
+from ..candidates import distinct_inverse
+from ..clusters import cluster_labels
 from .bundles import Pieces, concat_tables, regroup
 from .tables import key_block
 from .workdir import WorkDir
@@ -158,14 +159,13 @@ def _linked(edges: list[tuple[IntArray, IntArray]]) -> tuple[IntArray, IntArray]
 
 def smallest_linked(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
     """Edges between documents (64-bit keys) -> every linked document, ascending, and the
-    smallest document of its connected component. Union-find over the documents as a hash
-    table numbers them (``keyed_labels``), then a sort of the documents alone: an edge list
-    repeats its documents many times (a document shares most of its keys with its copy)."""
-    keys, labels = keyed_labels(
-        np.ascontiguousarray(u, dtype=np.int64), np.ascontiguousarray(v, dtype=np.int64)
-    )
-    order = np.argsort(keys)
-    return keys[order], labels[order]
+    smallest document of its connected component (documents numbered by ``distinct_inverse``,
+    which sorts only the distinct ones: an edge list repeats its documents many times)."""
+    nodes, inv = distinct_inverse(np.concatenate([u, v]))
+    if not len(nodes):
+        return nodes, nodes
+    labels = cluster_labels(len(nodes), inv[: len(u)], inv[len(u) :])
+    return nodes, nodes[labels]
 
 
 def stars(u: IntArray, v: IntArray) -> tuple[IntArray, IntArray]:
