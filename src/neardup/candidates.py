@@ -381,14 +381,25 @@ def in_sorted(values: np.ndarray, ordered: np.ndarray) -> npt.NDArray[np.bool_]:
 
 
 def distinct(values: np.ndarray) -> np.ndarray:
-    """``np.unique(values)``, in one pass without a sort when ``values`` already ascend (a
-    store's postings and lookup keys do)."""
+    """``np.unique(values)`` without a sort when it can: in one pass when ``values`` already
+    ascend (a store's postings and lookup keys, a batch's query rows), by a table of those
+    present when they are non-negative integers few against the count (document numbers)."""
     v = np.asarray(values)
     if len(v) == 0:
         return v.copy()
-    if not np.all(v[1:] >= v[:-1]):
-        return np.unique(v)
-    return v[np.r_[True, v[1:] != v[:-1]]]
+    if np.all(v[1:] >= v[:-1]):
+        return v[np.r_[True, v[1:] != v[:-1]]]
+    if _dense(v):
+        present = np.zeros(int(v.max()) + 1, dtype=np.bool_)
+        present[v] = True
+        return np.flatnonzero(present).astype(v.dtype)
+    return np.unique(v)
+
+
+def _dense(v: np.ndarray) -> bool:
+    """Whether ``v`` (not empty) are non-negative integers few against their count: a table of
+    them costs less than a sort."""
+    return v.dtype.kind in "iu" and int(v.min()) >= 0 and int(v.max()) <= 4 * len(v) + 4096
 
 
 def distinct_inverse(values: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]:
@@ -400,7 +411,7 @@ def distinct_inverse(values: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]
     v = np.ascontiguousarray(values, dtype=np.int64)
     if len(v) == 0:
         return v.copy(), v.copy()
-    if v.min() < 0 or int(v.max()) > 4 * len(v) + 4096:
+    if not _dense(v):
         seen, ids = _k.first_seen_ids(v)
         order = np.argsort(seen)
         rank = np.empty(len(seen), dtype=np.int64)

@@ -33,7 +33,7 @@ from .. import planner  # noqa: F401 - each batch's Deduplicator plans its featu
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
 from .._types import FloatArray
-from ..candidates import find_sorted
+from ..candidates import distinct, find_sorted
 from ..engine import Deduplicator
 from ..errors import InputError, NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
@@ -459,7 +459,7 @@ class Index:
         eq = real[eq]
         row, key = self._postings(sigs, hashes)
         q, d = self.store.shared(row, key, self.method.min_shared)
-        docs = np.unique(np.concatenate([ed, d]))
+        docs = distinct(np.concatenate([ed, d]))  # near pairs by the million: no sort
         if exclude >= 0:
             docs = docs[docs != exclude]
         if len(docs):
