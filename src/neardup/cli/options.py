@@ -151,14 +151,19 @@ def add_simhash_options(m: Any, weightings: list[str]) -> None:
 def add_reporting(p: argparse.ArgumentParser) -> Any:
     """The reporting options of the long-running commands: a progress bar, no summary."""
     out = p.add_argument_group("reporting")
-    out.add_argument(
+    add_progress(out, "progress bar")
+    out.add_argument("--quiet", "-q", action="store_true", help="no summary")
+    return out
+
+
+def add_progress(group: Any, what: str) -> None:
+    """--progress / --no-progress: ``what`` shows on stderr, by default when it is a terminal."""
+    group.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="progress bar on stderr [on when stderr is a terminal]",
+        help=f"{what} on stderr [on when stderr is a terminal]",
     )
-    out.add_argument("--quiet", "-q", action="store_true", help="no summary")
-    return out
 
 
 def add_jobs(group: Any, what: str) -> None:

@@ -11,6 +11,7 @@ from .options import (
     add_input_options,
     add_jobs,
     add_minhash_options,
+    add_progress,
     add_shingle_options,
     add_simhash_options,
 )
@@ -98,7 +99,7 @@ def _add_add_and_query(isub: Any) -> None:
         a,
         "threads signing batches while the previous one is written; the index ends the same for any number [all cores]",
     )
-    a.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None)
+    add_progress(a, "a progress line (documents added, input read)")
 
     q = isub.add_parser("query", help="one JSON line of matches per query document")
     q.add_argument("path", help="the index")
@@ -111,12 +112,7 @@ def _add_add_and_query(isub: Any) -> None:
         "threads signing batches while the previous one is looked up; the answers are the same for any number [all cores]",
     )
     add_input_options(q, INDEX_FORMATS)
-    q.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="a progress line on stderr (queries answered, input read) [on when stderr is a terminal]",
-    )
+    add_progress(q, "a progress line (queries answered, input read)")
 
 
 def add_serve_parser(sub: Any) -> None:
