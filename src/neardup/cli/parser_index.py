@@ -109,7 +109,7 @@ def _add_add_and_query(isub: Any) -> None:
     q.add_argument("--limit", type=int, help="at most this many matches per query")
     add_jobs(
         q,
-        "threads signing batches while the previous one is looked up; the answers are the same for any number [all cores]",
+        "processes answering batches (this one and N-1 workers, each reading the index); the answers are the same for any number [all cores]",
     )
     add_input_options(q, INDEX_FORMATS)
     add_progress(q, "a progress line (queries answered, input read)")
