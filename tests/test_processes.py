@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +32,7 @@ def _far(x: int) -> tuple[int, int]:
 
 
 def _near(x: int) -> tuple[int, int]:
+    time.sleep(0.02)  # slower than the feeder: the workers get items too
     if x == 14:
         raise ValueError("fourteen")
     return x + 1000, os.getpid()
@@ -75,14 +77,25 @@ def test_an_error_here_reaches_the_consumer_in_order() -> None:
     assert seen == [10, 11, 12, 13]
 
 
+def test_an_error_reading_the_items_reaches_the_consumer_after_the_items_read() -> None:
+    def items() -> Iterator[int]:
+        yield from range(5)
+        raise OSError("the input went away")
+
+    seen = []
+    with pytest.raises(OSError, match="went away"):
+        for item, (value, _) in process_map(_far, items(), 2, _near, lambda x: x, _setup, (1000,)):
+            assert value == item + 1000
+            seen.append(item)
+    assert seen == [0, 1, 2, 3, 4]
+
+
 def test_a_worker_that_dies_is_one_error_saying_so() -> None:
     with pytest.raises(NeardupError, match="worker process died"):
         list(process_map(_far, [99, 98, 97, 96], 2, _sleepy, lambda x: x, _setup, (0,)))
 
 
 def _sleepy(x: int) -> tuple[int, int]:
-    import time
-
     time.sleep(2.0)  # the worker meets item 99 first
     return x, os.getpid()
 

@@ -5,26 +5,22 @@ GIL. Work that holds it (SQLite rows turned into Python objects, checksums, JSON
 one core however many threads there are; this runs it in ``jobs`` processes instead: the
 calling one and ``jobs - 1`` workers. Each worker starts fresh (``spawn``: nothing is inherited
 from a parent holding threads and open connections) and runs ``setup(*setup_args)`` once, e.g.
-to open the index it reads; the calling process answers items while it would otherwise wait
-(a worker takes about a second to start), and the results come back in input order, so the
-output never depends on ``jobs``. At most ``2 * jobs`` items are in flight: memory stays
-bounded.
+to open the index it reads; a worker gets its next item as it finishes one, the calling
+process answers items while it would otherwise wait (a worker takes about a second to start),
+and the results come back in input order, so the output never depends on ``jobs``. At most
+``2 * jobs`` items are in flight: memory stays bounded.
 """
 
 from __future__ import annotations
 
 import signal
-from collections import deque
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from .errors import NeardupError
 
-if TYPE_CHECKING:
-    from concurrent.futures import Future
-
 T = TypeVar("T")
-_END = object()
 R = TypeVar("R")
 
 
@@ -55,6 +51,50 @@ class _Here:
         return self.value
 
 
+class _Dealer:
+    """Items dealt in order to whoever asks (the feeder for a worker, or this process), at most
+    ``limit`` taken and not yet handed back; results kept by number until their turn."""
+
+    def __init__(self, items: Iterable[Any], limit: int) -> None:
+        self.source = iter(items)
+        self.limit = limit
+        self.cv = threading.Condition()
+        self.taken = 0
+        self.given = 0
+        self.ready: dict[int, tuple[Any, Any]] = {}  # number -> (item, future or _Here)
+        self.ended = False
+        self.stopped = False
+        self.error: BaseException | None = None
+
+    def take(self, wait: bool) -> tuple[int, Any] | None:
+        """The next item and its number; None at the end, when stopped, or (``wait`` False)
+        when ``limit`` items are out."""
+        with self.cv:
+            while self.taken - self.given >= self.limit and not self.stopped and not self.ended:
+                if not wait:
+                    return None
+                self.cv.wait()
+            if self.stopped or self.ended:
+                return None
+            try:
+                item = next(self.source)
+            except StopIteration:
+                self.ended = True
+                self.cv.notify_all()
+                return None
+            except BaseException as exc:  # the reader's error: raised in the consumer's turn
+                self.error, self.ended = exc, True
+                self.cv.notify_all()
+                return None
+            self.taken += 1
+            return self.taken - 1, item
+
+    def put(self, number: int, item: Any, work: Any) -> None:
+        with self.cv:
+            self.ready[number] = (item, work)
+            self.cv.notify_all()
+
+
 def process_map(
     fn: Callable[[Any], R],
     items: Iterable[T],
@@ -65,21 +105,19 @@ def process_map(
     setup_args: tuple[Any, ...] = (),
 ) -> Iterator[tuple[T, R]]:
     """Yield ``(item, result)`` in input order over ``jobs`` processes: ``jobs - 1`` worker
-    processes (``fn(payload(item))``; ``fn`` and ``setup``: module-level functions,
-    ``payload``: what of an item is sent), each kept two items deep, and this one, which
-    answers the next item itself (``here(item)``: it is started and warm already) whenever the
-    item due next is still being worked on elsewhere. An exception in either reaches the
-    consumer in order; a worker process that dies (out of memory, killed) is a NeardupError
-    saying so."""
+    processes, each handed its next item by a feeder thread as it finishes one
+    (``fn(payload(item))``; ``fn`` and ``setup``: module-level functions, ``payload``: what of
+    an item is sent), and this one, which answers the next item itself (``here(item)``: it is
+    started and warm already) whenever the item due is not ready. An exception in either, or in
+    reading ``items``, reaches the consumer in order; a worker process that dies (out of
+    memory, killed) is a NeardupError saying so."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     workers = max(1, jobs - 1)
-    window: deque[tuple[T, Future[R] | _Here]] = deque()
-    source = iter(items)
-    more = True
-    sent = 0  # items in the workers' hands
+    deal = _Dealer(items, 2 * jobs)
+    free = threading.Semaphore(workers)  # one item in each worker's hands
     pool = ProcessPoolExecutor(
         max_workers=workers,
         mp_context=multiprocessing.get_context("spawn"),
@@ -87,37 +125,76 @@ def process_map(
         initargs=(setup, setup_args),
     )
 
-    def take() -> T | None:
-        nonlocal more
-        item = next(source, _END) if more else _END
-        more = item is not _END
-        return cast(T, item) if more else None
+    def feed() -> None:
+        while True:
+            free.acquire()
+            got = deal.take(wait=True)
+            if got is None:
+                return
+            number, item = got
+            try:
+                work = pool.submit(fn, payload(item))
+            except BaseException as exc:  # a payload that cannot be made, or a closed pool
+                deal.put(number, item, _Failed(exc))
+                return
+            work.add_done_callback(_returned(deal, free, number, item))
 
+    feeder = threading.Thread(target=feed, name="neardup-feeder", daemon=True)
+    feeder.start()
+    number = 0
     try:
         while True:
-            while sent < 2 * workers and len(window) < 2 * jobs and more:
-                item = take()
-                if item is not None:
-                    window.append((item, pool.submit(fn, payload(item))))
-                    sent += 1
-            if not window:
-                return
-            item, work = window[0]
-            if isinstance(work, _Here) or work.done() or not more or len(window) >= 2 * jobs:
-                window.popleft()
-                sent -= not isinstance(work, _Here)
-                yield item, work.result()
+            with deal.cv:
+                due = deal.ready.pop(number, None)
+                if due is None and deal.ended and number >= deal.taken:
+                    if deal.error is not None:
+                        raise deal.error
+                    return
+            if due is not None:
+                with deal.cv:
+                    deal.given += 1
+                    deal.cv.notify_all()
+                number += 1
+                yield due[0], due[1].result()
                 continue
-            mine = take()  # the item due is not ready: answer the next one meanwhile
+            mine = deal.take(wait=False)  # the item due is not ready: answer the next meanwhile
             if mine is not None:
-                window.append((mine, _Here(here, mine)))
+                deal.put(mine[0], mine[1], _Here(here, mine[1]))
+                continue
+            with deal.cv:  # every item is out: wait for the one due
+                while number not in deal.ready and not (deal.ended and number >= deal.taken):
+                    deal.cv.wait()
     except BrokenProcessPool as exc:
         raise NeardupError(
             "a worker process died (out of memory, or killed); run again, with fewer --jobs "
             "or smaller --batch-size if memory is short"
         ) from exc
     finally:
-        for _, work in window:  # an early stop: drop what was not consumed
-            if not isinstance(work, _Here):
-                work.cancel()
+        with deal.cv:
+            deal.stopped = True
+            deal.cv.notify_all()
+        free.release()
+        feeder.join()
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _returned(
+    deal: _Dealer, free: threading.Semaphore, number: int, item: Any
+) -> Callable[[Any], None]:
+    """A worker's result kept for its turn, and the worker's place freed for the next item."""
+
+    def done(work: Any) -> None:
+        deal.put(number, item, work)
+        free.release()
+
+    return done
+
+
+class _Failed:
+    """An item that could not be sent: its error, raised in its turn."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def result(self) -> Any:
+        raise self.error
