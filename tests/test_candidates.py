@@ -16,6 +16,7 @@ from neardup.candidates import (
     find_sorted,
     in_sorted,
     key_matches,
+    matching,
     pairs_from_hits,
 )
 from neardup.errors import InputError, ParamError
@@ -309,3 +310,28 @@ def test_distinct_inverse_of_many_repeated_keys_colliding_in_the_table() -> None
     found, inverse = distinct_inverse(v)
     want, want_inverse = np.unique(v, return_inverse=True)
     assert found.tolist() == want.tolist() and inverse.tolist() == want_inverse.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 30), max_size=60),
+    st.lists(st.integers(0, 30), max_size=20),
+    st.booleans(),
+    st.booleans(),
+)
+def test_matching_positions_are_every_equal_key_wanted_by_wanted(
+    keys: list[int], wanted: list[int], ascending: bool, packed: bool
+) -> None:
+    """Keys with repeats at the top of the 64-bit range, wanted in ascending order (a lookup's
+    distinct keys) or any order, keys contiguous or read in place from packed records."""
+    top = 2**64 - 31
+    ordered = np.array(sorted(top + k for k in keys), np.uint64)
+    asked = sorted(set(wanted)) if ascending else wanted
+    values = np.array([top + w for w in asked], np.uint64)
+    if packed:  # a strided view, as the index's records hold keys beside documents
+        records = np.zeros(len(ordered), dtype=[("key", "<u8"), ("doc", "<u4")])
+        records["key"] = ordered
+        ordered = records["key"]
+    expected = [j for v in values.tolist() for j, k in enumerate(ordered.tolist()) if k == v]
+    got = matching(values, ordered)
+    assert got.dtype == np.int64 and got.tolist() == expected

@@ -152,3 +152,57 @@ def test_an_id_that_is_not_unicode_text_is_refused_with_nothing_changed(tmp_path
     with pytest.raises(InputError, match="lone surrogate"):
         index.add(["ok", "bad-\udcff"], ["one text", "another text"])
     assert len(index) == 0
+
+
+@pytest.mark.parametrize(
+    "params", [DedupParams(), DedupParams(method=SampledParams(m=2), threshold=0.8)]
+)
+def test_postings_held_in_memory_answer_as_the_runs_do_through_writes_here_and_elsewhere(
+    params: DedupParams, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(segments, "HOLD_SHARE", 1 << 40)  # any lookup is worth holding for
+    texts = _texts(500, seed=11)
+    probes = texts[::5]
+    path = str(tmp_path / "i.db")
+    writer = Index.create(path, params)
+    reader = Index.open(path)  # another connection: it sees the writer's commits
+    small = Index.open(path)
+    memory = Index.create(None, params)
+    for index in (writer, reader):
+        index.hold_postings(1 << 30)
+    small.hold_postings(100)  # too little for the postings: lookups read runs
+    rng = random.Random(3)
+    held = 0
+    for step in range(12):
+        ids = list(dict.fromkeys(f"d{rng.randrange(250)}" for _ in range(rng.randrange(5, 60))))
+        chosen = [texts[rng.randrange(len(texts))] for _ in ids]
+        for index in (writer, memory):
+            index.add(ids, chosen)
+        if step % 4 == 3:
+            gone = rng.sample(sorted(set(ids)), 3)
+            for index in (writer, memory):
+                index.remove(gone)
+        expected = _answers(memory, probes)
+        assert _answers(reader, probes) == expected  # held, read again after each commit
+        assert _answers(reader, probes) == expected  # held, as read
+        held += reader.store.post._memory is not None  # type: ignore[attr-defined]
+        assert _answers(writer, probes) == expected  # its own writes let go of them
+        assert _answers(small, probes) == expected
+        assert small.store.post._memory is None  # type: ignore[attr-defined]
+    assert held == 12 and sum(bool(a) for a in expected) > 10
+
+
+def test_postings_are_held_only_for_lookups_that_read_a_good_share_of_the_runs(
+    tmp_path: Path,
+) -> None:
+    texts = _texts(1200, seed=13)
+    index = Index.create(str(tmp_path / "i.db"))
+    index.add([f"d{i}" for i in range(len(texts))], texts)  # one segment of about 1k runs
+    index.hold_postings(1 << 30)
+    post = index.store.post  # type: ignore[attr-defined]
+    (_, bits, _), *_ = post.segments()
+    assert (1 << bits) >= 1000
+    index.query(texts[:1])  # one query reads a run per key: a few dozen
+    assert post._memory is None
+    index.query(texts[:600])  # half the documents: most runs
+    assert post._memory is not None

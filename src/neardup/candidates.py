@@ -375,6 +375,16 @@ def find_sorted(values: np.ndarray, ordered: np.ndarray) -> IntArray:
     return np.where(ordered[at] == values, at, -1).astype(np.int64)
 
 
+def matching(wanted: np.ndarray, keys: np.ndarray) -> IntArray:
+    """Positions in the ascending ``keys`` (repeats allowed) of every key equal to one of
+    ``wanted`` (best ascending: the search then gallops like a merge), wanted by wanted, each
+    one's equal keys in order (``_kernels.candidates.matching_positions``); one integer type."""
+    wanted, keys = np.asarray(wanted), np.asarray(keys)
+    if wanted.dtype != keys.dtype or wanted.dtype.kind not in "iu":
+        raise TypeError(f"matching needs one integer type, got {wanted.dtype} and {keys.dtype}")
+    return np.asarray(_k.matching_positions(wanted, keys))
+
+
 def in_sorted(values: np.ndarray, ordered: np.ndarray) -> npt.NDArray[np.bool_]:
     """``np.isin(values, ordered)`` for an ascending ``ordered`` (``find_sorted``)."""
     return find_sorted(values, ordered) >= 0

@@ -310,6 +310,51 @@ def find_in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def matching_positions(wanted: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Positions in the ascending ``keys`` (repeats allowed) of every key equal to one of
+    ``wanted``, wanted by wanted, each one's equal keys in order. Each search gallops on from
+    where the previous one ended (back to the start when ``wanted`` descends), so ascending
+    ``wanted`` cost a merge, not a binary search each."""
+    n = wanted.shape[0]
+    m = keys.shape[0]
+    lows = np.zeros(n, dtype=np.int64)
+    counts = np.zeros(n, dtype=np.int64)
+    total = 0
+    lo = 0
+    for i in range(n):
+        v = wanted[i]
+        if i > 0 and v < wanted[i - 1]:
+            lo = 0
+        step = 1
+        hi = lo
+        while hi < m and keys[hi] < v:  # everything before lo is below v
+            lo = hi + 1
+            hi = lo + step
+            step *= 2
+        if hi > m:
+            hi = m
+        while lo < hi:  # the first of keys[lo:hi] not below v, or hi
+            mid = (lo + hi) >> 1
+            if keys[mid] < v:
+                lo = mid + 1
+            else:
+                hi = mid
+        end = lo
+        while end < m and keys[end] == v:
+            end += 1
+        lows[i] = lo
+        counts[i] = end - lo
+        total += end - lo
+    out = np.empty(total, dtype=np.int64)
+    k = 0
+    for i in range(n):
+        for j in range(counts[i]):
+            out[k] = lows[i] + j
+            k += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
 def first_seen_ids(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct, ids): the distinct int64 ``values`` in first-seen order and each value's
     index among them, through an open-addressing table (a slot holds an index into

@@ -330,6 +330,14 @@ class Index:
         return row, folded
 
     # -- reads -------------------------------------------------------------------------------
+    def hold_postings(self, budget: int) -> None:
+        """Let lookups read the postings once and keep them in memory, up to ``budget`` bytes
+        (12 a posting), when a batch of queries reads a quarter of them or more: for a job of
+        many such batches, as ``neardup index query`` runs. The answers do not change; a write
+        through this index or another connection's commit lets them go (read again when next
+        worth it)."""
+        self.store.hold(budget)
+
     def query(
         self, texts: Sequence[str], threshold: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:

@@ -23,7 +23,7 @@ from ..errors import ParamError
 from ..io import DocBatch, Source, atomic_write, plan_outputs
 from ..io._atomic import open_output
 from ..progress import Progress
-from ..run import ReadOptions, _check_jobs, _kept_format, _paths
+from ..run import ReadOptions, _check_jobs, _kept_format, _paths, default_memory_limit
 from . import Index
 
 
@@ -122,6 +122,7 @@ def query_source(
     started = time.perf_counter()
     queries = matched = 0
     index = Index.open(path)
+    index.hold_postings(_postings_budget(jobs))
     try:
         with _open(inputs, read) as source:
             plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
@@ -137,7 +138,7 @@ def query_source(
 
                 answered: Iterator[tuple[DocBatch, tuple[bytes, int]]] = (
                     process_map(_answer_batch, stream, jobs, here, lambda b: (b.ids, b.texts),
-                                _serve, (path, threshold, limit))
+                                _serve, (path, threshold, limit, _postings_budget(jobs)))
                     if jobs > 1 and len(first) > 1
                     else ((b, here(b)) for b in stream)
                 )  # fmt: skip
@@ -189,9 +190,18 @@ def _answer(
 _served: dict[str, Any] = {}
 
 
-def _serve(path: str, threshold: float | None, limit: int | None) -> None:
+def _postings_budget(jobs: int) -> int:
+    """Bytes of postings each of ``jobs`` query processes may hold in memory: their share of
+    what a job may hold by default (``run.default_memory_limit``, an eighth of the memory
+    available)."""
+    return default_memory_limit() // jobs
+
+
+def _serve(path: str, threshold: float | None, limit: int | None, budget: int) -> None:
     """A query process's start: open the index it answers from, for its whole life."""
-    _served.update(index=Index.open(path), threshold=threshold, limit=limit)
+    index = Index.open(path)
+    index.hold_postings(budget)
+    _served.update(index=index, threshold=threshold, limit=limit)
 
 
 def _answer_batch(work: tuple[Sequence[str], Sequence[str]]) -> tuple[bytes, int]:

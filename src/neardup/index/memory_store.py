@@ -62,6 +62,9 @@ class MemoryStore:
         """Nothing to do: one in-memory index is used from one thread."""
         yield
 
+    def hold(self, budget: int) -> None:
+        """Nothing to do: the postings are in memory."""
+
     def rollback(self) -> None:
         if self._saved is not None:
             rows, ids, hashes, blocks, nxt = self._saved

@@ -31,7 +31,7 @@ from zlib import crc32
 import numpy as np
 
 from .._types import IntArray, KeyArray
-from ..candidates import distinct, in_sorted
+from ..candidates import distinct, in_sorted, matching
 from ..errors import IndexCorrupt
 from .checksum import run_crc, segment_crc
 
@@ -108,6 +108,36 @@ def _fits(keys: KeyArray, runs: IntArray, bits: object) -> bool:
     return bool(np.array_equal(top_bits(keys, bits).astype(np.int64), runs))
 
 
+#: Bytes a posting takes held in memory (``Segments.hold``): its key and document number.
+POSTING_BYTES = 12
+#: A lookup reading at least one run in this many lets the postings be held in memory.
+HOLD_SHARE = 4
+
+
+class _Held:
+    """Every posting of a set of segments, in memory: per segment its packed records (keys
+    ascending, as the runs hold them), and the segments and database version read."""
+
+    def __init__(
+        self, shape: tuple[tuple[int, int], ...], version: int, parts: list[np.ndarray]
+    ) -> None:
+        self.shape = shape
+        self.version = version
+        self.parts = parts
+
+    def lookup(self, wanted: KeyArray) -> tuple[KeyArray, IntArray]:
+        """(key, doc) of the postings of ``wanted`` (ascending, distinct), in the order the
+        runs give them: segment by segment, keys ascending, equal keys as stored."""
+        hit_keys: list[KeyArray] = [np.zeros(0, dtype=np.uint64)]
+        hit_docs: list[IntArray] = [np.zeros(0, dtype=np.int64)]
+        for records in self.parts:
+            keys = records["key"]
+            at = matching(wanted, keys)
+            hit_keys.append(keys[at])
+            hit_docs.append(records["doc"][at].astype(np.int64))
+        return np.concatenate(hit_keys), np.concatenate(hit_docs)
+
+
 class Segments:
     """One family of segments (see the module docstring) over an open SQLite connection."""
 
@@ -119,6 +149,9 @@ class Segments:
         self.where = where
         self.run = run
         self.fanout = fanout
+        #: Bytes of postings lookups may hold in memory (``hold``; 0: they read runs).
+        self._budget = 0
+        self._memory: _Held | None = None
 
     # -- counters ----------------------------------------------------------------------------
     def _get(self, counter: str) -> int:
@@ -147,6 +180,7 @@ class Segments:
     # -- writes ------------------------------------------------------------------------------
     def append(self, keys: KeyArray, docs: IntArray) -> None:
         """Add postings as a new segment, then merge any full tier."""
+        self.let_go()
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         docs = np.ascontiguousarray(docs, dtype=np.int64)
         if len(keys) == 0:
@@ -215,6 +249,7 @@ class Segments:
         Equal keys keep the order of ``segs``, then of each segment: the same history gives
         the same file.
         """
+        self.let_go()
         total = sum(count for _, _, count in segs)
         dead = self.dead
         seg = self._next_seg()
@@ -279,20 +314,22 @@ class Segments:
         for seg, bits in segs:
             first = lo >> (64 - bits) if bits else 0
             last = (hi - 1) >> (64 - bits) if bits else 0
-            parts.extend(
-                self._verified(
-                    self.db.execute(
-                        f"SELECT slot, postings, crc FROM {self.name}_runs "
-                        "WHERE slot BETWEEN ? AND ? ORDER BY slot",
-                        ((seg << 32) | first, (seg << 32) | last),
-                    )
-                )
-            )
+            parts.extend(self._runs(seg, first, last))
         keys, docs = _unpack(parts)
         if lo == 0 and hi == 1 << 64:
             return keys, docs
         inside = (keys >= np.uint64(lo)) & (keys <= np.uint64(hi - 1))
         return keys[inside], docs[inside]
+
+    def _runs(self, seg: int, first: int, last: int) -> list[bytes]:
+        """The verified blobs of segment ``seg``'s runs ``first`` to ``last``, in order."""
+        return self._verified(
+            self.db.execute(
+                f"SELECT slot, postings, crc FROM {self.name}_runs "
+                "WHERE slot BETWEEN ? AND ? ORDER BY slot",
+                ((seg << 32) | first, (seg << 32) | last),
+            )
+        )
 
     def lookup(self, keys: KeyArray) -> tuple[KeyArray, IntArray]:
         """(key, doc) of every held posting of ``keys``: one run read per key and segment.
@@ -301,11 +338,15 @@ class Segments:
         of queries holds only its hits, not every run it reads.
         """
         wanted = distinct(np.asarray(keys, dtype=np.uint64))  # ascending: a run's top bits too
+        segs = self.segments()
         slots = [
             (np.int64(seg) << np.int64(32)) | distinct(top_bits(wanted, bits)).astype(np.int64)
-            for seg, bits, _ in self.segments()
+            for seg, bits, _ in segs
         ]
         every = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
+        memory = self._in_memory(segs, len(every))
+        if memory is not None:
+            return memory.lookup(wanted)
         hit_keys: list[KeyArray] = []
         hit_docs: list[IntArray] = []
         for start in range(0, len(every), LOOKUP_RUNS):
@@ -321,6 +362,42 @@ class Segments:
         if not hit_keys:
             return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
         return np.concatenate(hit_keys), np.concatenate(hit_docs)
+
+    def hold(self, budget: int) -> None:
+        """Let lookups hold every posting in memory, up to ``budget`` bytes (``POSTING_BYTES``
+        a posting), once one lookup reads at least ``1 / HOLD_SHARE`` of the runs: a long batch
+        job (``index query``) whose every batch reads nearly every run then reads them once and
+        searches its keys in memory. Held only while the index stays as read: a commit by
+        another connection (``PRAGMA data_version``), another set of segments or a write
+        through this one lets them go."""
+        self._budget = max(0, int(budget))
+        if not self._budget:
+            self.let_go()
+
+    def let_go(self) -> None:
+        self._memory = None
+
+    def _in_memory(self, segs: list[tuple[int, int, int]], slots: int) -> _Held | None:
+        """The postings in memory for a lookup of ``slots`` runs of ``segs``, read now when
+        allowed and worth it; None: read the runs."""
+        if not self._budget:
+            return None
+        shape = tuple((seg, bits) for seg, bits, _ in segs)
+        version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        memory = self._memory
+        if memory is not None and memory.shape == shape and memory.version == version:
+            return memory
+        self._memory = None
+        if sum(count for *_, count in segs) * POSTING_BYTES > self._budget:
+            return None
+        if slots * HOLD_SHARE < sum(1 << bits for _, bits, _ in segs):
+            return None
+        parts = [  # each segment's packed records as read: no copy of keys or documents
+            np.frombuffer(b"".join(self._runs(seg, 0, _SEG_MASK)), dtype=_POSTING)
+            for seg, _, _ in segs
+        ]
+        self._memory = _Held(shape, version, parts)
+        return self._memory
 
     def _verified(self, rows: Iterable[tuple[int, bytes, int]]) -> list[bytes]:
         """The blobs of (slot, postings, crc) rows; IndexCorrupt at the first damaged one."""

@@ -262,6 +262,8 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise self.translate(exc) from None
         self._in_tx = True
+        self.post.let_go()  # this connection writes: postings held in memory may change
+        self.key.let_go()
 
     @_sqlite_errors
     def commit(self) -> None:
@@ -291,6 +293,12 @@ class SqliteStore:
                 self.db.execute("ROLLBACK")
         self._in_tx = False
         self._ids_hashed = None
+
+    def hold(self, budget: int) -> None:
+        """Lookups may hold the postings in memory (``Segments.hold``): seven eighths of
+        ``budget`` for the documents' postings, an eighth for their ids and content hashes."""
+        self.post.hold(budget - budget // 8)
+        self.key.hold(budget // 8)
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

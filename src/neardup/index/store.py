@@ -107,6 +107,11 @@ class Store(Protocol):
         """Reads inside see one state, whatever another connection commits meanwhile."""
         ...
 
+    def hold(self, budget: int) -> None:
+        """Let lookups keep postings in memory, up to ``budget`` bytes, for a job whose every
+        batch reads most of them (a store in memory holds them anyway)."""
+        ...
+
     def insert(self, new: NewDocs) -> IntArray:
         """Insert documents and their postings; returns their document numbers."""
         ...
