@@ -224,6 +224,8 @@ def dedup_source(
     read = read or ReadOptions()
     started = time.perf_counter()
     index = Index.open(index_path)
+    if not add:  # nothing is written to it: its postings may stay in memory between batches
+        index.hold_postings(default_memory_limit())
     try:
         with _open(inputs, read) as source:
             # Checked before the first document is read or added: never an input or the index.
