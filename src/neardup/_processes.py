@@ -59,35 +59,46 @@ class _Dealer:
         self.source = iter(items)
         self.limit = limit
         self.cv = threading.Condition()
+        self.reading = threading.Lock()  # one thread reads the items at a time, in order
         self.taken = 0
         self.given = 0
         self.ready: dict[int, tuple[Any, Any]] = {}  # number -> (item, future or _Here)
         self.ended = False
         self.stopped = False
-        self.error: BaseException | None = None
+        self.error: Exception | None = None
 
     def take(self, wait: bool) -> tuple[int, Any] | None:
         """The next item and its number; None at the end, when stopped, or (``wait`` False)
-        when ``limit`` items are out."""
-        with self.cv:
-            while self.taken - self.given >= self.limit and not self.stopped and not self.ended:
-                if not wait:
+        when ``limit`` items are out or another thread is reading. The items are read outside
+        the lock the results are kept under: a stalled input never holds up the results."""
+        if not self.reading.acquire(blocking=wait):
+            return None
+        try:
+            with self.cv:
+                while self.taken - self.given >= self.limit and not self.stopped and not self.ended:
+                    if not wait:
+                        return None
+                    self.cv.wait()
+                if self.stopped or self.ended:
                     return None
-                self.cv.wait()
-            if self.stopped or self.ended:
-                return None
             try:
                 item = next(self.source)
             except StopIteration:
-                self.ended = True
-                self.cv.notify_all()
+                self._end(None)
                 return None
-            except BaseException as exc:  # the reader's error: raised in the consumer's turn
-                self.error, self.ended = exc, True
-                self.cv.notify_all()
+            except Exception as exc:  # the reader's error: raised in the consumer's turn
+                self._end(exc)
                 return None
-            self.taken += 1
-            return self.taken - 1, item
+            with self.cv:
+                self.taken += 1
+                return self.taken - 1, item
+        finally:
+            self.reading.release()
+
+    def _end(self, error: Exception | None) -> None:
+        with self.cv:
+            self.error, self.ended = error, True
+            self.cv.notify_all()
 
     def put(self, number: int, item: Any, work: Any) -> None:
         with self.cv:
@@ -134,7 +145,7 @@ def process_map(
             number, item = got
             try:
                 work = pool.submit(fn, payload(item))
-            except BaseException as exc:  # a payload that cannot be made, or a closed pool
+            except Exception as exc:  # a payload that cannot be made, or a closed pool
                 deal.put(number, item, _Failed(exc))
                 return
             work.add_done_callback(_returned(deal, free, number, item))
@@ -174,7 +185,7 @@ def process_map(
             deal.stopped = True
             deal.cv.notify_all()
         free.release()
-        feeder.join()
+        feeder.join(timeout=2.0)  # a daemon blocked on a stalled input is left behind
         pool.shutdown(wait=True, cancel_futures=True)
 
 
