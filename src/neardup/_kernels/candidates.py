@@ -273,6 +273,29 @@ def shared_hits(
 
 
 @njit(cache=True, nogil=True)
+def lower_bound_from(ordered: np.ndarray, v: object, lo: int) -> int:
+    """The first position of the ascending ``ordered`` not below ``v``, everything before
+    ``lo`` being below it: galloping from ``lo`` (1, 2, 4, ... ahead), then halving, so values
+    searched in ascending order cost a merge, not a binary search each."""
+    m = ordered.shape[0]
+    step = 1
+    hi = lo
+    while hi < m and ordered[hi] < v:
+        lo = hi + 1
+        hi = lo + step
+        step *= 2
+    if hi > m:
+        hi = m
+    while lo < hi:  # the first of ordered[lo:hi] not below v, or hi
+        mid = (lo + hi) >> 1
+        if ordered[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
 def find_in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     """For each value, its position in the ascending ``ordered``, or -1 when absent. Each
     search gallops on from where the previous one ended (back to the start when the values
@@ -290,20 +313,7 @@ def find_in_sorted(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
         if v < prev:
             lo = 0
         prev = v
-        step = 1
-        hi = lo
-        while hi < m and ordered[hi] < v:  # everything before lo is below v
-            lo = hi + 1
-            hi = lo + step
-            step *= 2
-        if hi > m:
-            hi = m
-        while lo < hi:  # the first of ordered[lo:hi] not below v, or hi
-            mid = (lo + hi) >> 1
-            if ordered[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = lower_bound_from(ordered, v, lo)
         if lo < m and ordered[lo] == v:
             out[i] = lo
     return out
@@ -325,20 +335,7 @@ def matching_positions(wanted: np.ndarray, keys: np.ndarray) -> np.ndarray:
         v = wanted[i]
         if i > 0 and v < wanted[i - 1]:
             lo = 0
-        step = 1
-        hi = lo
-        while hi < m and keys[hi] < v:  # everything before lo is below v
-            lo = hi + 1
-            hi = lo + step
-            step *= 2
-        if hi > m:
-            hi = m
-        while lo < hi:  # the first of keys[lo:hi] not below v, or hi
-            mid = (lo + hi) >> 1
-            if keys[mid] < v:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = lower_bound_from(keys, v, lo)
         end = lo
         while end < m and keys[end] == v:
             end += 1
