@@ -105,6 +105,18 @@ class _Dealer:
             self.ready[number] = (item, work)
             self.cv.notify_all()
 
+    def hand_back(self) -> None:
+        """One item fewer out: room for the next."""
+        with self.cv:
+            self.given += 1
+            self.cv.notify_all()
+
+    def stop(self) -> None:
+        """No more items for anyone (the consumer stopped)."""
+        with self.cv:
+            self.stopped = True
+            self.cv.notify_all()
+
 
 def process_map(
     fn: Callable[[Any], R],
@@ -136,57 +148,65 @@ def process_map(
         initargs=(setup, setup_args),
     )
 
-    def feed() -> None:
-        while True:
-            free.acquire()
-            got = deal.take(wait=True)
-            if got is None:
-                return
-            number, item = got
-            try:
-                work = pool.submit(fn, payload(item))
-            except Exception as exc:  # a payload that cannot be made, or a closed pool
-                deal.put(number, item, _Failed(exc))
-                return
-            work.add_done_callback(_returned(deal, free, number, item))
-
-    feeder = threading.Thread(target=feed, name="neardup-feeder", daemon=True)
+    feeder = threading.Thread(
+        target=_feed, args=(deal, free, pool, fn, payload), name="neardup-feeder", daemon=True
+    )
     feeder.start()
-    number = 0
     try:
-        while True:
-            with deal.cv:
-                due = deal.ready.pop(number, None)
-                if due is None and deal.ended and number >= deal.taken:
-                    if deal.error is not None:
-                        raise deal.error
-                    return
-            if due is not None:
-                with deal.cv:
-                    deal.given += 1
-                    deal.cv.notify_all()
-                number += 1
-                yield due[0], due[1].result()
-                continue
-            mine = deal.take(wait=False)  # the item due is not ready: answer the next meanwhile
-            if mine is not None:
-                deal.put(mine[0], mine[1], _Here(here, mine[1]))
-                continue
-            with deal.cv:  # every item is out: wait for the one due
-                while number not in deal.ready and not (deal.ended and number >= deal.taken):
-                    deal.cv.wait()
+        yield from _in_order(deal, here)
     except BrokenProcessPool as exc:
         raise NeardupError(
             "a worker process died (out of memory, or killed); run again, with fewer --jobs "
             "or smaller --batch-size if memory is short"
         ) from exc
     finally:
-        with deal.cv:
-            deal.stopped = True
-            deal.cv.notify_all()
+        deal.stop()
         free.release()
         feeder.join(timeout=2.0)  # a daemon blocked on a stalled input is left behind
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _feed(
+    deal: _Dealer, free: threading.Semaphore, pool: Any, fn: Callable[[Any], Any], payload: Any
+) -> None:
+    """The feeder thread: each worker's next item, sent as the worker frees its place."""
+    while True:
+        free.acquire()
+        got = deal.take(wait=True)
+        if got is None:
+            return
+        number, item = got
+        try:
+            work = pool.submit(fn, payload(item))
+        except Exception as exc:  # a payload that cannot be made, or a closed pool
+            deal.put(number, item, _Failed(exc))
+            return
+        work.add_done_callback(_returned(deal, free, number, item))
+
+
+def _in_order(deal: _Dealer, here: Callable[[Any], Any]) -> Iterator[tuple[Any, Any]]:
+    """The items and their results in input order; while the one due is not ready, this
+    process answers the next one itself."""
+    number = 0
+    while True:
+        with deal.cv:
+            due = deal.ready.pop(number, None)
+            if due is None and deal.ended and number >= deal.taken:
+                if deal.error is not None:
+                    raise deal.error
+                return
+        if due is not None:
+            deal.hand_back()
+            number += 1
+            yield due[0], due[1].result()
+            continue
+        mine = deal.take(wait=False)
+        if mine is not None:
+            deal.put(mine[0], mine[1], _Here(here, mine[1]))
+            continue
+        with deal.cv:  # every item is out: wait for the one due
+            while number not in deal.ready and not (deal.ended and number >= deal.taken):
+                deal.cv.wait()
 
 
 def _returned(

@@ -32,7 +32,6 @@ import numpy.typing as npt
 from .. import planner  # noqa: F401 - each batch's Deduplicator plans its features
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
-from .._types import FloatArray
 from ..candidates import distinct, find_sorted
 from ..engine import Deduplicator
 from ..errors import InputError, NeardupError, UnknownIdError
@@ -41,12 +40,13 @@ from ..methods.base import column_keys
 from ..params import DedupParams
 from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
-from ..verify import Evidence, Verifier, concat_evidence, make_verifier
+from ..verify import Evidence, Verifier, make_verifier
 from .checks import check_ids, query_floor, refuse_conflicts, refuse_fit
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
 from .results import AddResult, Answers, Batch, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
+from .scoring import near_pairs
 from .sqlite_store import SqliteStore, upgrade
 from .store import Damage, IntArray, NewDocs, Store, StoredDocs
 
@@ -486,7 +486,18 @@ class Index:
             q, s = q[keep_n], s[keep_n]
         none = np.zeros(0, dtype=np.int64)
         q, s, score, extra = (
-            self._near(q, s, stored, sigs, ev, texts, floor)
+            near_pairs(
+                self.method,
+                self.verifier,
+                (self._like_sigs, self._like_ev),
+                q,
+                s,
+                stored,
+                sigs,
+                ev,
+                texts,
+                floor,
+            )
             if len(q)
             else (none, none, np.zeros(0), {})
         )
@@ -498,53 +509,6 @@ class Index:
         )
         extra = {k: np.concatenate([np.full(len(eq), np.nan), v]) for k, v in extra.items()}
         return Answers.ordered(nq, columns, kind, extra, (ids, last_seen), limit)
-
-    def _near(
-        self,
-        q: IntArray,
-        s: IntArray,
-        stored: StoredDocs,
-        sigs: Signatures,
-        ev: Evidence,
-        texts: Sequence[str | None] | None,
-        floor: float,
-    ) -> tuple[IntArray, IntArray, FloatArray, dict[str, FloatArray]]:
-        """Score candidate (query row, stored position) pairs as the engine does: the accepted
-        ones with their scores (and the method's further scores)."""
-        nq = len(sigs)
-        stored_sigs = decode_signatures(stored.sigs, self._like_sigs)
-        x, y = sigs.take(q), stored_sigs.take(s)
-        method_score = self.method.score(x, y)
-        method_ok = self.method.accept(method_score)
-        both = concat_evidence([ev, decode_evidence(stored.evidence, self._like_ev)])
-        b = s + nq
-        verdict = self.verifier.decide(both, q, b, method_score, method_ok)
-
-        def fetch(rows: IntArray) -> list[str]:
-            out: list[str] = []
-            for r in rows.tolist():
-                t = texts[r] if r < nq and texts is not None else None
-                if r >= nq:
-                    t = stored.texts[r - nq]
-                if t is None:
-                    raise NeardupError(
-                        "hybrid verification needs stored texts, and this index keeps none; "
-                        "rebuild it with store_text=True (--store-text)"
-                    )
-                out.append(t)
-            return out
-
-        verdict = self.verifier.recheck(q, b, verdict, fetch)
-        ok = np.flatnonzero(verdict.ok & (verdict.score >= floor - 1e-12))
-        detail = getattr(self.method, "detail_scores", None)
-        extra = detail(x, y) if detail is not None else {}
-        scores = np.asarray(verdict.score, dtype=np.float64)[ok]
-        return (
-            q[ok],
-            s[ok],
-            scores,
-            {k: np.asarray(v, dtype=np.float64)[ok] for k, v in extra.items()},
-        )
 
     def get(self, id: str) -> dict[str, Any] | None:
         """A stored document's id, text (when kept), metadata and dates, or None."""
