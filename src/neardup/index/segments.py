@@ -375,6 +375,7 @@ class Segments:
             self.let_go()
 
     def let_go(self) -> None:
+        """Drop the postings held in memory (a write changes them); lookups read runs again."""
         self._memory = None
 
     def _in_memory(self, segs: list[tuple[int, int, int]], slots: int) -> _Held | None:
