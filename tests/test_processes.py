@@ -108,10 +108,13 @@ def _queries(path: Path, n: int) -> Path:
     return path
 
 
-def test_index_query_in_processes_gives_the_answers_of_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("method", [[], ["--method", "sampled", "--threshold", "0.8"]])
+def test_index_query_in_processes_gives_the_answers_of_one(
+    tmp_path: Path, method: list[str]
+) -> None:
     src = _queries(tmp_path / "q.jsonl", 400)
     idx = tmp_path / "i.db"
-    assert main(["index", "create", str(idx)]) == 0
+    assert main(["index", "create", str(idx), *method]) == 0
     assert main(["index", "add", str(idx), str(src), "--no-progress"]) == 0
     answers = {}
     for jobs in ("1", "2", "3"):
