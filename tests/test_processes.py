@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,6 +100,49 @@ def test_a_worker_that_dies_is_one_error_saying_so() -> None:
 def _sleepy(x: int) -> tuple[int, int]:
     time.sleep(2.0)  # the worker meets item 99 first
     return x, os.getpid()
+
+
+def _slow_pid(x: int) -> tuple[int, int]:
+    time.sleep(0.05)
+    return os.getpid(), x
+
+
+def _exited(pid: int) -> bool:
+    """Gone, or a zombie nobody reaps (a container's first process may not)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return any(line.startswith("State:\tZ") for line in fh)
+    except FileNotFoundError:
+        return True
+
+
+def test_workers_exit_when_their_parent_is_killed(tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import os, sys\n"
+        f"sys.path[:0] = [{str(Path(__file__).parent.parent)!r}]\n"
+        "from neardup._processes import process_map\n"
+        "from tests.test_processes import _setup, _slow_pid\n"
+        "if __name__ == '__main__':\n"
+        "    for _, (pid, _) in process_map(_slow_pid, range(10**6), 3, _slow_pid, lambda x: x,\n"
+        "                                   _setup, (0,)):\n"
+        "        print(pid, flush=True)\n"
+    )
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    workers: set[int] = set()
+    deadline = time.monotonic() + 60
+    while len(workers) < 2 and time.monotonic() < deadline:
+        pid = int(run.stdout.readline())
+        if pid != run.pid:
+            workers.add(pid)
+    assert len(workers) == 2
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 10
+    while not all(_exited(w) for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(_exited(w) for w in workers)
 
 
 def _queries(path: Path, n: int) -> Path:

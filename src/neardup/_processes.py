@@ -13,6 +13,7 @@ and the results come back in input order, so the output never depends on ``jobs`
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -25,10 +26,29 @@ R = TypeVar("R")
 
 
 def _start(setup: Callable[..., None], args: tuple[Any, ...]) -> None:
-    """A worker process's start: Ctrl-C is the parent's to handle (it stops the pool), then
-    the caller's ``setup``."""
+    """A worker process's start: Ctrl-C is the parent's to handle (it stops the pool), a
+    parent that dies takes the worker with it, then the caller's ``setup``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
     setup(*args)
+
+
+def _exit_with_parent() -> None:
+    """Exit when the parent process is gone (killed: SIGKILL, out of memory), instead of
+    waiting for work forever: a worker holds the pool's queues open itself, so it never sees
+    them close."""
+    import multiprocessing
+    import multiprocessing.connection
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.sentinel is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)
+
+    threading.Thread(target=watch, name="neardup-parent", daemon=True).start()
 
 
 class _Here:
