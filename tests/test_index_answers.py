@@ -64,3 +64,21 @@ def test_answers_are_the_matches_best_first_and_their_json_lines_as_json_dumps_w
         for i, w in zip(qids, want, strict=True)
     )
     assert answers.json_lines(qids) == lines
+
+
+def test_a_stream_of_query_batches_answers_as_query_does_for_any_number_of_threads() -> None:
+    from neardup import Index
+    from neardup.testing.synth import near_duplicate_corpus, random_documents
+
+    base = random_documents(300, seed=21, words=(20, 60))
+    texts = list(near_duplicate_corpus(base, 300, 0.4, seed=22).texts)
+    index = Index.create(None)
+    index.add([f"d{i}" for i in range(200)], texts[:200])
+    batches = [texts[i : i + 17] for i in range(0, len(texts), 17)]
+    expected = [index.query(b, limit=3) for b in batches]
+    assert sum(bool(m) for found in expected for m in found) > 50  # not vacuous
+    for jobs in (1, 3):
+        streamed = index.query_stream(iter(batches), lambda b: b, jobs, limit=3)
+        got = [(batch, found.lists()) for batch, found in streamed]
+        assert [b for b, _ in got] == batches and [f for _, f in got] == expected
+        assert [index.answers(b, limit=3).lists() for b in batches] == expected

@@ -342,7 +342,13 @@ class Index:
         self, texts: Sequence[str], threshold: float | None = None, limit: int | None = None
     ) -> list[list[Match]]:
         """For each text, the live stored documents it duplicates, best first (exact first)."""
-        return self._answer(self._signed_query(texts), threshold, limit).lists()
+        return self.answers(texts, threshold, limit).lists()
+
+    def answers(
+        self, texts: Sequence[str], threshold: float | None = None, limit: int | None = None
+    ) -> Answers:
+        """``query``'s matches as columns (``Answers``: Match lists or JSON lines from them)."""
+        return self._answer(self._signed_query(texts), threshold, limit)
 
     def query_stream(
         self,

@@ -2,7 +2,7 @@
 
 What ``neardup index add|query`` and ``neardup dedup --index`` run: each reads its inputs in
 batches (a reader thread parsing ahead) and calls one ``Index`` method over them
-(``add_stream``, ``query_stream``, ``dedup_stream``). Outputs are checked before the first
+(``add_stream``, ``answers`` batch by batch, in processes with ``--jobs``, ``dedup_stream``). Outputs are checked before the first
 input byte is read (never an input or the index) and appear together at the end, or not at all.
 """
 
@@ -181,7 +181,7 @@ def _answer(
     limit: int | None,
 ) -> tuple[bytes, int]:
     """A query batch's JSON lines (UTF-8) and how many of its queries matched."""
-    _, found = next(index.query_stream([texts], lambda t: t, 1, threshold, limit))
+    found = index.answers(texts, threshold, limit)
     lines = found.json_lines(ids).encode("utf-8", "backslashreplace")
     return lines, len(distinct(found.q))  # query rows ascend
 
