@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup._kernels.order import radix_order
 from neardup.candidates import (
     EMPTY,
     candidate_pairs,
@@ -18,6 +19,7 @@ from neardup.candidates import (
     key_matches,
     matching,
     pairs_from_hits,
+    stable_order,
 )
 from neardup.errors import InputError, ParamError
 from tests import reference
@@ -335,3 +337,38 @@ def test_matching_positions_are_every_equal_key_wanted_by_wanted(
     expected = [j for v in values.tolist() for j, k in enumerate(ordered.tolist()) if k == v]
     got = matching(values, ordered)
     assert got.dtype == np.int64 and got.tolist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**64 - 1), max_size=40),
+    st.lists(st.integers(0, 39), max_size=60),
+    st.integers(0, 63),
+)
+def test_radix_order_is_the_stable_ascending_order_of_the_keys(
+    pool: list[int], picks: list[int], shift: int
+) -> None:
+    """Against Python's stable sort: keys with repeats, any byte the same throughout (a skipped
+    pass: ``shift`` keeps only some bits), the top of the 64-bit range."""
+    keys = [(pool[p % len(pool)] >> shift) << shift for p in picks] if pool else []
+    expected = sorted(range(len(keys)), key=lambda i: keys[i])
+    got = radix_order(np.array(keys, dtype=np.uint64))
+    assert got.dtype == np.int64 and got.tolist() == expected
+
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.int32, np.uint16, np.int8])
+@pytest.mark.parametrize("n", [0, 7, 5000, 70000])
+def test_stable_order_is_numpys_stable_argsort_for_every_integer_type(dtype: type, n: int) -> None:
+    """Below and above the size the kernel takes over, negative values and repeats included."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(n)
+    values = rng.integers(info.min, info.max, size=n, dtype=dtype, endpoint=True)
+    values[::3] = values[0] if n else values[::3]
+    got = stable_order(values)
+    assert got.dtype == np.int64
+    assert got.tolist() == np.argsort(values, kind="stable").tolist()
+
+
+def test_stable_order_refuses_what_is_not_integers() -> None:
+    with pytest.raises(TypeError, match="integers"):
+        stable_order(np.array([0.5, 0.25]))

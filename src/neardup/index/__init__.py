@@ -32,7 +32,7 @@ import numpy.typing as npt
 from .. import planner  # noqa: F401 - each batch's Deduplicator plans its features
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
-from ..candidates import distinct, find_sorted
+from ..candidates import distinct, find_sorted, stable_order
 from ..engine import Deduplicator
 from ..errors import InputError, NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
@@ -323,7 +323,7 @@ class Index:
         row, col, key = row[real], col[real], key[real]
         folded = column_keys(col, key)
         if len(row):
-            order = np.argsort(folded, kind="stable")  # rows come ascending: (key, row) order
+            order = stable_order(folded)  # rows come ascending: (key, row) order
             row, folded = row[order], folded[order]
             first = np.r_[True, (row[1:] != row[:-1]) | (folded[1:] != folded[:-1])]
             row, folded = row[first], folded[first]
