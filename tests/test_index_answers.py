@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.index import Answers, Match
+from neardup.index import Answers, Index, Match
 
 IDS = ["b", "a", "é-doc", 'a"quote', "z\\slash", "日本", "aa", "\U0001f600"]
 
@@ -82,3 +83,25 @@ def test_a_stream_of_query_batches_answers_as_query_does_for_any_number_of_threa
         got = [(batch, found.lists()) for batch, found in streamed]
         assert [b for b, _ in got] == batches and [f for _, f in got] == expected
         assert [index.answers(b, limit=3).lists() for b in batches] == expected
+
+
+def test_an_exact_hit_whose_stored_hash_differs_is_not_reported(tmp_path: Path) -> None:
+    """A store's exact lookup may return a document whose key only stands for the content
+    hash (a key is 64 bits of a hash or an id): the query keeps exact hits whose loaded,
+    checksummed row holds the query's hash."""
+    a = "the quick brown fox jumps over the lazy dog near the river bank today"
+    b = "an entirely different sentence about databases, sorting and radix passes"
+    index = Index.create(str(tmp_path / "ix.db"))
+    index.add(["a", "b"], [a, b])
+    truth = index.query([a, b])
+    real = index.store.exact
+    stranger = int(index.store.find_ids(["b"])[0])
+
+    def exact_and_a_stranger(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rows, docs = real(hashes)
+        return np.r_[rows, 0], np.r_[docs, stranger]  # query 0 "hits" b's row
+
+    index.store.exact = exact_and_a_stranger  # type: ignore[method-assign]
+    assert index.query([a, b]) == truth
+    assert [m.id for m in truth[0]] == ["a"] and truth[0][0].kind == "exact"
+    index.close()

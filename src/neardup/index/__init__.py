@@ -485,6 +485,8 @@ class Index:
             ids, last_seen = [], []
         at = find_sorted(ed, docs)  # live stored documents' positions, -1 for the others
         eq, ed = eq[at >= 0], at[at >= 0]
+        same = stored.hashes[ed] == hashes[eq] if len(eq) else np.zeros(0, dtype=bool)
+        eq, ed = eq[same], ed[same]  # the store's exact hits, confirmed on verified rows
         at = find_sorted(d, docs)  # near pairs by the million: no sort of them
         q, s = q[at >= 0], at[at >= 0]
         if len(q):  # an exact pair (same content hash) is not scored again as a near pair

@@ -406,21 +406,15 @@ class SqliteStore:
 
     @_sqlite_errors
     def exact(self, hashes: KeyArray) -> tuple[IntArray, IntArray]:
-        hashes = np.asarray(hashes, dtype=np.uint64)
-        keys = hash_keys(hashes)
+        keys = hash_keys(np.asarray(hashes, dtype=np.uint64))
         hit_key, hit_doc = self.key.lookup(keys)
-        stored = sorted((doc, row[2]) for doc, row in self._rows(np.unique(hit_doc)).items())
-        sdoc = np.array([r[0] for r in stored], dtype=np.int64)
-        shash = np.array([r[1] for r in stored], dtype=np.int64).view(np.uint64)
         rows, at_hit = key_matches(keys, hit_key)
         docs = hit_doc[at_hit]
-        at = np.minimum(np.searchsorted(sdoc, docs), max(len(sdoc) - 1, 0))
-        ok = (
-            (sdoc[at] == docs) & (shash[at] == hashes[rows])
-            if len(sdoc)
-            else np.zeros(len(rows), dtype=bool)
-        )
-        return rows[ok], docs[ok]
+        if len(docs) and self.key.dead:  # keys of removed documents not yet merged away
+            present = np.array([r[0] for r in self._column(np.unique(docs), "doc")], np.int64)
+            keep = np.isin(docs, present)
+            rows, docs = rows[keep], docs[keep]
+        return rows, docs
 
     @_sqlite_errors
     def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:

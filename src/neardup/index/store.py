@@ -127,7 +127,8 @@ class Store(Protocol):
         ...
 
     def exact(self, hashes: KeyArray) -> tuple[IntArray, IntArray]:
-        """(query row, document) of stored documents with the same content hash."""
+        """(query row, document) of stored documents with the same content hash, and perhaps
+        a few more: the caller keeps those whose loaded (checksummed) row holds the hash."""
         ...
 
     def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:
