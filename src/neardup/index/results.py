@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._types import BoolArray, FloatArray, IntArray
+from ..candidates import distinct
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class Answers(Sequence[list[Match]]):
         as ``json.dumps(..., ensure_ascii=False)`` writes them."""
         if len(query_ids) != self.n:
             raise ValueError(f"{len(query_ids)} query ids for {self.n} queries")
-        used = np.unique(self.doc)
+        used = distinct(self.doc)  # positions in the batch's loaded documents: no sort
         head = dict(zip(used.tolist(), [_json(self.ids[j]) for j in used.tolist()], strict=True))
         tail = {
             j: "" if self.last_seen[j] is None else f', "last_seen": {_json(self.last_seen[j])}'
@@ -125,7 +126,7 @@ class Answers(Sequence[list[Match]]):
         if len(exact):
             one = {
                 j: f'{{"id": {head[j]}, "score": {_number(1.0)}, "kind": "exact"{tail[j]}}}'
-                for j in np.unique(self.doc[exact]).tolist()
+                for j in distinct(self.doc[exact]).tolist()
             }
             frags[exact] = [one[j] for j in self.doc[exact].tolist()]
         near = np.flatnonzero(~self.exact)
