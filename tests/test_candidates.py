@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup._kernels.order import radix_order
+from neardup._kernels.order import radix_order, radix_sort
 from neardup.candidates import (
     EMPTY,
     candidate_pairs,
@@ -19,6 +19,7 @@ from neardup.candidates import (
     key_matches,
     matching,
     pairs_from_hits,
+    sort_over_positions,
     stable_order,
 )
 from neardup.errors import InputError, ParamError
@@ -372,3 +373,30 @@ def test_stable_order_is_numpys_stable_argsort_for_every_integer_type(dtype: typ
 def test_stable_order_refuses_what_is_not_integers() -> None:
     with pytest.raises(TypeError, match="integers"):
         stable_order(np.array([0.5, 0.25]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=60), st.integers(0, 7))
+def test_radix_sort_from_the_first_digit_is_pythons_sort(values: list[int], first: int) -> None:
+    """All digits: any values; from a later digit: values whose lower digits ascend in input
+    order among values equal above them (here: zero)."""
+    low = (1 << (8 * first)) - 1
+    above = [v & ~low for v in values]
+    assert radix_sort(np.array(values, np.uint64), 0).tolist() == sorted(values)
+    assert radix_sort(np.array(above, np.uint64), first).tolist() == sorted(above)
+
+
+@pytest.mark.parametrize("n", [0, 9, 5000, 300000])
+def test_sort_over_positions_is_numpys_sort_of_keys_packed_over_positions(n: int) -> None:
+    """As ``column_buckets`` packs a column: a key's high bits over each document's position,
+    keys repeated and EMPTY among them, below and above the size the kernel takes over."""
+    rng = np.random.default_rng(n)
+    bits = max(1, (n - 1).bit_length())
+    low = np.uint64((1 << bits) - 1)
+    keys = rng.integers(0, 2**64 - 1, size=n, dtype=np.uint64, endpoint=True)
+    keys[::5] = np.uint64(E)
+    keys[1::7] = keys[3] if n > 3 else keys[1::7]
+    near = rng.integers(0, 1 << 12, size=n // 3, dtype=np.uint64)  # keys that differ only
+    keys[2::3] = near[: len(keys[2::3])] << np.uint64(bits)  # just above the positions
+    packed = (keys & ~low) | np.arange(n, dtype=np.uint64)
+    assert sort_over_positions(packed, bits).tolist() == np.sort(packed).tolist()

@@ -38,6 +38,7 @@ from . import _heap
 from ._kernels import leaders as _k
 from ._prefetch import ordered_map
 from ._types import FloatArray, IntArray
+from .candidates import sorted_column
 from .errors import ParamError
 from .exact import SetStore, score_exactly
 from .verify import PairCheck
@@ -71,11 +72,7 @@ def column_buckets(
 ) -> tuple[IntArray, IntArray, int]:
     """One key column (uint64[n], EMPTY = no key) -> (document, bucket) of every member of a
     bucket of two or more, buckets numbered from ``first_bucket`` in key order."""
-    n = values.shape[0]
-    col = np.ascontiguousarray(values, dtype=np.uint64)
-    shift = max(1, (n - 1).bit_length())
-    low = np.uint64((1 << shift) - 1)
-    packed = np.sort((col & ~low) | np.arange(n, dtype=np.uint64))
+    packed, col, shift = sorted_column(values)
     docs, buckets, made = _k.column_records(packed, col, shift, int(first_bucket))
     return docs, buckets, int(made)
 

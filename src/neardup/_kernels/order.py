@@ -51,3 +51,37 @@ def radix_order(keys: np.ndarray) -> np.ndarray:
         src_k, dst_k = dst_k, src_k
         src_i, dst_i = dst_i, src_i
     return src_i
+
+
+@njit(cache=True, nogil=True)
+def radix_sort(values: np.ndarray, first_digit: int) -> np.ndarray:
+    """``values`` (uint64) sorted by their digits from ``first_digit`` up (``DIGIT_BITS``
+    each), equal ones in input order: the whole sort when the digits below already ascend in
+    input order among values equal above them (low bits holding positions)."""
+    n = values.shape[0]
+    digits = 64 // DIGIT_BITS
+    buckets = 1 << DIGIT_BITS
+    mask = np.uint64(buckets - 1)
+    counts = np.zeros((digits, buckets), dtype=np.int64)
+    for i in range(n):
+        v = values[i]
+        for d in range(first_digit, digits):
+            counts[d, int((v >> np.uint64(d * DIGIT_BITS)) & mask)] += 1
+    src = values.copy()
+    dst = np.empty_like(src)
+    for d in range(first_digit, digits):
+        if n == 0 or counts[d].max() == n:
+            continue
+        start = np.empty(buckets, dtype=np.int64)
+        total = 0
+        for b in range(buckets):
+            start[b] = total
+            total += counts[d, b]
+        shift = np.uint64(d * DIGIT_BITS)
+        for i in range(n):
+            v = src[i]
+            b = int((v >> shift) & mask)
+            dst[start[b]] = v
+            start[b] += 1
+        src, dst = dst, src
+    return src
