@@ -105,6 +105,19 @@ def _loaded() -> list[str]:
     return sorted(m for m in ("dask.dataframe", "neardup.dask.job") if m in sys.modules)
 
 
+def test_two_local_clusters_at_once_take_free_ports_quietly() -> None:
+    """A local cluster's scheduler serves HTTP on a free loopback port, not Dask's default
+    8787: a second run beside the first does not warn on its terminal that 8787 is taken."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with connect("local:1") as a, connect("local:1") as b:
+            ports = {c.scheduler_info()["services"].get("dashboard") for c in (a, b)}
+    assert 8787 not in ports and len(ports) == 2, ports
+    assert not [w for w in seen if "8787" in str(w.message)], [str(w.message) for w in seen]
+
+
 def test_local_workers_start_with_the_stages_loaded_and_a_dashboard_only_when_asked(
     corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -462,7 +462,7 @@ def distinct_inverse(values: npt.NDArray[np.int64]) -> tuple[IntArray, IntArray]
         return v.copy(), v.copy()
     if not _dense(v):
         seen, ids = _k.first_seen_ids(v)
-        order = np.argsort(seen)
+        order = stable_order(seen)  # distinct values: any sort gives this order
         rank = np.empty(len(seen), dtype=np.int64)
         rank[order] = np.arange(len(seen), dtype=np.int64)
         return seen[order], rank[ids]

@@ -99,6 +99,8 @@ def _local_cluster(
     """A Client of a LocalCluster of one-thread worker processes, closed afterwards; the
     workers start with ``WORKER_ENVIRON`` (and without ``DROPPED_ENVIRON``), importing
     ``WORKER_PRELOAD``; the dashboard (bokeh: about a second more to start) only if asked.
+    The scheduler's HTTP server takes a free loopback port: two runs at once never meet on
+    Dask's default 8787 (a warning on the second run's terminal).
     ``ready`` is called before the client is handed out."""
     n = _local_workers(spec)
     import dask
@@ -114,7 +116,8 @@ def _local_cluster(
             threads_per_worker=1,
             processes=True,
             memory_limit=memory_limit or "auto",
-            dashboard_address=":0" if dashboard else None,
+            dashboard_address=":0" if dashboard else "127.0.0.1:0",  # a free port, not 8787
+            scheduler_kwargs={"dashboard": dashboard},
             preload=[WORKER_PRELOAD],
         ) as cluster,
         distributed.Client(cluster) as client,
