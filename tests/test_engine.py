@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup._kernels.hashing import EMPTY
@@ -284,8 +284,16 @@ def test_simhash_pairs_confirmed_by_jaccard_have_precision_one(corpus: list[str]
     assert precision == 1.0
 
 
-@given(st.lists(st.sampled_from([0, 1, 7, 2**63, 2**64 - 2, 2**64 - 1]), max_size=30))
-def test_exact_groups_name_the_first_document_with_each_content_hash(hashes: list[int]) -> None:
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from([0, 1, 7, 2**63, 2**64 - 2, 2**64 - 1]), max_size=30),
+    st.integers(1, 400),
+)
+def test_exact_groups_name_the_first_document_with_each_content_hash(
+    pool: list[int], repeat: int
+) -> None:
+    """Few documents and thousands (``repeat`` copies of the list: the radix sort's sizes)."""
+    hashes = pool * repeat
     first: dict[int, int] = {}
     want = [i if h == EMPTY else first.setdefault(h, i) for i, h in enumerate(hashes)]
     assert exact_groups(np.array(hashes, dtype=np.uint64)).tolist() == want

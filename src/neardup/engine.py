@@ -30,6 +30,7 @@ from ._kernels.hashing import EMPTY
 from ._prefetch import ordered_map
 from ._types import IntArray
 from .blocks import BlockStore, MemoryBlocks, SignedBatch, SpillBlocks
+from .candidates import stable_order
 from .errors import NeardupError, ParamError
 from .methods import KeyedCandidates, Method, Signatures, make_method, needs_fit
 from .near_pairs import Docs, Found, Search, bucket_verifier, find, remove
@@ -106,12 +107,12 @@ def exact_groups(canonical: npt.NDArray[np.uint64]) -> IntArray:
     n = canonical.shape[0]
     if not n:
         return np.zeros(0, dtype=np.int64)
-    # An unstable sort, then each run's smallest position: half the time of np.unique's stable
-    # sort with its index and inverse (0.07 vs 0.14 s at 1M documents).
-    order = np.argsort(canonical).astype(np.int64)
+    # A radix sort (stable: each run starts at its smallest position), a third of the time of
+    # NumPy's unstable argsort (0.07 s at 1M documents) and a sixth of np.unique's.
+    order = stable_order(canonical)
     ordered = canonical[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    first = np.minimum.reduceat(order, starts)
+    first = order[starts]
     rep = np.empty(n, dtype=np.int64)
     rep[order] = np.repeat(first, np.diff(np.r_[starts, n]))
     empty = canonical == EMPTY
