@@ -409,18 +409,18 @@ class SqliteStore:
         keys = hash_keys(np.asarray(hashes, dtype=np.uint64))
         hit_key, hit_doc = self.key.lookup(keys)
         rows, at_hit = key_matches(keys, hit_key)
-        docs = hit_doc[at_hit]
-        if len(docs) and self.key.dead:  # keys of removed documents not yet merged away
-            present = np.array([r[0] for r in self._column(np.unique(docs), "doc")], np.int64)
-            keep = np.isin(docs, present)
-            rows, docs = rows[keep], docs[keep]
-        return rows, docs
+        return self._stored_only(rows, hit_doc[at_hit], self.key.dead)
 
     @_sqlite_errors
     def shared(self, row: IntArray, key: KeyArray, min_shared: int) -> tuple[IntArray, IntArray]:
         hit_key, hit_doc = self.post.lookup(key)
         q, d = pairs_from_hits(row, key, hit_key, hit_doc, min_shared)
-        if len(d) and self.post.dead:
+        return self._stored_only(q, d, self.post.dead)
+
+    def _stored_only(self, q: IntArray, d: IntArray, dead: int) -> tuple[IntArray, IntArray]:
+        """The (query row, document) pairs whose document is still stored: a family of
+        segments with ``dead`` postings still holds some of removed documents."""
+        if len(d) and dead:
             present = np.array([r[0] for r in self._column(np.unique(d), "doc")], np.int64)
             keep = np.isin(d, present)
             q, d = q[keep], d[keep]
