@@ -48,7 +48,7 @@ from .results import AddResult, Answers, Batch, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
 from .scoring import near_pairs
 from .sqlite_store import SqliteStore, upgrade
-from .store import Damage, IntArray, NewDocs, Store, StoredDocs
+from .store import Damage, IntArray, KeyArray, NewDocs, Store, StoredDocs
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -480,18 +480,11 @@ class Index:
             stored = self.store.load(docs)
             live = np.array([g is None for g in stored.gone], dtype=bool)
             docs, stored = docs[live], stored.take(np.flatnonzero(live))
-            ids, last_seen = stored.ids, stored.last_seen
+            ids, last_seen, held = stored.ids, stored.last_seen, stored.hashes
         else:
-            ids, last_seen = [], []
-        at = find_sorted(ed, docs)  # live stored documents' positions, -1 for the others
-        eq, ed = eq[at >= 0], at[at >= 0]
-        same = stored.hashes[ed] == hashes[eq] if len(eq) else np.zeros(0, dtype=bool)
-        eq, ed = eq[same], ed[same]  # the store's exact hits, confirmed on verified rows
-        at = find_sorted(d, docs)  # near pairs by the million: no sort of them
-        q, s = q[at >= 0], at[at >= 0]
-        if len(q):  # an exact pair (same content hash) is not scored again as a near pair
-            keep_n = stored.hashes[s] != hashes[q]
-            q, s = q[keep_n], s[keep_n]
+            ids, last_seen, held = [], [], np.zeros(0, dtype=np.uint64)
+        eq, ed = _live_pairs(eq, ed, docs, held, hashes, exact=True)
+        q, s = _live_pairs(q, d, docs, held, hashes, exact=False)
         none = np.zeros(0, dtype=np.int64)
         q, s, score, extra = (
             near_pairs(
@@ -573,6 +566,19 @@ class Index:
         ``check`` again; returns the ids removed, to add again from the corpus."""
         damage: Damage = self._write(self.store.repair)
         return damage.ids
+
+
+def _live_pairs(
+    q: IntArray, d: IntArray, docs: IntArray, held: KeyArray, hashes: KeyArray, exact: bool
+) -> tuple[IntArray, IntArray]:
+    """(query row, position in ``docs``) of the pairs whose document is among the live ones
+    loaded (``docs``, their content hashes ``held``): with ``exact``, those holding the query's
+    content hash (a store's exact hit confirmed on its checksummed row), else the others (an
+    exact pair is not scored again as a near one). No sort: near pairs come by the million."""
+    at = find_sorted(d, docs)
+    q, s = q[at >= 0], at[at >= 0]
+    keep = (held[s] == hashes[q]) == exact
+    return q[keep], s[keep]
 
 
 def _neg_date(date: str | None) -> tuple[int, str]:
