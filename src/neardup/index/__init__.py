@@ -480,11 +480,11 @@ class Index:
             stored = self.store.load(docs)
             live = np.array([g is None for g in stored.gone], dtype=bool)
             docs, stored = docs[live], stored.take(np.flatnonzero(live))
-            ids, last_seen, held = stored.ids, stored.last_seen, stored.hashes
+            ids, last_seen, stored_hashes = stored.ids, stored.last_seen, stored.hashes
         else:
-            ids, last_seen, held = [], [], np.zeros(0, dtype=np.uint64)
-        eq, ed = _live_pairs(eq, ed, docs, held, hashes, exact=True)
-        q, s = _live_pairs(q, d, docs, held, hashes, exact=False)
+            ids, last_seen, stored_hashes = [], [], np.zeros(0, dtype=np.uint64)
+        eq, ed = _live_pairs(eq, ed, docs, stored_hashes, hashes, exact=True)
+        q, s = _live_pairs(q, d, docs, stored_hashes, hashes, exact=False)
         none = np.zeros(0, dtype=np.int64)
         q, s, score, extra = (
             near_pairs(
@@ -569,15 +569,15 @@ class Index:
 
 
 def _live_pairs(
-    q: IntArray, d: IntArray, docs: IntArray, held: KeyArray, hashes: KeyArray, exact: bool
+    q: IntArray, d: IntArray, docs: IntArray, stored: KeyArray, hashes: KeyArray, exact: bool
 ) -> tuple[IntArray, IntArray]:
     """(query row, position in ``docs``) of the pairs whose document is among the live ones
-    loaded (``docs``, their content hashes ``held``): with ``exact``, those holding the query's
+    loaded (``docs``, their content hashes ``stored``): with ``exact``, those holding the query's
     content hash (a store's exact hit confirmed on its checksummed row), else the others (an
     exact pair is not scored again as a near one). No sort: near pairs come by the million."""
     at = find_sorted(d, docs)
     q, s = q[at >= 0], at[at >= 0]
-    keep = (held[s] == hashes[q]) == exact
+    keep = (stored[s] == hashes[q]) == exact
     return q[keep], s[keep]
 
 

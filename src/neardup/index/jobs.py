@@ -121,8 +121,8 @@ def query_source(
     jobs = _check_jobs(jobs)
     started = time.perf_counter()
     queries = matched = 0
-    index = Index.open(path)
-    index.hold_postings(_postings_budget(jobs))
+    budget = _postings_budget(jobs)
+    index = _holding(path, budget)
     try:
         with _open(inputs, read) as source:
             plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
@@ -138,7 +138,7 @@ def query_source(
 
                 answered: Iterator[tuple[DocBatch, tuple[bytes, int]]] = (
                     process_map(_answer_batch, stream, jobs, here, lambda b: (b.ids, b.texts),
-                                _serve, (path, threshold, limit, _postings_budget(jobs)))
+                                _serve, (path, threshold, limit, budget))
                     if jobs > 1 and len(first) > 1
                     else ((b, here(b)) for b in stream)
                 )  # fmt: skip
@@ -197,11 +197,16 @@ def _postings_budget(jobs: int) -> int:
     return default_memory_limit() // jobs
 
 
-def _serve(path: str, threshold: float | None, limit: int | None, budget: int) -> None:
-    """A query process's start: open the index it answers from, for its whole life."""
+def _holding(path: str, budget: int) -> Index:
+    """The index a query process answers from, holding up to ``budget`` bytes of postings."""
     index = Index.open(path)
     index.hold_postings(budget)
-    _served.update(index=index, threshold=threshold, limit=limit)
+    return index
+
+
+def _serve(path: str, threshold: float | None, limit: int | None, budget: int) -> None:
+    """A query process's start: open the index it answers from, for its whole life."""
+    _served.update(index=_holding(path, budget), threshold=threshold, limit=limit)
 
 
 def _answer_batch(work: tuple[Sequence[str], Sequence[str]]) -> tuple[bytes, int]:

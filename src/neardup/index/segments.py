@@ -339,12 +339,14 @@ class Segments:
         """
         wanted = distinct(np.asarray(keys, dtype=np.uint64))  # ascending: a run's top bits too
         segs = self.segments()
-        slots = [
-            (np.int64(seg) << np.int64(32)) | distinct(top_bits(wanted, bits)).astype(np.int64)
-            for seg, bits, _ in segs
-        ]
-        every = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
-        memory = self._in_memory(segs, len(every))
+        memory = self._still_held(segs)  # the runs a lookup reads are not listed then
+        if memory is None:
+            slots = [
+                (np.int64(seg) << np.int64(32)) | distinct(top_bits(wanted, bits)).astype(np.int64)
+                for seg, bits, _ in segs
+            ]
+            every = np.concatenate(slots) if slots else np.zeros(0, dtype=np.int64)
+            memory = self._held_now(segs, len(every))
         if memory is not None:
             return memory.lookup(wanted)
         hit_keys: list[KeyArray] = []
@@ -378,21 +380,26 @@ class Segments:
         """Drop the postings held in memory (a write changes them); lookups read runs again."""
         self._memory = None
 
-    def _in_memory(self, segs: list[tuple[int, int, int]], slots: int) -> _Held | None:
-        """The postings in memory for a lookup of ``slots`` runs of ``segs``, read now when
-        allowed and worth it; None: read the runs."""
-        if not self._budget:
+    def _still_held(self, segs: list[tuple[int, int, int]]) -> _Held | None:
+        """The postings held in memory, if held and the index is still as they were read."""
+        if self._memory is None:
             return None
         shape = tuple((seg, bits) for seg, bits, _ in segs)
         version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
-        memory = self._memory
-        if memory is not None and memory.shape == shape and memory.version == version:
-            return memory
+        if self._memory.shape == shape and self._memory.version == version:
+            return self._memory
         self._memory = None
-        if sum(count for *_, count in segs) * POSTING_BYTES > self._budget:
+        return None
+
+    def _held_now(self, segs: list[tuple[int, int, int]], slots: int) -> _Held | None:
+        """Every posting of ``segs``, read now for a lookup of ``slots`` runs when allowed
+        (within the budget) and worth it (a good share of the runs); None: read the runs."""
+        if not self._budget or sum(count for *_, count in segs) * POSTING_BYTES > self._budget:
             return None
         if slots * HOLD_SHARE < sum(1 << bits for _, bits, _ in segs):
             return None
+        shape = tuple((seg, bits) for seg, bits, _ in segs)
+        version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
         parts = [  # each segment's packed records as read: no copy of keys or documents
             np.frombuffer(b"".join(self._runs(seg, 0, _SEG_MASK)), dtype=_POSTING)
             for seg, _, _ in segs
