@@ -349,13 +349,19 @@ def cross_pairs(
 RADIX_MIN = 1 << 12
 
 
+def _radix_pays(n: int) -> bool:
+    """Whether the radix kernels beat NumPy's sorts on ``n`` values: many of them, compiled
+    (interpreted, a kernel's loops run in Python)."""
+    return n >= RADIX_MIN and _jit.mode() != "python"
+
+
 def stable_order(values: np.ndarray) -> IntArray:
     """``np.argsort(values, kind="stable")`` of integers, by radix sort when they are many
     (``_kernels.order.radix_order``: about 5x faster on millions of 64-bit keys)."""
     v = np.asarray(values)
     if v.dtype.kind not in "iu":
         raise TypeError(f"stable_order needs integers, got {v.dtype}")
-    if len(v) < RADIX_MIN or _jit.mode() == "python":
+    if not _radix_pays(len(v)):
         return np.argsort(v, kind="stable").astype(np.int64)
     if v.dtype.kind == "u":
         keys = v.astype(np.uint64, copy=False)
@@ -381,7 +387,7 @@ def sort_over_positions(packed: npt.NDArray[np.uint64], bits: int) -> npt.NDArra
     """``np.sort(packed)`` of values whose low ``bits`` bits are their positions (so ascend in
     input order): by radix sort over the bytes above when they are many
     (``_kernels.order.radix_sort``, about 3x faster on a column of a million keys)."""
-    if len(packed) < RADIX_MIN or _jit.mode() == "python":
+    if not _radix_pays(len(packed)):
         return np.sort(packed)
     return np.asarray(_order.radix_sort(np.ascontiguousarray(packed), bits // _order.DIGIT_BITS))
 
