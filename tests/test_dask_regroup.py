@@ -15,7 +15,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from neardup.dask import connect  # noqa: E402
-from neardup.dask.bundles import Pieces, concat_tables, regroup  # noqa: E402
+from neardup.dask.bundles import Pieces, concat_tables, regroup, routes  # noqa: E402
 from neardup.dask.workdir import WorkDir  # noqa: E402
 
 N_DESTS = 5
@@ -64,6 +64,40 @@ def test_a_resumed_regrouping_skips_the_destinations_that_finished(
     again = regroup(range(4), numbers, (), N_DESTS, total, (work,), "t", (work, "stage"))
     assert again == first
     assert sorted(p.name for p in (tmp_path / "ran").iterdir()) == ["1-8.json", "3-8.json"]
+
+
+@pytest.mark.parametrize("parts", [1, 2, 5, 9, 64])
+def test_each_route_reaches_its_own_partition_through_dask_s_hashing(parts: int) -> None:
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+
+    route = routes(parts)
+    frame = pd.DataFrame({"route": pd.array(route, dtype="int64"), "want": range(parts)})
+    moved = dd.from_pandas(frame, npartitions=3).shuffle(
+        on="route", npartitions=parts, shuffle_method="tasks"
+    )
+    with dask.config.set(scheduler="sync"):
+        got = [dask.compute(part)[0]["want"].tolist() for part in moved.to_delayed()]
+    assert got == [[p] for p in range(parts)]
+
+
+def worker_of(dest: int, tables: dict[str, list[Any]]) -> dict[str, Any]:
+    return {"worker": distributed.get_worker().address}
+
+
+def test_destinations_share_the_workers_evenly(client: object) -> None:
+    # 9 destinations hashed by their number sat in 6 of 9 partitions: 3 and 6 per worker
+    nine = 9
+
+    def pieces(source: int) -> Pieces:
+        return {d: {"n": pa.table({"n": [source]})} for d in range(nine)}
+
+    got = regroup(range(2), pieces, (), nine, worker_of, (), "even")
+    per_worker: dict[str, int] = {}
+    for answer in got.values():
+        per_worker[answer["worker"]] = per_worker.get(answer["worker"], 0) + 1
+    assert sorted(got) == list(range(nine)) and sorted(per_worker.values()) == [4, 5]
 
 
 def test_link_tables_give_back_keys_and_document_keys() -> None:
