@@ -412,7 +412,7 @@ def _write(
     check_written(work, _folders(outs), n_blocks, storage)
     if not work.done("write"):
         unmark(_folders(outs), storage)
-    items = [("finish", d) for d in sorted(finished)] + [("block", b) for b in range(n_blocks)]
+    items = [("finish", d) for d in sorted(finished)] + [("blocks", n_blocks)]
     return _stage(
         layout, "write",
         lambda: regroup(items, write_pieces, (layout,), n_blocks, write_take,
