@@ -17,6 +17,7 @@ always meet, since its route is a function of it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,10 +34,12 @@ Pieces = dict[int, dict[str, Any]]
 Kept = tuple[WorkDir, str]
 
 
-def routes(parts: int) -> list[int]:
+@functools.cache
+def routes(parts: int) -> tuple[int, ...]:
     """For each output partition p of ``parts``, a route value that Dask's hash partitioning
     (``partitioning_index``, over the column cast to float64 as Dask casts numeric columns)
-    sends to p: the smallest such value >= 0, or p itself if none is found below 2**20."""
+    sends to p: the smallest such value >= 0, or p itself if none is found below 2**20. Worked
+    out once a process per number of partitions (every components round asks again)."""
     import pandas as pd
     from dask.dataframe.shuffle import partitioning_index
 
@@ -49,7 +52,7 @@ def routes(parts: int) -> list[int]:
             found.setdefault(int(part), value)
         if len(found) == parts:
             break
-    return [found.get(p, p) for p in range(parts)]
+    return tuple(found.get(p, p) for p in range(parts))
 
 
 def _frame(pieces: Pieces, route: Sequence[int]) -> Any:
