@@ -44,8 +44,9 @@ def _radix(keys: np.ndarray, first_digit: int, carry: bool) -> tuple[np.ndarray,
         shift = np.uint64(d * DIGIT_BITS)
         for i in range(n):
             k = src_k[i]
-            at = start[int((k >> shift) & mask)]
-            start[int((k >> shift) & mask)] = at + 1
+            b = int((k >> shift) & mask)
+            at = start[b]
+            start[b] = at + 1
             dst_k[at] = k
             if carry:
                 dst_i[at] = src_i[i]

@@ -384,12 +384,16 @@ class Segments:
         """The postings held in memory, if held and the index is still as they were read."""
         if self._memory is None:
             return None
-        shape = tuple((seg, bits) for seg, bits, _ in segs)
-        version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
-        if self._memory.shape == shape and self._memory.version == version:
+        if (self._memory.shape, self._memory.version) == self._as_now(segs):
             return self._memory
         self._memory = None
         return None
+
+    def _as_now(self, segs: list[tuple[int, int, int]]) -> tuple[tuple[tuple[int, int], ...], int]:
+        """What held postings must match: the segments' (number, bits), the database's
+        ``PRAGMA data_version`` (which another connection's write changes)."""
+        version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        return tuple((seg, bits) for seg, bits, _ in segs), version
 
     def _held_now(self, segs: list[tuple[int, int, int]], slots: int) -> _Held | None:
         """Every posting of ``segs``, read now for a lookup of ``slots`` runs when allowed
@@ -398,8 +402,7 @@ class Segments:
             return None
         if slots * HOLD_SHARE < sum(1 << bits for _, bits, _ in segs):
             return None
-        shape = tuple((seg, bits) for seg, bits, _ in segs)
-        version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        shape, version = self._as_now(segs)
         parts = [  # each segment's packed records as read: no copy of keys or documents
             np.frombuffer(b"".join(self._runs(seg, 0, _SEG_MASK)), dtype=_POSTING)
             for seg, _, _ in segs
