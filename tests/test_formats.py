@@ -36,7 +36,7 @@ def test_an_unknown_name_is_refused_in_one_line() -> None:
 
 
 def test_what_each_format_can_do_is_said_by_its_attributes() -> None:
-    assert JSONL.splits and JSONL.indexed and not PARQUET.splits and not PARQUET.indexed
+    assert JSONL.splits and not PARQUET.splits
     assert not TEXT.has_fields and TEXT.unit is None and TEXT.copies_as == "folder"
     assert PARQUET.unit == "row" and JSONL.unit == "line"
 

@@ -296,26 +296,6 @@ def _accepted_lines(entry: Entry) -> Generator[bytes, None, None]:
     raise_changed(entry)
 
 
-def texts_at_jsonl(entry: Entry, wanted: npt.NDArray[np.int64], text_field: str) -> list[str]:
-    """The texts of the file's accepted records number ``wanted`` (sorted, 0-based among its
-    accepted records), parsing only those lines: what hybrid verification re-checks costs a
-    scan of the file, not a second parse of every record."""
-    targets: list[int] = wanted.tolist()
-    out: list[str] = []
-    if not targets:
-        return out
-    lines = _accepted_lines(entry)
-    try:
-        for i, line in enumerate(lines):
-            if i == targets[len(out)]:
-                out.append(parse_record(line, text_field, "\x00")[1])
-                if len(out) == len(targets):
-                    break
-    finally:
-        lines.close()  # closes the file now, not when the generator is collected
-    return out
-
-
 def copy_kept_jsonl(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> None:
     """Pass 2: write the lines of the file's kept documents to ``out``, byte for byte
     (``keep[i]`` is for the file's i-th accepted record)."""

@@ -11,6 +11,7 @@ needs instead of walking every line in Python.
 
 from __future__ import annotations
 
+import gzip
 import io
 import zlib
 from collections.abc import Callable, Iterator
@@ -239,6 +240,7 @@ def scan_jsonl_blocks(
     handle = problems.opened(entry, lambda: open_jsonl(entry))
     if handle is None:
         return
+    entry.compressed = isinstance(handle, gzip.GzipFile)
     chunks = _WholeLines(handle, entry, problems, chunk or CHUNK)  # CHUNK read now: tests set it
     try:
         for whole in chunks:

@@ -100,6 +100,8 @@ class Entry:
     spans: (
         list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.uint8]]] | None
     ) = None
+    #: Whether pass 1 read the file through gzip (spans then count decompressed bytes).
+    compressed: bool = False
     #: Opens the file's bytes when it is not a local path (a URL read through fsspec, or one
     #: block of a file on a cluster worker); None: ``path`` is opened.
     opener: Callable[[], BinaryIO] | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 import weakref
 from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
@@ -32,6 +33,7 @@ from ._keys import KeyCheck
 from ._report import DUPLICATE_ID, Entry, ErrorReport, OnError, Problems, RecordProblem
 from ._sinks import OutFmt, make_sink
 from ._targets import open_guarded
+from ._text_spool import TextSpool
 from .formats import JSONL, Fields, Fmt, Format, Record, format_named
 
 __all__ = ["DocBatch", "Fmt", "Inputs", "Source"]
@@ -108,14 +110,20 @@ class Source:
         self._spool: str | None = None
         self._spool_complete = False
         self._finalizer: weakref.finalize | None = None
+        self._texts: TextSpool | None = None  # every text, for a format that is not indexed
+        self._texts_lock = threading.Lock()  # one thread writes the spool; the others wait
         #: Streams this source opened (a named pipe given as a path): closed by close().
         self.owned: list[BinaryIO] = []
 
     # ----------------------------------------------------------------- lifetime
     def close(self) -> None:
-        """Remove the stdin spool file, if any. Pass 2 is impossible afterwards for stdin."""
+        """Remove the stdin spool file and the texts' spool, if any. Pass 2 is impossible
+        afterwards for stdin."""
         if self._finalizer is not None:
             self._finalizer()
+        if self._texts is not None:
+            self._texts.close()
+            self._texts = None
         for stream in self.owned:
             stream.close()
         self.owned.clear()
@@ -356,12 +364,17 @@ class Source:
     ) -> list[str]:
         """The texts of documents ``positions`` (sorted global indices), read again after pass 1.
 
-        Formats that read single records again (JSONL: only the wanted lines parsed, an indexed
-        file in ``jobs`` threads) do so; other inputs are read again in full (pass 1).
+        Inputs whose format reads single records again (``Format.reads_again``: a plain JSONL
+        file read in blocks, only the wanted lines parsed, in ``jobs`` threads) do so; for
+        others (other formats, gzip, stdin) the first call runs pass 1 again, keeping every
+        text in a temporary file (``TextSpool``) that later calls read. Threads may call it at
+        once.
         """
         docs = np.asarray(positions, dtype=np.int64)
-        files = all(e.path is not None for e in self._entries if e.n_docs)
-        if self.n_docs is not None and self.format.indexed and files:
+        again = all(
+            e.path is not None and self.format.reads_again(e) for e in self._entries if e.n_docs
+        )
+        if self.n_docs is not None and again:
             texts: list[str] = []
             for entry in self._entries:
                 lo, hi = np.searchsorted(docs, [entry.start, entry.start + entry.n_docs])
@@ -370,12 +383,34 @@ class Source:
                     local = docs[lo:hi] - entry.start
                     texts.extend(self.format.texts_at(entry, local, self._fields, jobs))
             return texts
-        found: dict[int, str] = {}
-        for batch in self.batches(batch_size):
-            hit = np.flatnonzero(np.isin(batch.positions, docs))
-            for i in hit.tolist():
-                found[int(batch.positions[i])] = batch.texts[i]
-        return [found[d] for d in docs.tolist()]
+        if not len(docs):
+            return []
+        with self._texts_lock:
+            if self._texts is None:
+                self._texts = self._spooled(batch_size)
+        return self._texts.texts(docs)
+
+    def _spooled(self, batch_size: int) -> TextSpool:
+        """Pass 1 again, every text written to a new spool; the inputs must be as pass 1 saw
+        them (the same files, the same number of documents)."""
+        n_docs = self.n_docs
+        for entry in self._entries:
+            _check_unchanged(entry)
+        spool = TextSpool()
+        try:
+            for batch in self.batches(batch_size):
+                spool.add(batch.texts)
+            spool.seal()
+        except BaseException:
+            spool.close()
+            raise
+        if n_docs is not None and len(spool) != n_docs:
+            spool.close()
+            raise InputError(
+                f"the inputs gave {len(spool):,} documents when read again, not {n_docs:,}: "
+                "do not modify the input while neardup runs"
+            )
+        return spool
 
     def write_kept(
         self,

@@ -73,9 +73,9 @@ class Format(Protocol):
         ``blocks`` on its own (the cluster backend's blocks)."""
         ...
 
-    @property
-    def indexed(self) -> bool:
-        """Whether ``texts_at`` reads single records again (else pass 1 runs again)."""
+    def reads_again(self, entry: Entry) -> bool:
+        """Whether ``texts_at`` reads this input's records again one by one, cheaply (else the
+        source keeps every text in a spool at its first re-read)."""
         ...
 
     def detect(self, name: str) -> bool:
@@ -144,7 +144,6 @@ class RecordFormat:
     default_out: OutFmt = "jsonl"
     copies_as: OutFmt | None = "jsonl"
     has_fields: bool = True
-    indexed: bool = False
     splits: bool = False
 
     def detect(self, name: str) -> bool:
@@ -160,6 +159,9 @@ class RecordFormat:
 
     def memo(self) -> object:
         return None
+
+    def reads_again(self, entry: Entry) -> bool:
+        return False
 
     def texts_at(
         self, entry: Entry, local: npt.NDArray[np.int64], fields: Fields, jobs: int

@@ -13,7 +13,7 @@ from ..._chunks import size_chunks
 from ..._prefetch import ordered_map
 from .._atomic import Output, open_output
 from .._edit import edit_jsonl
-from .._jsonl import copy_kept_jsonl, scan_jsonl, texts_at_jsonl
+from .._jsonl import copy_kept_jsonl, scan_jsonl
 from .._jsonl_blocks import (
     LineBlock,
     copy_kept_spans,
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .._sinks import Sink
 
 SUFFIXES = (".jsonl", ".json", ".ndjson", ".jsonl.gz", ".json.gz", ".ndjson.gz")
-#: Lines, and bytes of lines, read again per task when ``texts_at`` reads an indexed JSONL file
+#: Lines, and bytes of lines, read again per task when ``texts_at`` reads a JSONL file by spans
 #: in several threads: long lines make tasks of few lines, so every thread gets work.
 TEXTS_AT_CHUNK = 4096
 TEXTS_AT_BYTES = 4 << 20
@@ -41,8 +41,12 @@ class Jsonl(RecordFormat):
 
     name = "jsonl"
     suffixes = SUFFIXES
-    indexed: bool = True
     splits: bool = True
+
+    def reads_again(self, entry: Entry) -> bool:
+        """By the byte spans pass 1 read the records from, in a file that seeks (a gzip file
+        decompresses from its start again at every seek back: its texts are spooled)."""
+        return entry.spans is not None and not entry.compressed
 
     def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
         """Files are read in blocks by a kernel (streams and key fields line by line)."""
@@ -67,10 +71,10 @@ class Jsonl(RecordFormat):
     def texts_at(
         self, entry: Entry, local: npt.NDArray[np.int64], fields: Fields, jobs: int
     ) -> list[str]:
-        """Only the wanted lines parsed; a file read in blocks of ``TEXTS_AT_CHUNK`` lines or
-        ``TEXTS_AT_BYTES`` a task, in ``jobs`` threads."""
+        """Only the wanted lines parsed, by their byte spans (``reads_again``); a file read in
+        blocks of ``TEXTS_AT_CHUNK`` lines or ``TEXTS_AT_BYTES`` a task, in ``jobs`` threads."""
         if entry.spans is None:
-            return texts_at_jsonl(entry, local, fields.text)
+            raise RuntimeError(f"{entry.name}: no byte spans to read its records again by")
 
         def read(wanted: npt.NDArray[np.int64]) -> list[str]:
             return texts_at_spans(entry, wanted, fields.text, fields.id)

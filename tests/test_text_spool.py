@@ -1,0 +1,180 @@
+"""Formats without an index of their records read their texts again once, into a spool, however
+many times verification asks for some: the same texts, the same outputs as JSONL, no spool
+left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neardup.cli import main
+from neardup.errors import InputError
+from neardup.io import open_source
+from neardup.io._source import Source
+from neardup.io._text_spool import TextSpool
+from neardup.testing.synth import near_duplicate_corpus, random_documents
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+TEXTS = [
+    "plain ascii",
+    "",
+    "naïve café — ünïcode",
+    "emoji \U0001f600 and a lone surrogate \ud800 kept",
+    "日本語のテキスト",
+    "x" * 10_000,
+]
+#: What a Parquet string column can hold (valid UTF-8: no lone surrogate).
+VALID = [t for t in TEXTS if "\ud800" not in t]
+
+
+def test_a_spool_gives_back_every_text_by_position_unicode_included() -> None:
+    spool = TextSpool()
+    spool.add(TEXTS[:2])
+    spool.add([])
+    spool.add(TEXTS[2:])
+    spool.seal()
+    assert len(spool) == len(TEXTS)
+    order = np.array([5, 0, 3, 3, 1, 4, 2], dtype=np.int64)
+    assert spool.texts(order) == [TEXTS[i] for i in order.tolist()]
+    path = spool.path
+    spool.close()
+    assert not os.path.exists(path)
+
+
+def test_an_empty_spool_reads_nothing_and_leaves_nothing() -> None:
+    spool = TextSpool()
+    spool.add(["", ""])
+    spool.seal()
+    assert spool.texts(np.array([1, 0], dtype=np.int64)) == ["", ""]
+    path = spool.path
+    del spool
+    assert not os.path.exists(path)
+
+
+def _parquet(path: Path, texts: list[str]) -> None:
+    ids = [f"d{i}" for i in range(len(texts))]
+    pq.write_table(pa.table({"id": ids, "text": texts}), path, row_group_size=7)
+
+
+def _passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the runs of pass 1 from now on."""
+    runs: list[int] = []
+    original = Source._pass1
+
+    def counted(self: Source, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        runs.append(1)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Source, "_pass1", counted)
+    return runs
+
+
+def test_a_parquet_source_reads_its_texts_again_once_for_any_number_of_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    texts = random_documents(60, seed=5, words=(3, 30)) + VALID
+    _parquet(tmp_path / "in.parquet", texts)
+    source = open_source(str(tmp_path / "in.parquet"))
+    for _ in source.batches(10):
+        pass
+    runs = _passes(monkeypatch)
+    rng = np.random.default_rng(3)
+    asked = [np.sort(rng.choice(len(texts), 9, replace=False)) for _ in range(8)]
+    got: dict[int, list[str]] = {}
+
+    def ask(i: int) -> None:
+        got[i] = source.texts_at(asked[i], 10)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(asked))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(got[i] == [texts[j] for j in asked[i].tolist()] for i in range(len(asked)))
+    assert len(runs) == 1  # one more pass 1 for all eight calls, not one each
+    spool = source._texts
+    assert spool is not None and os.path.exists(spool.path)
+    source.close()
+    assert not os.path.exists(spool.path)
+
+
+def test_a_parquet_file_changed_after_pass_1_is_refused_when_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "in.parquet"
+    _parquet(path, random_documents(20, seed=6, words=(3, 30)))
+    source = open_source(str(path))
+    for _ in source.batches(10):
+        pass
+    _parquet(path, random_documents(25, seed=7, words=(3, 30)))
+    with pytest.raises(InputError, match="changed"):
+        source.texts_at(np.array([0, 3], dtype=np.int64))
+
+
+def test_parquet_and_jsonl_inputs_keep_the_same_documents_with_hybrid_rechecks(
+    tmp_path: Path,
+) -> None:
+    base = random_documents(200, seed=11, words=(4, 40))
+    texts = near_duplicate_corpus(base, 400, 0.5, seed=12).texts
+    jsonl = tmp_path / "in.jsonl"
+    jsonl.write_text(
+        "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    _parquet(tmp_path / "in.parquet", texts)
+    args = ["--verify", "hybrid", "--tokens", "char", "-w", "4", "-q"]
+    summaries = []
+    for name in ("in.jsonl", "in.parquet"):
+        out, summary = tmp_path / f"{name}.kept.jsonl", tmp_path / f"{name}.summary.json"
+        assert main(["dedup", str(tmp_path / name), "-o", str(out), "--summary-json",
+                     str(summary), *args]) == 0  # fmt: skip
+        summaries.append(json.loads(summary.read_text()))
+    assert summaries[0]["exact_checks"] > 0  # borderline pairs were read again
+    kept = [json.loads(line)["id"] for line in (tmp_path / "in.jsonl.kept.jsonl").open()]
+    kept_pq = [json.loads(line)["id"] for line in (tmp_path / "in.parquet.kept.jsonl").open()]
+    assert kept == kept_pq and summaries[0]["removed"] == summaries[1]["removed"] > 0
+
+
+def _jsonl(texts: list[str]) -> bytes:
+    return "".join(
+        json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(texts)
+    ).encode()
+
+
+@pytest.mark.parametrize("kind", ["gzip", "keep-field"])
+def test_jsonl_that_cannot_seek_to_a_record_reads_its_texts_again_once(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gzip file (every seek back decompresses from its start) and a file read line by line
+    (no byte spans) are spooled like formats without an index; a plain file is read by span."""
+    import gzip
+
+    texts = random_documents(50, seed=9, words=(3, 30)) + TEXTS
+    plain = tmp_path / "in.jsonl"
+    plain.write_bytes(_jsonl(texts))
+    path, key = plain, None
+    if kind == "gzip":
+        path = tmp_path / "in.jsonl.gz"
+        path.write_bytes(gzip.compress(_jsonl(texts)))
+    else:
+        key = "id"
+    source = open_source(str(path), key_field=key)
+    for _ in source.batches(10):
+        pass
+    by_span = open_source(str(plain))
+    for _ in by_span.batches(10):
+        pass
+    assert not any(source.format.reads_again(e) for e in source._entries)
+    assert all(by_span.format.reads_again(e) for e in by_span._entries)
+    runs = _passes(monkeypatch)
+    asked = [np.arange(i, len(texts), 5, dtype=np.int64) for i in range(5)]
+    for wanted in asked:
+        assert source.texts_at(wanted) == [texts[j] for j in wanted.tolist()]
+        assert by_span.texts_at(wanted) == [texts[j] for j in wanted.tolist()]
+    assert len(runs) == 1 and source._texts is not None and by_span._texts is None
+    source.close()
+    by_span.close()
