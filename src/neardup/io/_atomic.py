@@ -32,6 +32,10 @@ from ._targets import (
     stdout_buffer,
 )
 
+#: The gzip level of compressed outputs: zlib's default, gzip(1)'s. Level 9 took 2.5 times as
+#: long for the same size on JSONL text (PyPI's 113 MB: 7.9 s against 3.1 s, 28 MB both).
+GZIP_LEVEL = 6
+
 
 class _Group:
     """Renames held back until every output of a run is complete: (temporary, final, folder?)."""
@@ -303,7 +307,9 @@ def open_output(out: Output) -> Iterator[BinaryIO]:
         if path.name.lower().endswith(".gz"):
             # filename="" and mtime=0 keep the temporary name and the clock out of the header,
             # so equal content gives equal bytes.
-            with gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0) as zipped:
+            with gzip.GzipFile(
+                filename="", mode="wb", fileobj=handle, mtime=0, compresslevel=GZIP_LEVEL
+            ) as zipped:
                 yield zipped  # type: ignore[misc]
         else:
             yield handle
