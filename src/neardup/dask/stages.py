@@ -35,7 +35,8 @@ from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
 from .components import labels_file, stars
 from .inputs import Block, InputFile, filesystem, is_url
-from .scan import ReadSpec, copy_kept, texts_of
+from .refetch import Refetch
+from .scan import ReadSpec, copy_kept
 from .tables import (
     KEY_SHIFT,
     Docs,
@@ -324,11 +325,16 @@ def finish_take(
     order = np.argsort(table.column("key").to_numpy(), kind="stable")
     table = table.take(pa.array(order))
     docs = Docs.from_arrow(table)
-    dedup = Deduplicator(layout.params, pairs=layout.pairs, **engine_memory())  # type: ignore[arg-type]
+    memory = engine_memory()
+    dedup = Deduplicator(layout.params, pairs=layout.pairs, **memory)  # type: ignore[arg-type]
     dedup.append(
         SignedBatch(docs.canonical, docs.length, signatures_of(docs.sig), evidence_of(docs.ev)), 0
     )
-    dedup.finish(None, lambda wanted: _texts(layout, docs, wanted))
+    refetch = Refetch(layout, docs, memory.get("spill_dir"))
+    try:
+        dedup.finish(None, refetch)
+    finally:
+        refetch.close()
     off = np.asarray(offsets, dtype=np.int64)
     ids = list(docs.ids)
     sizes = np.bincount(dedup.clusters_, minlength=len(docs))
@@ -382,25 +388,6 @@ def _lines(write: Any, *args: Any, **kwargs: Any) -> list[bytes]:
     write(sink, *args, **kwargs)
     data = sink.getvalue()
     return [line + b"\n" for line in data.split(b"\n")[:-1]] if data else []
-
-
-def _texts(layout: Layout, docs: Docs, wanted: IntArray) -> list[str]:
-    """The texts of documents ``wanted`` (rows of ``docs``, ascending), read again by span."""
-    block_file = np.asarray([block.file for block in layout.blocks], dtype=np.int64)
-    files = block_file[key_block(docs.key)]
-    out: dict[int, str] = {}
-    for f in np.unique(files[wanted]).tolist():
-        mine = np.flatnonzero(files == f)  # this file's documents here, in file order
-        order = mine[np.argsort(docs.start[mine], kind="stable")]
-        want = wanted[files[wanted] == f]
-        at = np.searchsorted(docs.start[order], docs.start[want])
-        texts = texts_of(
-            layout.files[f], docs.start[order], docs.end[order], docs.first[order],
-            np.sort(at), layout.spec, layout.storage_options,
-        )  # fmt: skip
-        for i, text in zip(want[np.argsort(at, kind="stable")].tolist(), texts, strict=True):
-            out[i] = text
-    return [out[i] for i in wanted.tolist()]
 
 
 # -- write ----------------------------------------------------------------------------------------

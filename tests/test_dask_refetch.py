@@ -1,0 +1,55 @@
+"""A finish task reads borderline texts again by span from a plain file, and from a gzip file
+(which cannot seek) once for the whole task, into a spool: the same texts either way."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+
+from neardup.dask import refetch as refetch_module
+from neardup.dask.inputs import list_inputs, plan_blocks
+from neardup.dask.refetch import Refetch
+from neardup.dask.scan import ReadSpec, placed_docs, read_block
+from neardup.testing.synth import random_documents
+
+TEXTS = [*random_documents(90, seed=21, words=(3, 40)), "naïve café", "日本語", "", "emoji 😀"]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_finish_task_reads_a_gzip_file_once_and_a_plain_file_by_span(
+    gz: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = "".join(json.dumps({"id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    path = tmp_path / ("in.jsonl.gz" if gz else "in.jsonl")
+    path.write_bytes(gzip.compress(data.encode()) if gz else data.encode())
+    files = list_inputs([str(path)])
+    blocks = plan_blocks(files)
+    spec = ReadSpec("text", "id", many=False)
+    parts, _, reader = read_block(blocks[0], files[0], spec, None)
+    docs, _ = placed_docs(0, parts, 0 if reader is None else reader.first)
+    layout = SimpleNamespace(blocks=blocks, files=files, spec=spec, storage_options=None)
+    reads: list[int] = []
+    texts_of = refetch_module.texts_of
+
+    def counted(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        reads.append(1)
+        return texts_of(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(refetch_module, "texts_of", counted)
+    refetch = Refetch(layout, docs, str(tmp_path))
+    asked = [np.arange(i, len(TEXTS), 7, dtype=np.int64) for i in range(7)]
+    for wanted in asked:
+        assert refetch(wanted) == [TEXTS[i] for i in wanted.tolist()]
+    assert len(reads) == (1 if gz else len(asked))  # gzip: one pass for the whole task
+    spools = [s.path for s in refetch.spools.values()]
+    assert len(spools) == int(gz) and all(os.path.exists(p) for p in spools)
+    refetch.close()
+    assert not any(os.path.exists(p) for p in spools)
