@@ -178,3 +178,28 @@ def test_jsonl_that_cannot_seek_to_a_record_reads_its_texts_again_once(
     assert len(runs) == 1 and source._texts is not None and by_span._texts is None
     source.close()
     by_span.close()
+
+
+def test_a_spool_that_cannot_be_written_says_so_in_one_line(tmp_path: Path) -> None:
+    """A full disk (here: a file size limit) names the spool, as other outputs' errors do."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, signal\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))\n"
+        "from neardup.errors import OutputError\n"
+        "from neardup.io._text_spool import TextSpool\n"
+        f"spool = TextSpool({str(tmp_path)!r})\n"
+        "try:\n"
+        "    spool.add(['x' * 100_000])\n"
+        "    spool.seal()\n"
+        "except OutputError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    message = done.stdout.strip()
+    assert message.startswith("cannot write the copy of the texts kept for exact re-checks")
+    assert str(tmp_path) in message and "\n" not in message

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..text import Utf8Texts, encode_batch
+from ._targets import open_guarded
 
 
 def _unlink(path: str) -> None:
@@ -36,7 +37,9 @@ class TextSpool:
     def __init__(self, folder: str | None = None) -> None:
         fd, self.path = tempfile.mkstemp(prefix="neardup-texts-", suffix=".bin", dir=folder)
         self._finalizer = weakref.finalize(self, _unlink, self.path)
-        self._out: BinaryIO | None = os.fdopen(fd, "wb")
+        hint = "; TMPDIR chooses its folder" if folder is None else ""
+        label = f"the copy of the texts kept for exact re-checks ({self.path}{hint})"
+        self._out: BinaryIO | None = open_guarded(fd, label)  # a full disk: one line naming it
         self._lengths: list[npt.NDArray[np.int64]] = []
         self._texts: Utf8Texts | None = None
         self._map: mmap.mmap | None = None
