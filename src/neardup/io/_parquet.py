@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from ._arrow_blocks import arrow_block, null_id, null_text
+from ._jsonl_blocks import LineBlock
 from ._report import (
-    BAD_ID,
     BAD_SCHEMA,
-    BAD_TEXT,
     MISSING_FILE,
     UNREADABLE,
     Entry,
@@ -30,6 +30,10 @@ from ._rows import kept_rows
 if TYPE_CHECKING:  # pyarrow is imported when Parquet is first read or written
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+T = TypeVar("T")
+#: What pass 1 yields for one good row: (row number, id or None, text, text bytes, key).
+Row = tuple[int, str | None, str, int, object]
 
 #: Rows per record batch read from a Parquet file (and per row group written).
 BATCH_ROWS = 65_536
@@ -142,13 +146,43 @@ def scan_parquet(
     problems: Problems,
     first: SchemaRef,
     key_field: str | None = None,
-) -> Iterator[tuple[int, str | None, str, int, object]]:
+) -> Iterator[Row]:
     """Pass 1: yield (row number, id or None, text, text bytes, key or None) for each good row.
 
     A ``key_field`` column that is absent or has no order (lists, structs, binary, ...) makes
     the file bad (bad_schema); its nulls are keys of None."""
+
+    def rows(row0: int, batch: pa.RecordBatch) -> Iterator[Row]:
+        return batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
+
+    return _read(entry, (text_field, id_field, key_field), problems, first, rows)
+
+
+def scan_parquet_blocks(
+    entry: Entry, text_field: str, id_field: str, problems: Problems, first: SchemaRef
+) -> Iterator[LineBlock]:
+    """Pass 1 in blocks: each record batch's good rows (``arrow_block``), ids and texts kept
+    in Arrow's buffers; the same rows and problems as ``scan_parquet`` without a key field."""
+
+    def block(row0: int, batch: pa.RecordBatch) -> Iterator[LineBlock]:
+        yield arrow_block(entry, batch, row0, text_field, id_field)
+
+    return _read(entry, (text_field, id_field, None), problems, first, block)
+
+
+def _read(
+    entry: Entry,
+    fields: tuple[str, str, str | None],
+    problems: Problems,
+    first: SchemaRef,
+    each: Callable[[int, pa.RecordBatch], Iterator[T]],
+) -> Iterator[T]:
+    """``each(rows before it, batch)`` over the file's record batches of the columns pass 1
+    reads (text, id, key: ``fields``); a missing, unreadable or unusable file is reported
+    instead, and a read failing midway after what came before it."""
     import pyarrow.parquet as pq
 
+    text_field, id_field, key_field = fields
     read_errors = _read_errors()
     try:
         pfile = pq.ParquetFile(entry.path)
@@ -164,7 +198,7 @@ def scan_parquet(
     row0 = 0
     try:
         for batch in pfile.iter_batches(batch_size=BATCH_ROWS, columns=columns):
-            yield from batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
+            yield from each(row0, batch)
             row0 += batch.num_rows
     except read_errors as exc:
         problems.file(
@@ -252,7 +286,7 @@ def batch_rows(
     id_field: str,
     key_field: str | None,
     problems: Problems,
-) -> Iterator[tuple[int, str | None, str, int, object]]:
+) -> Iterator[Row]:
     """The good rows of one Arrow record batch (of a Parquet or CSV file) whose first row is
     number ``row0 + 1``: (record number, id, text, its UTF-8 bytes, key); a null text or id, or
     a text over the record limit, is a problem recorded and skipped."""
@@ -272,13 +306,7 @@ def batch_rows(
     for j, text in enumerate(texts):
         recno = row0 + j + 1
         if text is None:
-            problems.record(
-                entry,
-                recno,
-                BAD_TEXT,
-                f"field '{text_field}' is null",
-                "give every row a text (an empty string is fine)",
-            )
+            problems.record(entry, recno, *null_text(text_field))
             continue
         if sizes[j] > entry.max_record:
             problems.record(entry, recno, *too_large(sizes[j], entry.max_record))
@@ -287,13 +315,7 @@ def batch_rows(
         if ids is not None:
             rid = ids[j]
             if rid is None:
-                problems.record(
-                    entry,
-                    recno,
-                    BAD_ID,
-                    f"field '{id_field}' is null",
-                    "give every row an id, or use --id-field to name another column",
-                )
+                problems.record(entry, recno, *null_id(id_field))
                 continue
         yield recno, rid, text, sizes[j], None if keys is None else keys[j]
 

@@ -190,7 +190,7 @@ class Source:
                 if records.ids:  # records of earlier files first, in their own batch
                     yield records.take(pos)
                 pending.pos = pending.pos if pending.held else pos
-                yield from self._pass1_blocks(entry, index, seen, problems, pending)
+                yield from self._pass1_blocks(entry, index, seen, problems, pending, memo)
             else:
                 yield from pending.flush()  # blocks of earlier files first
                 scan = self._scan(entry, problems, memo)
@@ -247,7 +247,13 @@ class Source:
                 ids, texts, keys = records.ids, records.texts, records.keys
 
     def _pass1_blocks(
-        self, entry: Entry, index: int, seen: Claims, problems: Problems, pending: Pending
+        self,
+        entry: Entry,
+        index: int,
+        seen: Claims,
+        problems: Problems,
+        pending: Pending,
+        memo: object = None,
     ) -> Generator[DocBatch, None, None]:
         """Pass 1 over one file in blocks: the same records, ids, checks and messages as the
         line-by-line path, without per-record Python when a block has no problem. The parser
@@ -256,7 +262,8 @@ class Source:
         entry.stamp = _stamp(cast(Path, entry.path))
         entry.spans = []
         many = len(self._entries) > 1
-        for block in self.format.blocks(entry, self._fields, problems, chunk=pending.chunk):
+        blocks = self.format.blocks(entry, self._fields, problems, pending.chunk, memo)
+        for block in blocks:
             block = self._accept(entry, index, many, seen, problems, block)
             if not len(block):
                 continue

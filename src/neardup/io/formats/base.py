@@ -87,9 +87,15 @@ class Format(Protocol):
         ...
 
     def blocks(
-        self, entry: Entry, fields: Fields, problems: Problems, chunk: int | None = None
+        self,
+        entry: Entry,
+        fields: Fields,
+        problems: Problems,
+        chunk: int | None = None,
+        memo: object = None,
     ) -> Iterator[LineBlock]:
-        """Pass 1 in blocks: the records as arrays of ids, texts and byte spans."""
+        """Pass 1 in blocks: the records as arrays of ids, texts and byte spans (``memo``: as
+        for ``records``)."""
         ...
 
     def memo(self) -> object:
@@ -153,7 +159,12 @@ class RecordFormat:
         return False
 
     def blocks(
-        self, entry: Entry, fields: Fields, problems: Problems, chunk: int | None = None
+        self,
+        entry: Entry,
+        fields: Fields,
+        problems: Problems,
+        chunk: int | None = None,
+        memo: object = None,
     ) -> Iterator[LineBlock]:
         raise NotImplementedError(f"{self.name} is read record by record")
 

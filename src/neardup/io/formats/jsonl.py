@@ -53,7 +53,12 @@ class Jsonl(RecordFormat):
         return entry.stream is None and entry.path is not None and fields.key is None
 
     def blocks(
-        self, entry: Entry, fields: Fields, problems: Problems, chunk: int | None = None
+        self,
+        entry: Entry,
+        fields: Fields,
+        problems: Problems,
+        chunk: int | None = None,
+        memo: object = None,
     ) -> Iterator[LineBlock]:
         return scan_jsonl_blocks(entry, fields.text, fields.id, problems, chunk=chunk)
 

@@ -10,7 +10,15 @@ import numpy as np
 import numpy.typing as npt
 
 from .._atomic import Output, open_output
-from .._parquet import ParquetSink, SchemaRef, copy_kept_parquet, scan_parquet, text_schema
+from .._jsonl_blocks import LineBlock
+from .._parquet import (
+    ParquetSink,
+    SchemaRef,
+    copy_kept_parquet,
+    scan_parquet,
+    scan_parquet_blocks,
+    text_schema,
+)
 from .._report import Entry, Problems
 from .base import Fields, Part, Record, RecordFormat
 
@@ -44,6 +52,21 @@ class Parquet(RecordFormat):
         """The first usable file's schema: later files are checked against it, and kept rows
         are written with it."""
         return SchemaRef()
+
+    def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
+        """Files are read in blocks over Arrow's buffers (with a key field row by row)."""
+        return entry.path is not None and fields.key is None
+
+    def blocks(
+        self,
+        entry: Entry,
+        fields: Fields,
+        problems: Problems,
+        chunk: int | None = None,
+        memo: object = None,
+    ) -> Iterator[LineBlock]:
+        first = cast(SchemaRef, memo)
+        return scan_parquet_blocks(entry, fields.text, fields.id, problems, first)
 
     def records(
         self, entry: Entry, fields: Fields, problems: Problems, memo: object

@@ -1,0 +1,100 @@
+"""Arrow record batches (of a Parquet file) -> ``LineBlock``: ids and texts as the UTF-8 buffers
+Arrow already holds, no Python string per row.
+
+The rows and problems are those of the row-by-row reader (``_parquet.batch_rows``): a null
+text, a text over the record limit, then a null id, in that order of precedence, each a bad
+record skipped; ids absent from the file are left for the source to number.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..text import Utf8Texts
+from ._jsonl_blocks import LineBlock
+from ._report import BAD_ID, BAD_TEXT, Entry, too_large
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def null_text(text_field: str) -> tuple[str, str, str]:
+    """(kind, problem, fix) of a row whose text is null."""
+    return (
+        BAD_TEXT,
+        f"field '{text_field}' is null",
+        "give every row a text (an empty string is fine)",
+    )
+
+
+def null_id(id_field: str) -> tuple[str, str, str]:
+    """(kind, problem, fix) of a row whose id is null."""
+    return (
+        BAD_ID,
+        f"field '{id_field}' is null",
+        "give every row an id, or use --id-field to name another column",
+    )
+
+
+def _large_strings(column: pa.Array) -> pa.Array:
+    """A text or id column as large strings (dictionaries decoded, integers written out as
+    ``str`` writes them), so its values are one buffer with 64-bit offsets."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    return pc.cast(column, pa.large_string())
+
+
+def _utf8(column: pa.Array) -> Utf8Texts:
+    """The values of a large-string column without nulls, as Utf8Texts over Arrow's buffers."""
+    _, offsets, data = column.buffers()
+    at = np.frombuffer(offsets, dtype=np.int64)[column.offset : column.offset + len(column) + 1]
+    buf = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    return Utf8Texts(buf, at)
+
+
+def arrow_block(
+    entry: Entry, batch: pa.RecordBatch, row0: int, text_field: str, id_field: str
+) -> LineBlock:
+    """The good rows of ``batch`` (its first row is number ``row0 + 1``) as a LineBlock, and
+    its bad rows as the block's problems. Spans: each text's UTF-8 bytes (what batches are
+    sized by), from 0; a Parquet row is read again by the source's spool, never by span."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = _large_strings(batch.column(text_field))
+    sizes = pc.binary_length(texts).fill_null(0).to_numpy(zero_copy_only=False)
+    no_text = texts.is_null().to_numpy(zero_copy_only=False)
+    big = ~no_text & (sizes > entry.max_record)
+    has_id = id_field in batch.schema.names
+    ids = _large_strings(batch.column(id_field)) if has_id else None
+    no_id = np.zeros(len(sizes), np.bool_)
+    if ids is not None:
+        no_id = ids.is_null().to_numpy(zero_copy_only=False) & ~no_text & ~big
+    good = ~(no_text | big | no_id)
+    problems = []
+    for j in np.flatnonzero(~good).tolist():
+        if no_text[j]:
+            why = null_text(text_field)
+        elif big[j]:
+            why = too_large(int(sizes[j]), entry.max_record)
+        else:
+            why = null_id(id_field)
+        problems.append((row0 + j + 1, *why))
+    keep = pa.array(good)
+    rows = np.flatnonzero(good).astype(np.int64)
+    n = len(rows)
+    return LineBlock(
+        recnos=rows + (row0 + 1),
+        ids=_utf8(ids.filter(keep)) if ids is not None else Utf8Texts.from_strings([""] * n),
+        absent=np.full(n, ids is None, dtype=np.bool_),
+        texts=_utf8(texts.filter(keep)),
+        starts=np.zeros(n, np.int64),
+        ends=sizes[good].astype(np.int64),
+        firsts=np.zeros(n, np.uint8),
+        problems=problems,
+    )

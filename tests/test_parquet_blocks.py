@@ -1,0 +1,94 @@
+"""Parquet's pass 1 in blocks over Arrow's buffers gives the rows, ids, problems and skipped
+rows of the row-by-row reader, whatever the batch boundaries; and the same outputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from neardup.cli import main
+from neardup.io import open_source
+from neardup.io.formats.parquet import Parquet
+from neardup.testing.synth import random_documents
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+def _rows_of(path: Path, blocks: bool, monkeypatch: pytest.MonkeyPatch, **options: object):  # type: ignore[no-untyped-def]
+    """Everything pass 1 tells of ``path``: ids, texts, positions, sizes, problems, skipped."""
+    with monkeypatch.context() as m:
+        if not blocks:
+            m.setattr(Parquet, "reads_blocks", lambda self, entry, fields: False)
+        source = open_source(str(path), **options)  # type: ignore[arg-type]
+        ids, texts, positions, nbytes = [], [], [], 0
+        for batch in source.batches(7):
+            ids += list(batch.ids)
+            texts += list(batch.texts)
+            positions += batch.positions.tolist()
+            nbytes += batch.nbytes
+        skipped = [sorted(e.skipped) for e in source._entries]
+        return (ids, texts, positions, nbytes, dict(source.errors.counts),
+                list(source.errors.examples), skipped)  # fmt: skip
+
+
+@pytest.mark.parametrize("batch_rows", [3, 64, 65_536])
+def test_blocks_and_rows_read_a_parquet_file_alike(
+    batch_rows: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neardup.io import _parquet
+
+    monkeypatch.setattr(_parquet, "BATCH_ROWS", batch_rows)
+    texts: list[str | None] = list(random_documents(40, seed=3, words=(1, 12)))
+    texts[5] = None  # a null text
+    texts[9] = "é" * 3000  # over the record limit below
+    texts[12] = ""
+    texts[20] = "日本語 😀 naïve"
+    ids: list[str | None] = [f"r{i}" for i in range(40)]
+    ids[7] = None  # a null id
+    ids[5] = None  # null text and id: the text is named
+    ids[30] = "r3"  # a repeated id
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": texts, "id": ids, "extra": list(range(40))}), path)
+    options = {"on_error": "skip", "max_record_size": 5000}
+    assert _rows_of(path, True, monkeypatch, **options) == _rows_of(
+        path, False, monkeypatch, **options
+    )
+    by_int = tmp_path / "ints.parquet"  # integer ids, a dictionary-encoded text column
+    text_dict = pa.array([t or "" for t in texts]).dictionary_encode()
+    pq.write_table(pa.table({"text": text_dict, "id": pa.array(range(40), pa.int64())}), by_int)
+    assert _rows_of(by_int, True, monkeypatch) == _rows_of(by_int, False, monkeypatch)
+    no_ids = tmp_path / "no_ids.parquet"
+    pq.write_table(pa.table({"text": [t or "" for t in texts]}), no_ids)
+    assert _rows_of(no_ids, True, monkeypatch) == _rows_of(no_ids, False, monkeypatch)
+
+
+def test_the_first_bad_row_stops_a_run_in_the_same_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": ["a", "b", None, "d"], "id": ["1", "2", "3", "4"]}), path)
+    messages = []
+    for blocks in (True, False):
+        with pytest.raises(Exception) as raised:
+            _rows_of(path, blocks, monkeypatch)
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1] and "c.parquet row 3: field 'text' is null" in messages[0]
+
+
+def test_parquet_read_in_blocks_keeps_what_jsonl_keeps(tmp_path: Path) -> None:
+    texts = random_documents(300, seed=8, words=(4, 40))
+    texts += [t + " extra" for t in texts[:100]]
+    rows = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "in.parquet", row_group_size=50)
+    for name in ("in.jsonl", "in.parquet"):
+        assert main(["dedup", str(tmp_path / name), "-o", str(tmp_path / f"{name}.kept.jsonl"),
+                     "-q"]) == 0  # fmt: skip
+    kept = [
+        [json.loads(line)["id"] for line in (tmp_path / f"{name}.kept.jsonl").open()]
+        for name in ("in.jsonl", "in.parquet")
+    ]
+    assert kept[0] == kept[1] and 300 <= len(kept[0]) < len(texts)
