@@ -92,3 +92,31 @@ def test_parquet_read_in_blocks_keeps_what_jsonl_keeps(tmp_path: Path) -> None:
         for name in ("in.jsonl", "in.parquet")
     ]
     assert kept[0] == kept[1] and 300 <= len(kept[0]) < len(texts)
+
+
+@pytest.mark.parametrize("name", ["c.csv", "c.tsv"])
+def test_blocks_and_rows_read_a_delimited_file_alike(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neardup.io.formats.delimited import Delimited
+
+    sep = "," if name.endswith(".csv") else "\t"
+    lines = ["id" + sep + "text" + sep + "extra"]
+    for i, t in enumerate(random_documents(30, seed=4, words=(1, 10))):
+        lines.append(f"r{i % 25}{sep}{t}{sep}{i}")  # ids repeat from row 26
+    lines[8] = f"r7{sep}only two values"  # a row with too few columns
+    lines[12] = f"r11{sep}{'é' * 3000}{sep}0"  # over the record limit below
+    lines[15] = f"r14{sep}{sep}0"  # an empty text: fine
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def rows(blocks: bool):  # type: ignore[no-untyped-def]
+        with monkeypatch.context() as m:
+            if not blocks:
+                m.setattr(Delimited, "reads_blocks", lambda self, entry, fields: False)
+            return _rows_of(path, True, m, on_error="skip", max_record_size=5000)
+
+    got = rows(True)
+    assert got == rows(False)
+    counts = got[4]
+    assert counts["too_large"] == 1 and counts["bad_csv"] >= 1 and counts["duplicate_id"] >= 4

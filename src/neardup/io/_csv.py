@@ -6,15 +6,17 @@ columns is a bad record (``bad_csv``); quoted values may hold newlines and delim
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError
-from ._parquet import batch_rows
+from ._arrow_blocks import arrow_block
+from ._jsonl_blocks import LineBlock
+from ._parquet import Row, batch_rows
 from ._report import (
     _SKIP_HINT,
     BAD_SCHEMA,
@@ -30,6 +32,7 @@ CSV_SUFFIXES = (".csv", ".csv.gz")
 TSV_SUFFIXES = (".tsv", ".tsv.gz", ".tab")
 BAD_CSV = "bad_csv"  # a row with another number of columns than the header
 _BLOCK = 8 << 20
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -132,8 +135,38 @@ def scan_csv(
     problems: Problems,
     delimiter: str = ",",
     key_field: str | None = None,
-) -> Iterator[tuple[int, str | None, str, int, object]]:
+) -> Iterator[Row]:
     """Pass 1: yield (row number, id or None, text, text bytes, key or None) for each good row."""
+
+    def rows(row0: int, batch: pa.RecordBatch) -> Iterator[Row]:
+        return batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
+
+    return _read(entry, (text_field, key_field), problems, delimiter, rows)
+
+
+def scan_csv_blocks(
+    entry: Entry, text_field: str, id_field: str, problems: Problems, delimiter: str = ","
+) -> Iterator[LineBlock]:
+    """Pass 1 in blocks: each record batch's good rows (``arrow_block``), ids and texts kept
+    in Arrow's buffers; the same rows and problems as ``scan_csv`` without a key field."""
+
+    def block(row0: int, batch: pa.RecordBatch) -> Iterator[LineBlock]:
+        yield arrow_block(entry, batch, row0, text_field, id_field)
+
+    return _read(entry, (text_field, None), problems, delimiter, block)
+
+
+def _read(
+    entry: Entry,
+    fields: tuple[str, str | None],
+    problems: Problems,
+    delimiter: str,
+    each: Callable[[int, pa.RecordBatch], Iterator[T]],
+) -> Iterator[T]:
+    """``each(rows before it, batch)`` over the file's record batches; a missing or
+    unreadable file, a missing text or key column (``fields``) and a read failing midway are
+    reported instead (a bad row under "stop" names its line)."""
+    text_field, key_field = fields
     read_errors = _read_errors()
     bad = _BadRows(entry, problems)
     try:
@@ -152,7 +185,7 @@ def scan_csv(
     row0 = 0
     try:
         for batch in reader:
-            yield from batch_rows(entry, batch, row0, text_field, id_field, key_field, problems)
+            yield from each(row0, batch)
             row0 += batch.num_rows
     except read_errors as exc:
         if bad.first is not None:

@@ -11,7 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .._atomic import Output, open_output
-from .._csv import CSV_SUFFIXES, TSV_SUFFIXES, kept_csv_batches, scan_csv
+from .._csv import CSV_SUFFIXES, TSV_SUFFIXES, kept_csv_batches, scan_csv, scan_csv_blocks
+from .._jsonl_blocks import LineBlock
 from .._report import Entry, Problems
 from .._sinks import OutFmt, make_sink
 from .base import Fields, Part, Record, RecordFormat
@@ -31,6 +32,20 @@ class Delimited(RecordFormat):
         self.default_out = name
         self.copies_as = name
         self.delimiter = delimiter
+
+    def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
+        """Files are read in blocks over Arrow's buffers (with a key field row by row)."""
+        return entry.path is not None and fields.key is None
+
+    def blocks(
+        self,
+        entry: Entry,
+        fields: Fields,
+        problems: Problems,
+        chunk: int | None = None,
+        memo: object = None,
+    ) -> Iterator[LineBlock]:
+        return scan_csv_blocks(entry, fields.text, fields.id, problems, self.delimiter)
 
     def records(
         self, entry: Entry, fields: Fields, problems: Problems, memo: object
