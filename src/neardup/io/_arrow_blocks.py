@@ -1,5 +1,5 @@
-"""Arrow record batches (of a Parquet file) -> ``LineBlock``: ids and texts as the UTF-8 buffers
-Arrow already holds, no Python string per row.
+"""Arrow record batches (of a Parquet, CSV or TSV file) -> ``LineBlock``: ids and texts as the
+UTF-8 buffers Arrow already holds, no Python string per row.
 
 The rows and problems are those of the row-by-row reader (``_parquet.batch_rows``): a null
 text, a text over the record limit, then a null id, in that order of precedence, each a bad
@@ -57,12 +57,18 @@ def _utf8(column: pa.Array) -> Utf8Texts:
     return Utf8Texts(buf, at)
 
 
+def _no_ids(n: int) -> Utf8Texts:
+    """``n`` empty ids (the rows of a file without an id column: the source numbers them)."""
+    return Utf8Texts(np.zeros(0, np.uint8), np.zeros(n + 1, np.int64))
+
+
 def arrow_block(
     entry: Entry, batch: pa.RecordBatch, row0: int, text_field: str, id_field: str
 ) -> LineBlock:
     """The good rows of ``batch`` (its first row is number ``row0 + 1``) as a LineBlock, and
     its bad rows as the block's problems. Spans: each text's UTF-8 bytes (what batches are
-    sized by), from 0; a Parquet row is read again by the source's spool, never by span."""
+    sized by), from 0; these formats' rows are read again from the source's spool, never by
+    span."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -90,7 +96,7 @@ def arrow_block(
     n = len(rows)
     return LineBlock(
         recnos=rows + (row0 + 1),
-        ids=_utf8(ids.filter(keep)) if ids is not None else Utf8Texts.from_strings([""] * n),
+        ids=_utf8(ids.filter(keep)) if ids is not None else _no_ids(n),
         absent=np.full(n, ids is None, dtype=np.bool_),
         texts=_utf8(texts.filter(keep)),
         starts=np.zeros(n, np.int64),

@@ -192,7 +192,32 @@ class RecordFormat:
         raise ParamError(f"{self.name} input cannot be written with edited texts")
 
 
+class ArrowFormat(RecordFormat):
+    """Formats read as Arrow record batches (Parquet, CSV, TSV): pass 1 in blocks over Arrow's
+    own buffers (``arrow_blocks``), unless a key field asks for the rows one by one."""
+
+    def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
+        return entry.path is not None and fields.key is None
+
+    def blocks(
+        self,
+        entry: Entry,
+        fields: Fields,
+        problems: Problems,
+        chunk: int | None = None,
+        memo: object = None,
+    ) -> Iterator[LineBlock]:
+        return self.arrow_blocks(entry, fields, problems, memo)
+
+    def arrow_blocks(
+        self, entry: Entry, fields: Fields, problems: Problems, memo: object
+    ) -> Iterator[LineBlock]:
+        """The file's record batches as blocks (``io/_arrow_blocks.py``)."""
+        raise NotImplementedError
+
+
 __all__ = [
+    "ArrowFormat",
     "Fields",
     "Format",
     "Part",

@@ -15,13 +15,13 @@ from .._csv import CSV_SUFFIXES, TSV_SUFFIXES, kept_csv_batches, scan_csv, scan_
 from .._jsonl_blocks import LineBlock
 from .._report import Entry, Problems
 from .._sinks import OutFmt, make_sink
-from .base import Fields, Part, Record, RecordFormat
+from .base import ArrowFormat, Fields, Part, Record
 
 if TYPE_CHECKING:
     from .._sinks import Sink
 
 
-class Delimited(RecordFormat):
+class Delimited(ArrowFormat):
     """Rows of values split by ``delimiter`` ("," for CSV, tab for TSV)."""
 
     unit: str | None = "row"
@@ -33,17 +33,8 @@ class Delimited(RecordFormat):
         self.copies_as = name
         self.delimiter = delimiter
 
-    def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
-        """Files are read in blocks over Arrow's buffers (with a key field row by row)."""
-        return entry.path is not None and fields.key is None
-
-    def blocks(
-        self,
-        entry: Entry,
-        fields: Fields,
-        problems: Problems,
-        chunk: int | None = None,
-        memo: object = None,
+    def arrow_blocks(
+        self, entry: Entry, fields: Fields, problems: Problems, memo: object
     ) -> Iterator[LineBlock]:
         return scan_csv_blocks(entry, fields.text, fields.id, problems, self.delimiter)
 

@@ -20,7 +20,7 @@ from .._parquet import (
     text_schema,
 )
 from .._report import Entry, Problems
-from .base import Fields, Part, Record, RecordFormat
+from .base import ArrowFormat, Fields, Part, Record
 
 if TYPE_CHECKING:
     from .._edit import Edit
@@ -39,7 +39,7 @@ class _ArrowTo:
         self.sink.write_arrow(batch)
 
 
-class Parquet(RecordFormat):
+class Parquet(ArrowFormat):
     """Columnar tables; every later file must have the first usable file's schema."""
 
     name = "parquet"
@@ -53,17 +53,8 @@ class Parquet(RecordFormat):
         are written with it."""
         return SchemaRef()
 
-    def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
-        """Files are read in blocks over Arrow's buffers (with a key field row by row)."""
-        return entry.path is not None and fields.key is None
-
-    def blocks(
-        self,
-        entry: Entry,
-        fields: Fields,
-        problems: Problems,
-        chunk: int | None = None,
-        memo: object = None,
+    def arrow_blocks(
+        self, entry: Entry, fields: Fields, problems: Problems, memo: object
     ) -> Iterator[LineBlock]:
         first = cast(SchemaRef, memo)
         return scan_parquet_blocks(entry, fields.text, fields.id, problems, first)
