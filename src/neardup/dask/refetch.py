@@ -32,19 +32,27 @@ class Refetch:
         self.spill_dir = spill_dir
         block_file = np.asarray([block.file for block in layout.blocks], dtype=np.int64)
         self.files = block_file[key_block(docs.key)]
+        self.orders: dict[int, IntArray] = {}
         self.spools: dict[int, TextSpool] = {}
 
     def __call__(self, wanted: IntArray) -> list[str]:
         docs, out = self.docs, {}
         for f in np.unique(self.files[wanted]).tolist():
-            mine = np.flatnonzero(self.files == f)  # this file's documents here, in file order
-            order = mine[np.argsort(docs.start[mine], kind="stable")]
+            order = self._order(f)
             want = wanted[self.files[wanted] == f]
             at = np.searchsorted(docs.start[order], docs.start[want])
             texts = self._read(f, order, np.sort(at))
             for i, text in zip(want[np.argsort(at, kind="stable")].tolist(), texts, strict=True):
                 out[i] = text
         return [out[i] for i in wanted.tolist()]
+
+    def _order(self, f: int) -> IntArray:
+        """This task's documents of file ``f`` in file order (worked out once per file: the
+        engine asks for texts dozens of times)."""
+        if f not in self.orders:
+            mine = np.flatnonzero(self.files == f)
+            self.orders[f] = mine[np.argsort(self.docs.start[mine], kind="stable")]
+        return self.orders[f]
 
     def _read(self, f: int, order: IntArray, at: IntArray) -> list[str]:
         """Texts of this task's documents ``order[at]`` of file ``f`` (``order``: all of them,

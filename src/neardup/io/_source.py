@@ -378,9 +378,7 @@ class Source:
         once.
         """
         docs = np.asarray(positions, dtype=np.int64)
-        again = all(
-            e.path is not None and self.format.reads_again(e) for e in self._entries if e.n_docs
-        )
+        again = all(self.format.reads_again(e) for e in self._entries if e.n_docs)
         if self.n_docs is not None and again:
             texts: list[str] = []
             for entry in self._entries:
