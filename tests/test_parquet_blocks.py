@@ -120,3 +120,54 @@ def test_blocks_and_rows_read_a_delimited_file_alike(
     assert got == rows(False)
     counts = got[4]
     assert counts["too_large"] == 1 and counts["bad_csv"] >= 1 and counts["duplicate_id"] >= 4
+
+
+def test_parquet_batches_hold_about_batch_bytes_whatever_the_document_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long documents make batches of fewer rows (memory follows bytes), and the documents read
+    are the same whatever the batch size."""
+    from neardup.io import _parquet
+
+    short = random_documents(300, seed=4, words=(2, 6))
+    long = [" ".join([t] * 200) for t in short]
+    for name, texts in (("short", short), ("long", long)):
+        pq.write_table(pa.table({"id": [f"d{i}" for i in range(300)], "text": texts}),
+                       tmp_path / f"{name}.parquet", row_group_size=50)  # fmt: skip
+    monkeypatch.setattr(_parquet, "BATCH_BYTES", 64 << 10)
+    rows = {
+        name: _parquet.batch_rows_of(pq.ParquetFile(tmp_path / f"{name}.parquet"), ["id", "text"])
+        for name in ("short", "long")
+    }
+    assert rows["long"] < rows["short"] // 50 and rows["long"] >= 1
+    sizes: list[int] = []
+    block = _parquet.arrow_block
+
+    def spied(entry, batch, *args):  # type: ignore[no-untyped-def]
+        sizes.append(batch.num_rows)
+        return block(entry, batch, *args)
+
+    with monkeypatch.context() as m:
+        m.setattr(_parquet, "arrow_block", spied)
+        for _ in open_source(str(tmp_path / "long.parquet")).batches(10**6):
+            pass
+    assert sum(sizes) == 300 and max(sizes) == rows["long"]
+    read = _rows_of(tmp_path / "long.parquet", True, monkeypatch)
+    monkeypatch.setattr(_parquet, "BATCH_BYTES", 8 << 20)
+    assert _rows_of(tmp_path / "long.parquet", True, monkeypatch) == read
+
+
+def test_a_parquet_output_of_long_documents_gets_row_groups_of_about_row_group_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from neardup.io import _parquet
+
+    texts = [" ".join([t] * 100) for t in random_documents(200, seed=8, words=(3, 8))]
+    src = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"id": [f"d{i}" for i in range(200)], "text": texts}), src)
+    monkeypatch.setattr(_parquet, "ROW_GROUP_BYTES", 32 << 10)
+    out = tmp_path / "out.parquet"
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 0
+    written = pq.ParquetFile(out)
+    assert written.metadata.num_row_groups > 5
+    assert written.read().equals(pq.read_table(src))  # every row kept, as it was

@@ -91,14 +91,17 @@ def arrow_block(
         else:
             why = null_id(id_field)
         problems.append((row0 + j + 1, *why))
-    keep = pa.array(good)
+    if problems:  # bad rows out (a filter copies the texts: not when every row is good)
+        keep = pa.array(good)
+        texts = texts.filter(keep)
+        ids = ids.filter(keep) if ids is not None else None
     rows = np.flatnonzero(good).astype(np.int64)
     n = len(rows)
     return LineBlock(
         recnos=rows + (row0 + 1),
-        ids=_utf8(ids.filter(keep)) if ids is not None else _no_ids(n),
+        ids=_utf8(ids) if ids is not None else _no_ids(n),
         absent=np.full(n, ids is None, dtype=np.bool_),
-        texts=_utf8(texts.filter(keep)),
+        texts=_utf8(texts),
         starts=np.zeros(n, np.int64),
         ends=sizes[good].astype(np.int64),
         firsts=np.zeros(n, np.uint8),

@@ -35,8 +35,12 @@ T = TypeVar("T")
 #: What pass 1 yields for one good row: (row number, id or None, text, text bytes, key).
 Row = tuple[int, str | None, str, int, object]
 
-#: Rows per record batch read from a Parquet file (and per row group written).
+#: Rows per record batch read from a Parquet file, and per row group written, at most.
 BATCH_ROWS = 65_536
+#: Bytes of the columns read per record batch (fewer rows when documents are long), and of the
+#: rows buffered per row group written: memory follows bytes, whatever the document length.
+BATCH_BYTES = 8 << 20
+ROW_GROUP_BYTES = 64 << 20
 
 
 def _read_errors() -> tuple[type[Exception], ...]:
@@ -180,12 +184,11 @@ def _read(
     """``each(rows before it, batch)`` over the file's record batches of the columns pass 1
     reads (text, id, key: ``fields``); a missing, unreadable or unusable file is reported
     instead, and a read failing midway after what came before it."""
-    import pyarrow.parquet as pq
 
     text_field, id_field, key_field = fields
     read_errors = _read_errors()
     try:
-        pfile = pq.ParquetFile(entry.path)
+        pfile = open_parquet(entry)
     except FileNotFoundError:
         problems.file(entry, MISSING_FILE, "file not found", "check the path")
         return
@@ -197,7 +200,7 @@ def _read(
         return
     row0 = 0
     try:
-        for batch in pfile.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+        for batch in pfile.iter_batches(batch_size=batch_rows_of(pfile, columns), columns=columns):
             yield from each(row0, batch)
             row0 += batch.num_rows
     except read_errors as exc:
@@ -207,6 +210,32 @@ def _read(
             f"reading failed after row {row0} ({exc})",
             "repair or re-create the file",
         )
+
+
+def open_parquet(entry: Entry) -> pq.ParquetFile:
+    """The file, read a column chunk at a time: pre-buffering (pyarrow's default) holds every
+    chunk read until the reader is done, the whole file's columns (1 GB read, 1 GB held)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(entry.path, pre_buffer=False)
+
+
+def batch_rows_of(pfile: pq.ParquetFile, columns: list[str] | None) -> int:
+    """Rows per record batch holding about ``BATCH_BYTES`` of ``columns`` (None: all), by their
+    uncompressed size in the file's metadata averaged over its rows; at most ``BATCH_ROWS``."""
+    meta = pfile.metadata
+    if meta.num_rows == 0:
+        return BATCH_ROWS
+    wanted = None if columns is None else set(columns)
+    size = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            chunk = group.column(c)
+            if wanted is None or chunk.path_in_schema.split(".")[0] in wanted:
+                size += chunk.total_uncompressed_size
+    per_row = max(size / meta.num_rows, 1.0)
+    return int(min(BATCH_ROWS, max(1, BATCH_BYTES // per_row)))
 
 
 def _usable_columns(
@@ -322,20 +351,23 @@ def batch_rows(
 
 @dataclass
 class ParquetSink:
-    """Buffers filtered batches and writes them as row groups of about BATCH_ROWS rows."""
+    """Buffers filtered batches and writes them as row groups of about BATCH_ROWS rows or
+    ROW_GROUP_BYTES bytes, whichever comes first."""
 
     out: BinaryIO
     schema: pa.Schema
     _writer: pq.ParquetWriter | None = None
     _buffer: list[pa.RecordBatch] = field(default_factory=list)
     _rows: int = 0
+    _bytes: int = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         if batch.num_rows == 0:
             return
         self._buffer.append(batch)
         self._rows += batch.num_rows
-        if self._rows >= BATCH_ROWS:
+        self._bytes += batch.nbytes
+        if self._rows >= BATCH_ROWS or self._bytes >= ROW_GROUP_BYTES:
             self._flush()
 
     def _flush(self) -> None:
@@ -346,8 +378,9 @@ class ParquetSink:
             self._writer = pq.ParquetWriter(self.out, self.schema)
         if self._buffer:
             table = pa.Table.from_batches(self._buffer).cast(self.schema)
-            self._writer.write_table(table, row_group_size=max(self._rows, 1))
-        self._buffer, self._rows = [], 0
+            groups = max(1, -(-self._bytes // ROW_GROUP_BYTES))  # a batch may be large alone
+            self._writer.write_table(table, row_group_size=max(-(-self._rows // groups), 1))
+        self._buffer, self._rows, self._bytes = [], 0, 0
 
     def close(self) -> None:
         """Write what is buffered and the footer (an empty file still gets the schema)."""
@@ -369,13 +402,12 @@ def copy_kept_parquet(
     changed row i becomes ``edit(entry.start + i, text)``.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     if entry.n_docs == 0:
         return
-    pfile = pq.ParquetFile(entry.path)
+    pfile = open_parquet(entry)
     for batch, index, select, done in kept_rows(
-        entry, pfile.iter_batches(batch_size=BATCH_ROWS), keep
+        entry, pfile.iter_batches(batch_size=batch_rows_of(pfile, None)), keep
     ):
         if edit is not None and edit[0][done : done + index.size].any():
             batch = _edited(
