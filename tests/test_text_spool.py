@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup.cli import main
 from neardup.errors import InputError
@@ -46,6 +48,27 @@ def test_a_spool_gives_back_every_text_by_position_unicode_included() -> None:
     path = spool.path
     spool.close()
     assert not os.path.exists(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=40), max_size=30),
+    picks=st.lists(st.integers(min_value=0, max_value=10**6), max_size=40),
+)
+def test_a_spool_reads_any_positions_in_any_order(texts: list[str], picks: list[int]) -> None:
+    """Runs of texts adjacent in the file are read together; repeats and any order, empty
+    texts and lone surrogates included, give back what was written."""
+    spool = TextSpool()
+    try:
+        spool.add(texts[: len(texts) // 2])
+        spool.add(texts[len(texts) // 2 :])
+        spool.seal()
+        order = np.array([p % len(texts) for p in picks] if texts else [], dtype=np.int64)
+        assert spool.texts(order) == [texts[i] for i in order.tolist()]
+        run = np.arange(len(texts), dtype=np.int64)
+        assert spool.texts(run) == texts
+    finally:
+        spool.close()
 
 
 def test_an_empty_spool_reads_nothing_and_leaves_nothing() -> None:
@@ -203,3 +226,76 @@ def test_a_spool_that_cannot_be_written_says_so_in_one_line(tmp_path: Path) -> N
     message = done.stdout.strip()
     assert message.startswith("cannot write the copy of the texts kept for exact re-checks")
     assert str(tmp_path) in message and "\n" not in message
+
+
+@pytest.mark.parametrize("kind", ["parquet", "gzip", "keep-field"])
+def test_a_source_told_to_keep_texts_spools_them_in_pass_1_and_never_reads_again(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No pass 1 more at the first re-read: the texts are those pass 1 read, even once the
+    input has been moved away."""
+    import gzip
+
+    texts = random_documents(40, seed=13, words=(3, 30)) + VALID
+    path, key = tmp_path / "in.jsonl", None
+    if kind == "parquet":
+        path = tmp_path / "in.parquet"
+        _parquet(path, texts)
+    elif kind == "gzip":
+        path = tmp_path / "in.jsonl.gz"
+        path.write_bytes(gzip.compress(_jsonl(texts)))
+    else:
+        path.write_bytes(_jsonl(texts))
+        key = "id"
+    source = open_source(str(path), key_field=key)
+    source.keep_texts = True
+    for _ in source.batches(10):
+        pass
+    spool = source._texts
+    assert spool is not None and os.path.exists(spool.path)
+    runs = _passes(monkeypatch)
+    path.rename(tmp_path / "moved")
+    wanted = np.arange(1, len(texts), 3, dtype=np.int64)
+    assert source.texts_at(wanted) == [texts[j] for j in wanted.tolist()]
+    assert not runs
+    source.close()
+    assert not os.path.exists(spool.path)
+
+
+def test_a_plain_jsonl_source_told_to_keep_texts_writes_no_spool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file read again by span needs no copy of its texts."""
+    import tempfile
+
+    spools = tmp_path / "spools"
+    spools.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spools))
+    texts = random_documents(30, seed=14, words=(3, 30))
+    (tmp_path / "in.jsonl").write_bytes(_jsonl(texts))
+    source = open_source(str(tmp_path / "in.jsonl"))
+    source.keep_texts = True
+    for _ in source.batches(10):
+        pass
+    assert source._texts is None and not list(spools.iterdir())
+    assert source.texts_at(np.array([2, 7], dtype=np.int64)) == [texts[2], texts[7]]
+    source.close()
+
+
+def test_a_pass_1_stopped_early_leaves_no_spool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    spools = tmp_path / "spools"
+    spools.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(spools))
+    _parquet(tmp_path / "in.parquet", random_documents(50, seed=15, words=(3, 30)))
+    source = open_source(str(tmp_path / "in.parquet"))
+    source.keep_texts = True
+    batches = source.batches(10)
+    next(batches)
+    assert len(list(spools.iterdir())) == 1
+    batches.close()
+    assert not list(spools.iterdir()) and source._texts is None
+    source.close()

@@ -264,6 +264,9 @@ def dedup_source(
         # Percentages only where input size and bytes read are the same measure (not gzip).
         gzipped = any(str(x).endswith(".gz") for x in _paths(inputs))
         bar = Progress(progress, None if gzipped else source.input_bytes, desc=_READING)
+        # Hybrid verification reads borderline texts again: inputs that cannot be read again
+        # by position keep their texts as pass 1 reads them (not in a pass 1 more).
+        source.keep_texts = dedup.verifier.needs_texts
         try:
             ranks = _sign_all(dedup, source, read, bar)
             ids: Sequence[str] = source.ids if source.ids is not None else []

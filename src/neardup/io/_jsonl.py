@@ -142,6 +142,18 @@ def open_jsonl(entry: Entry) -> BinaryIO:
     return raw
 
 
+def is_gzip(entry: Entry) -> bool:
+    """Whether the input's file starts with gzip's magic bytes (False for a stream, a spool of
+    lines, or a file that cannot be opened: pass 1 reports that)."""
+    if entry.plain or entry.path is None or entry.stream is not None:
+        return False
+    try:
+        with open(entry.path, "rb") as fh:
+            return fh.read(2) == _GZIP_MAGIC
+    except OSError:
+        return False
+
+
 def _gunzip_stream(stream: BinaryIO) -> BinaryIO:
     """A stream (stdin, a pipe), decompressed if its first bytes are the gzip magic."""
     peek = getattr(stream, "peek", None)

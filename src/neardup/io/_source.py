@@ -111,6 +111,11 @@ class Source:
         self._spool_complete = False
         self._finalizer: weakref.finalize | None = None
         self._texts: TextSpool | None = None  # every text, for a format that is not indexed
+        #: Whether pass 1 also writes every text to a spool when an input cannot be read again
+        #: by position (``Format.will_read_again``: Parquet, CSV, text, HTML, WARC, gzip,
+        #: stdin), so that ``texts_at`` need not run pass 1 once more: set it before pass 1
+        #: when texts will be read again (hybrid verification).
+        self.keep_texts = False
         self._texts_lock = threading.Lock()  # one thread writes the spool; the others wait
         #: Streams this source opened (a named pipe given as a path): closed by close().
         self.owned: list[BinaryIO] = []
@@ -169,6 +174,27 @@ class Source:
     def _pass1(
         self, batch_size: int, batch_bytes: int = 1 << 62
     ) -> Generator[DocBatch, None, None]:
+        """Pass 1, its texts spooled as they go by when ``keep_texts`` asks for it and no
+        complete pass 1 has spooled them yet."""
+        spool = None
+        readable = (self.format.will_read_again(e, self._fields) for e in self._entries)
+        if self.keep_texts and self._texts is None and not all(readable):
+            spool = TextSpool()
+        try:
+            for batch in self._read(batch_size, batch_bytes):
+                if spool is not None:
+                    spool.add(batch.texts)
+                yield batch
+            if spool is not None:
+                spool.seal()
+                with self._texts_lock:
+                    self._texts, spool = spool, None
+        finally:
+            if spool is not None:  # pass 1 did not run to its end
+                spool.close()
+
+    def _read(self, batch_size: int, batch_bytes: int) -> Generator[DocBatch, None, None]:
+        """Every input read once: problems, ids, batches (``n_docs`` set at the end)."""
         self.n_docs = None
         self.ids = None
         self.errors.counts.clear()

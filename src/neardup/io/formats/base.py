@@ -78,6 +78,11 @@ class Format(Protocol):
         source keeps every text in a spool at its first re-read)."""
         ...
 
+    def will_read_again(self, entry: Entry, fields: Fields) -> bool:
+        """Before pass 1 reads the input: whether ``reads_again`` will say so after it (if not,
+        a source told to keep texts spools them as pass 1 reads them)."""
+        ...
+
     def detect(self, name: str) -> bool:
         """Whether a file called ``name`` (lower case) holds this format."""
         ...
@@ -172,6 +177,9 @@ class RecordFormat:
         return None
 
     def reads_again(self, entry: Entry) -> bool:
+        return False
+
+    def will_read_again(self, entry: Entry, fields: Fields) -> bool:
         return False
 
     def texts_at(

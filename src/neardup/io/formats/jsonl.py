@@ -13,7 +13,7 @@ from ..._chunks import size_chunks
 from ..._prefetch import ordered_map
 from .._atomic import Output, open_output
 from .._edit import edit_jsonl
-from .._jsonl import copy_kept_jsonl, scan_jsonl
+from .._jsonl import copy_kept_jsonl, is_gzip, scan_jsonl
 from .._jsonl_blocks import (
     LineBlock,
     copy_kept_spans,
@@ -47,6 +47,10 @@ class Jsonl(RecordFormat):
         """By the byte spans pass 1 read the records from, in a file that seeks (a gzip file
         decompresses from its start again at every seek back: its texts are spooled)."""
         return entry.spans is not None and not entry.compressed
+
+    def will_read_again(self, entry: Entry, fields: Fields) -> bool:
+        """A file read in blocks that is not gzip (its first bytes, read now)."""
+        return self.reads_blocks(entry, fields) and not is_gzip(entry)
 
     def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
         """Files are read in blocks by a kernel (streams and key fields line by line)."""
