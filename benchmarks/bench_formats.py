@@ -62,7 +62,12 @@ def kept_ids(kept: Path, fmt: str) -> list[str]:
         import pyarrow.csv as pcsv
         import pyarrow.parquet as pq
 
-        table = pq.read_table(kept) if fmt == "parquet" else pcsv.read_csv(kept)
+        multiline = pcsv.ParseOptions(newlines_in_values=True)  # long texts hold newlines
+        table = (
+            pq.read_table(kept)
+            if fmt == "parquet"
+            else pcsv.read_csv(kept, parse_options=multiline)
+        )
         return [str(i) for i in table.column("id").to_pylist()]
     with gzip.open(kept, "rb") if fmt.endswith(".gz") else kept.open("rb") as fh:
         return [json.loads(line)["id"] for line in fh]
