@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import gzip
 import io
 from dataclasses import dataclass, replace
 from typing import Any
@@ -27,7 +26,7 @@ from .._kernels.links import key_links, split_links
 from .._kernels.shingles import raw_hash_kernel
 from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
-from ..io._atomic import GZIP_LEVEL
+from ..io._gzip import gzip_bytes
 from ..io._writers import write_clusters, write_pairs
 from ..methods import make_method, posting_rows
 from ..params import DedupParams
@@ -476,6 +475,6 @@ def write_take(
 def put_part(folder: str, name: str, data: bytes, gz: bool, storage: dict[str, Any]) -> None:
     """A part file, whole or absent (gzip without a timestamp: the same bytes every run)."""
     if gz:
-        data = gzip.compress(data, compresslevel=GZIP_LEVEL, mtime=0)
+        data = gzip_bytes(data)
     fs, root = filesystem(folder, storage)
     write_whole(fs, f"{root.rstrip('/')}/{name}", data, is_url(folder))

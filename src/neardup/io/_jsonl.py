@@ -8,15 +8,14 @@ any line it rejects, so the accepted records and the messages do not depend on i
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from collections.abc import Callable, Generator, Iterator
 from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
+from ._gzip import GZIP_ERRORS, gzip_reader
 from ._report import (
     BAD_JSON,
     BAD_TEXT,
@@ -46,7 +45,7 @@ _MISSING = object()
 #: Bytes read at a time while streaming past a line over the record-size limit.
 _SKIP_PIECE = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
-_READ_ERRORS = (OSError, EOFError, zlib.error)
+_READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *GZIP_ERRORS)
 
 
 def parse_record(
@@ -138,7 +137,7 @@ def open_jsonl(entry: Entry) -> BinaryIO:
         raw.close()
         raise
     if magic == _GZIP_MAGIC and not entry.plain:
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+        return gzip_reader(raw)
     return raw
 
 
@@ -158,7 +157,7 @@ def _gunzip_stream(stream: BinaryIO) -> BinaryIO:
     """A stream (stdin, a pipe), decompressed if its first bytes are the gzip magic."""
     peek = getattr(stream, "peek", None)
     if peek is not None and peek(2)[:2] == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[return-value]
+        return gzip_reader(stream)
     return stream
 
 

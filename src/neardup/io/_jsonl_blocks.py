@@ -11,9 +11,7 @@ needs instead of walking every line in Python.
 
 from __future__ import annotations
 
-import gzip
 import io
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -24,6 +22,7 @@ import numpy.typing as npt
 
 from .._types import IntArray
 from ..text import Utf8Texts
+from ._gzip import GZIP_ERRORS, decompresses
 from ._jsonl import LongLine, open_jsonl, parse_record, read_lines, report_long_line
 from ._report import Entry, Problems, RecordProblem, raise_changed, too_large
 
@@ -32,7 +31,7 @@ CHUNK = 8 << 20
 #: A gap between wanted ranges longer than this is skipped by a seek rather than read: reading
 #: a short gap costs less than another read call, reading a long one more.
 SKIP_BYTES = 64 << 10
-_READ_ERRORS = (OSError, EOFError, zlib.error)
+_READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *GZIP_ERRORS)
 
 Bytes = npt.NDArray[np.uint8]
 
@@ -240,7 +239,7 @@ def scan_jsonl_blocks(
     handle = problems.opened(entry, lambda: open_jsonl(entry))
     if handle is None:
         return
-    entry.compressed = isinstance(handle, gzip.GzipFile)
+    entry.compressed = decompresses(handle)
     chunks = _WholeLines(handle, entry, problems, chunk or CHUNK)  # CHUNK read now: tests set it
     try:
         for whole in chunks:
