@@ -349,6 +349,7 @@ def dedup_paragraphs(
         plan, kept_fmt = _check_outputs(inputs, outputs, source, units.unit)
         dedup = _unit_engine(params, units, read, source, jobs, memory_limit, outputs.all_pairs)
         jobs = dedup.jobs
+        source.keep_texts = dedup.verifier.needs_texts  # spooled in pass 1 where they must be
         where = _sign_units(dedup, source, read, units, jobs, progress)
         first, unit_of = where.first, where.unit_of
         key = None
