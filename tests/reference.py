@@ -302,3 +302,10 @@ def pairs_from_hits(
             if key == hit_key:
                 count[row, doc] = count.get((row, doc), 0) + 1
     return sorted(pair for pair, c in count.items() if c >= r)
+
+
+def json_literal(text: str) -> bytes:
+    """A string as a JSON literal, as the JSON Lines writers write it (UTF-8, not escaped)."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False).encode("utf-8")

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, Literal
 
 from ..errors import OutputError
+from ._json_lines import json_lines
 
 OutFmt = Literal["jsonl", "parquet", "csv", "tsv", "folder"]
 
@@ -56,8 +57,14 @@ class JsonlSink:
         self.out.write(data)
 
     def write_arrow(self, batch: Any) -> None:
-        """An Arrow table or record batch of records."""
-        self.write(batch.to_pylist())
+        """An Arrow table or record batch of records (columns of strings, integers and booleans
+        by kernels, the same bytes as ``write``)."""
+        for part in batch.to_batches() if hasattr(batch, "to_batches") else [batch]:
+            lines = json_lines(part)
+            if lines is None:
+                self.write(part.to_pylist())
+            else:
+                self.out.write(lines)
 
     def close(self) -> None:
         """Nothing is buffered."""

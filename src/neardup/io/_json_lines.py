@@ -1,0 +1,91 @@
+"""Arrow record batches -> JSON Lines, byte for byte what ``json.dumps(row, ensure_ascii=False)``
+writes for each row, without a Python object per row or value (Parquet, CSV and TSV kept
+records written as JSON Lines).
+
+Columns of strings, integers and booleans (the text, id and metadata columns of a corpus) are
+written by kernels (``_kernels/json_out.py``); a batch with another column type (floats, whose
+text Python and Arrow write differently, dates, lists, structs) is left to the caller, which
+goes row by row.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+_NULL = b"null"
+
+
+def _strings(column: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
+    """A column cast to large strings: its UTF-8 bytes and the offsets of its values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    large = pc.cast(column, pa.large_string())
+    _, offsets, data = large.buffers()
+    at = np.frombuffer(offsets, dtype=np.int64)[large.offset : large.offset + len(large) + 1]
+    buf = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
+    return buf, at
+
+
+def _kind(dtype: pa.DataType) -> str | None:
+    """ "string" (escaped), "plain" (written as Arrow casts it: integers, booleans) or None."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    is_view = getattr(pa.types, "is_string_view", lambda t: False)
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or is_view(dtype):
+        return "string"
+    if pa.types.is_integer(dtype) or pa.types.is_boolean(dtype):
+        return "plain"
+    return None
+
+
+def json_lines(batch: Any) -> bytes | None:
+    """The rows of ``batch`` (an Arrow record batch) as JSON Lines, or None when a column is
+    of a type written row by row (or two columns share a name, or there are none)."""
+    from .._kernels.json_out import join_rows, quote_strings
+
+    names = batch.schema.names
+    kinds = [_kind(field.type) for field in batch.schema]
+    if not names or len(set(names)) != len(names) or None in kinds:
+        return None
+    n, k = batch.num_rows, len(names)
+    pieces: list[npt.NDArray[np.uint8]] = []
+    starts = np.empty((k, n), dtype=np.int64)
+    ends = np.empty((k, n), dtype=np.int64)
+    nulls: list[tuple[int, npt.NDArray[np.bool_]]] = []
+    base = 0
+    for j, (column, kind) in enumerate(zip(batch.columns, kinds, strict=True)):
+        buf, offsets = _strings(column)
+        if kind == "string":
+            buf, offsets = quote_strings(buf, offsets)
+        else:
+            buf, offsets = buf[offsets[0] : offsets[-1]], offsets - offsets[0]
+        starts[j] = offsets[:-1] + base
+        ends[j] = offsets[1:] + base
+        if column.null_count:
+            nulls.append((j, column.is_null().to_numpy(zero_copy_only=False)))
+        pieces.append(buf)
+        base += len(buf)
+    pieces.append(np.frombuffer(_NULL, dtype=np.uint8))
+    values = np.concatenate(pieces)
+    for j, null in nulls:  # null values: the last piece, "null"
+        starts[j, null] = base
+        ends[j, null] = base + len(_NULL)
+    keys = [json.dumps(name, ensure_ascii=False) for name in names]
+    consts = ["{" + keys[0] + ": "] + [", " + key + ": " for key in keys[1:]] + ["}\n"]
+    encoded = [c.encode("utf-8") for c in consts]
+    const_offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in encoded], out=const_offsets[1:])
+    const_buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    return join_rows(const_buf, const_offsets, values, starts, ends).tobytes()
