@@ -262,15 +262,21 @@ def test_a_source_told_to_keep_texts_spools_them_in_pass_1_and_never_reads_again
     assert not os.path.exists(spool.path)
 
 
-def test_a_plain_jsonl_source_told_to_keep_texts_writes_no_spool(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A file read again by span needs no copy of its texts."""
+@pytest.fixture
+def spools(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty folder where every spool of the test goes."""
     import tempfile
 
-    spools = tmp_path / "spools"
-    spools.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(spools))
+    folder = tmp_path / "spools"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def test_a_plain_jsonl_source_told_to_keep_texts_writes_no_spool(
+    tmp_path: Path, spools: Path
+) -> None:
+    """A file read again by span needs no copy of its texts."""
     texts = random_documents(30, seed=14, words=(3, 30))
     (tmp_path / "in.jsonl").write_bytes(_jsonl(texts))
     source = open_source(str(tmp_path / "in.jsonl"))
@@ -282,14 +288,7 @@ def test_a_plain_jsonl_source_told_to_keep_texts_writes_no_spool(
     source.close()
 
 
-def test_a_pass_1_stopped_early_leaves_no_spool(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import tempfile
-
-    spools = tmp_path / "spools"
-    spools.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(spools))
+def test_a_pass_1_stopped_early_leaves_no_spool(tmp_path: Path, spools: Path) -> None:
     _parquet(tmp_path / "in.parquet", random_documents(50, seed=15, words=(3, 30)))
     source = open_source(str(tmp_path / "in.parquet"))
     source.keep_texts = True
