@@ -352,9 +352,7 @@ def dedup_paragraphs(
         source.keep_texts = dedup.verifier.needs_texts  # spooled in pass 1 where they must be
         where = _sign_units(dedup, source, read, units, jobs, progress)
         first, unit_of = where.first, where.unit_of
-        key = None
-        if read.key_field:
-            key = key_ranks(where.keys, params.keep_prefer)[where.doc_of]
+        key = key_ranks(where.keys, params.keep_prefer)[where.doc_of] if read.key_field else None
         dedup.finish(
             key,
             lambda docs: _unit_texts(
