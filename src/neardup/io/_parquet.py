@@ -185,7 +185,6 @@ def _read(
     """``each(rows before it, batch)`` over the file's record batches of the columns pass 1
     reads (text, id, key: ``fields``); a missing, unreadable or unusable file is reported
     instead, and a read failing midway after what came before it."""
-
     text_field, id_field, key_field = fields
     read_errors = _read_errors()
     try:
