@@ -38,7 +38,21 @@ def null_id(id_field: str) -> tuple[str, str, str]:
     )
 
 
-def _large_strings(column: pa.Array) -> pa.Array:
+def is_text_type(dtype: pa.DataType) -> bool:
+    """Whether a column of ``dtype`` holds text: strings of any width, views, dictionaries."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    is_view = getattr(pa.types, "is_string_view", None)
+    return bool(
+        pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or (is_view is not None and is_view(dtype))
+    )
+
+
+def large_strings(column: pa.Array) -> pa.Array:
     """A text or id column as large strings (dictionaries decoded, integers written out as
     ``str`` writes them), so its values are one buffer with 64-bit offsets."""
     import pyarrow as pa
@@ -49,8 +63,9 @@ def _large_strings(column: pa.Array) -> pa.Array:
     return pc.cast(column, pa.large_string())
 
 
-def _utf8(column: pa.Array) -> Utf8Texts:
-    """The values of a large-string column without nulls, as Utf8Texts over Arrow's buffers."""
+def utf8_values(column: pa.Array) -> Utf8Texts:
+    """The values of a large-string column as Utf8Texts over Arrow's buffers (a null's value
+    is empty)."""
     _, offsets, data = column.buffers()
     at = np.frombuffer(offsets, dtype=np.int64)[column.offset : column.offset + len(column) + 1]
     buf = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
@@ -72,12 +87,12 @@ def arrow_block(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    texts = _large_strings(batch.column(text_field))
+    texts = large_strings(batch.column(text_field))
     sizes = pc.binary_length(texts).fill_null(0).to_numpy(zero_copy_only=False)
     no_text = texts.is_null().to_numpy(zero_copy_only=False)
     big = ~no_text & (sizes > entry.max_record)
     has_id = id_field in batch.schema.names
-    ids = _large_strings(batch.column(id_field)) if has_id else None
+    ids = large_strings(batch.column(id_field)) if has_id else None
     no_id = np.zeros(len(sizes), np.bool_)
     if ids is not None:
         no_id = ids.is_null().to_numpy(zero_copy_only=False) & ~no_text & ~big
@@ -99,9 +114,9 @@ def arrow_block(
     n = len(rows)
     return LineBlock(
         recnos=rows + (row0 + 1),
-        ids=_utf8(ids) if ids is not None else _no_ids(n),
+        ids=utf8_values(ids) if ids is not None else _no_ids(n),
         absent=np.full(n, ids is None, dtype=np.bool_),
-        texts=_utf8(texts),
+        texts=utf8_values(texts),
         starts=np.zeros(n, np.int64),
         ends=sizes[good].astype(np.int64),
         firsts=np.zeros(n, np.uint8),

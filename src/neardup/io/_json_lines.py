@@ -16,41 +16,28 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from ._arrow_blocks import is_text_type, large_strings, utf8_values
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
 _NULL = b"null"
 
 
-def _strings(column: pa.Array) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.int64]]:
-    """A column cast to large strings: its UTF-8 bytes and the offsets of its values."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if pa.types.is_dictionary(column.type):
-        column = column.dictionary_decode()
-    large = pc.cast(column, pa.large_string())
-    _, offsets, data = large.buffers()
-    at = np.frombuffer(offsets, dtype=np.int64)[large.offset : large.offset + len(large) + 1]
-    buf = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, dtype=np.uint8)
-    return buf, at
-
-
 def _kind(dtype: pa.DataType) -> str | None:
     """ "string" (escaped), "plain" (written as Arrow casts it: integers, booleans) or None."""
     import pyarrow as pa
 
+    if is_text_type(dtype):
+        return "string"
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
-    is_view = getattr(pa.types, "is_string_view", lambda t: False)
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or is_view(dtype):
-        return "string"
     if pa.types.is_integer(dtype) or pa.types.is_boolean(dtype):
         return "plain"
     return None
 
 
-def json_lines(batch: Any) -> bytes | None:
+def json_lines(batch: Any) -> memoryview | None:
     """The rows of ``batch`` (an Arrow record batch) as JSON Lines, or None when a column is
     of a type written row by row (or two columns share a name, or there are none)."""
     from .._kernels.json_out import join_rows, quote_strings
@@ -66,7 +53,8 @@ def json_lines(batch: Any) -> bytes | None:
     nulls: list[tuple[int, npt.NDArray[np.bool_]]] = []
     base = 0
     for j, (column, kind) in enumerate(zip(batch.columns, kinds, strict=True)):
-        buf, offsets = _strings(column)
+        texts = utf8_values(large_strings(column))  # integers and booleans as Arrow writes them
+        buf, offsets = texts.buf, texts.offsets
         if kind == "string":
             buf, offsets = quote_strings(buf, offsets)
         else:
@@ -88,4 +76,4 @@ def json_lines(batch: Any) -> bytes | None:
     const_offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum([len(c) for c in encoded], out=const_offsets[1:])
     const_buf = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-    return join_rows(const_buf, const_offsets, values, starts, ends).tobytes()
+    return join_rows(const_buf, const_offsets, values, starts, ends).data  # no copy

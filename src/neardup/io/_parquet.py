@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ._arrow_blocks import arrow_block, null_id, null_text
+from ._arrow_blocks import arrow_block, is_text_type, null_id, null_text
 from ._jsonl_blocks import LineBlock
 from ._report import (
     BAD_SCHEMA,
@@ -50,26 +50,13 @@ def _read_errors() -> tuple[type[Exception], ...]:
     return (OSError, pa.ArrowException, UnicodeDecodeError)
 
 
-def _is_text_type(dtype: pa.DataType) -> bool:
-    import pyarrow as pa
-
-    if pa.types.is_dictionary(dtype):
-        dtype = dtype.value_type
-    is_view = getattr(pa.types, "is_string_view", None)
-    return bool(
-        pa.types.is_string(dtype)
-        or pa.types.is_large_string(dtype)
-        or (is_view is not None and is_view(dtype))
-    )
-
-
 def _as_strings(column: pa.Array) -> list[str | None]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
-    if not _is_text_type(column.type):
+    if not is_text_type(column.type):
         column = pc.cast(column, pa.string())
     values: list[str | None] = column.to_pylist()
     return values
@@ -82,7 +69,7 @@ def _is_key_type(dtype: pa.DataType) -> bool:
     if pa.types.is_dictionary(dtype):
         dtype = dtype.value_type
     return bool(
-        _is_text_type(dtype)
+        is_text_type(dtype)
         or pa.types.is_integer(dtype)
         or pa.types.is_floating(dtype)
         or pa.types.is_decimal(dtype)
@@ -255,7 +242,7 @@ def _usable_columns(
     bad = _column_problem(
         schema,
         text_field,
-        _is_text_type,
+        is_text_type,
         "not string",
         "use --text-field to name the column that holds the text",
         "store the text as a string column, or use --text-field to name another column",
@@ -266,7 +253,7 @@ def _usable_columns(
     has_id = id_field in names
     if has_id:
         id_type = schema.field(id_field).type
-        if not (_is_text_type(id_type) or pa.types.is_integer(id_type)):
+        if not (is_text_type(id_type) or pa.types.is_integer(id_type)):
             problems.file(
                 entry,
                 BAD_SCHEMA,
