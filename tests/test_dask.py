@@ -184,6 +184,19 @@ def test_all_pairs_and_the_summary_match_the_local_run(
         assert got[key] == local[key], key
 
 
+def test_a_corpus_without_duplicates_prints_the_summary_with_zero_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    texts = random_documents(40, seed=5, words=(30, 60))  # no two alike: nothing is linked
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    assert main(["dedup", str(src), "-o", str(tmp_path / "kept"), "--dask", "local:1"]) == 0
+    summary = capsys.readouterr().err
+    assert "exact duplicates                0" in summary, summary
+    assert "documents kept                 40" in summary, summary
+    assert concat(tmp_path / "kept") == src.read_bytes()
+
+
 def _bad(tmp: Path, lines: list[str]) -> list[str]:
     bad = list(lines)
     bad[40] = '{"id": "d3", "text": "an id an earlier record has"}\n'

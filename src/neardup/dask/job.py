@@ -30,12 +30,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from .._heap import trim
+from ..engine import DedupStats
 from ..errors import InputError, ParamError
 from ..io._report import (
     _NO_SKIP_HINT,
@@ -102,6 +103,8 @@ MIN_DESTS = 4
 #: below ``MIN_TASK_BYTES``.
 WORKER_SHARE = 1 / 64
 MIN_TASK_BYTES = 4 << 20
+#: A finish part's statistics that the summary takes from the blocks instead (or not at all).
+NOT_SUMMED = ("seconds", "bytes_per_doc_in_memory", "documents", "empty", "bytes_in")
 
 
 @dataclass(frozen=True)
@@ -490,10 +493,11 @@ def _summary(
     started: float,
     n_blocks: int,
 ) -> dict[str, Any]:
-    stats: dict[str, Any] = {}
+    # every count at 0 first: a run where no document is linked has no finish part at all
+    stats: dict[str, Any] = {f.name: 0 for f in fields(DedupStats) if f.name not in NOT_SUMMED}
     for part in finished.values():
         for key, value in part.items():
-            if key in ("seconds", "bytes_per_doc_in_memory", "documents", "empty", "bytes_in"):
+            if key in NOT_SUMMED:
                 continue
             if key == "check_rounds":
                 stats[key] = max(stats.get(key, 0), value)
