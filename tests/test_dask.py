@@ -278,6 +278,27 @@ def test_a_work_folder_resumes_and_refuses_another_run(
     assert concat(tmp_path / "kept") == _local(tmp_path, inputs, [])[0]
 
 
+def test_clusters_and_pairs_asked_for_on_resuming_are_made_then(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    inputs = _files(tmp_path, lines, "one")
+    want = _local(tmp_path, inputs, [])
+    work = JobOptions(work_dir=str(tmp_path / "work"))
+    kept_only = ClusterOutputs(str(tmp_path / "alone"))
+    dedup(inputs, DedupParams(), kept_only, work, client)  # finish makes no lines
+    finish = tmp_path / "work" / "finish"
+    assert json.loads((finish / "lines.json").read_text()) == [False, False]
+    assert concat(tmp_path / "alone") == want[0]
+    dedup(inputs, DedupParams(), _outputs(tmp_path), work, client)  # now they are asked for
+    assert json.loads((finish / "lines.json").read_text()) == [True, True]
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    dedup(inputs, DedupParams(), kept_only, work, client)  # kept with lines: nothing redone
+    assert json.loads((finish / "lines.json").read_text()) == [True, True]
+    assert concat(tmp_path / "alone") == want[0]
+
+
 def test_output_folders_are_checked_before_anything_is_read(
     lines: list[str], tmp_path: Path
 ) -> None:

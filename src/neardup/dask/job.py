@@ -65,6 +65,7 @@ from .scan import ReadSpec, scan_block
 from .stages import (
     ENGINE_SHARE,
     Layout,
+    Lines,
     Outputs,
     dropped_of,
     finish_pieces,
@@ -103,6 +104,8 @@ MIN_DESTS = 4
 #: below ``MIN_TASK_BYTES``.
 WORKER_SHARE = 1 / 64
 MIN_TASK_BYTES = 4 << 20
+#: Which lines (clusters, pairs) a run's finish stage makes, kept in its folder.
+LINES_FILE = "lines.json"
 #: A finish part's statistics that the summary takes from the blocks instead (or not at all).
 NOT_SUMMED = ("seconds", "bytes_per_doc_in_memory", "documents", "empty", "bytes_in")
 
@@ -397,6 +400,20 @@ def _start(
     )  # fmt: skip
 
 
+def finish_lines(work: WorkDir, wanted: Lines) -> Lines:
+    """The clusters and pairs lines the finish stage makes (``wanted``: those whose outputs
+    are asked for). A finish stage kept without lines now wanted is done again; one kept with
+    more goes on making them (a folder of before they were optional made both)."""
+    rel = f"finish/{LINES_FILE}"
+    if work.exists("finish"):
+        made = tuple(work.read_json(rel)) if work.exists(rel) else (True, True)
+        if all(m or not w for m, w in zip(made, wanted, strict=True)):
+            return (bool(made[0]), bool(made[1]))
+        work.forget("finish")
+    work.write_json(rel, list(wanted))
+    return wanted
+
+
 def _first_records(metas: list[Any], dropped: dict[int, np.ndarray]) -> list[int]:
     """The number of each block's first record, counting the records read less those dropped
     for a repeated id."""
@@ -466,11 +483,12 @@ def _run(
 
     n_finish = n_dests
     clock.start("finish: removal per component")
+    lines = finish_lines(work, (outputs.clusters is not None, outputs.pairs is not None))
     finished = _stage(
         layout, "finish",
         lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped, labels),
-                        n_finish, finish_take, (layout, offsets, dropped), "neardup-finish",
-                        (work, "finish")),
+                        n_finish, finish_take, (layout, offsets, dropped, lines),
+                        "neardup-finish", (work, "finish")),
     )  # fmt: skip
 
     clock.start("write: kept records, clusters and pairs")
