@@ -72,6 +72,16 @@ def _local(tmp: Path, inputs: list[str], extra: list[str]) -> list[bytes]:
     return [p.read_bytes() for p in outs]
 
 
+def _one_file_on_two_workers(
+    client: object, lines: list[str], tmp: Path
+) -> tuple[list[str], list[bytes]]:
+    """The corpus as one file and the local run's outputs; skipped but on two workers."""
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    inputs = _files(tmp, lines, "one")
+    return inputs, _local(tmp, inputs, [])
+
+
 def concat(folder: Path) -> bytes:
     """An output folder's parts, in the manifest's order, gzip ones decompressed."""
     return read_output(str(folder))
@@ -238,10 +248,7 @@ def test_skipped_records_are_the_local_run_s(
 def test_a_work_folder_resumes_and_refuses_another_run(
     client: object, lines: list[str], tmp_path: Path
 ) -> None:
-    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    inputs = _files(tmp_path, lines, "one")
-    want = _local(tmp_path, inputs, [])
+    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
     work = str(tmp_path / "work")
     said: list[str] = []
     dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(work_dir=work), client, said.append)
@@ -281,10 +288,7 @@ def test_a_work_folder_resumes_and_refuses_another_run(
 def test_clusters_and_pairs_asked_for_on_resuming_are_made_then(
     client: object, lines: list[str], tmp_path: Path
 ) -> None:
-    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    inputs = _files(tmp_path, lines, "one")
-    want = _local(tmp_path, inputs, [])
+    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
     work = JobOptions(work_dir=str(tmp_path / "work"))
     kept_only = ClusterOutputs(str(tmp_path / "alone"))
     dedup(inputs, DedupParams(), kept_only, work, client)  # finish makes no lines

@@ -481,13 +481,12 @@ def _run(
     budget = components_budget(options, client)
     labels = connected_components(work, n_graph, len(blocks), edges, budget)
 
-    n_finish = n_dests
     clock.start("finish: removal per component")
     lines = finish_lines(work, (outputs.clusters is not None, outputs.pairs is not None))
     finished = _stage(
         layout, "finish",
-        lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_finish, dropped, labels),
-                        n_finish, finish_take, (layout, offsets, dropped, lines),
+        lambda: regroup(range(len(blocks)), finish_pieces, (layout, n_dests, dropped, labels),
+                        n_dests, finish_take, (layout, offsets, dropped, lines),
                         "neardup-finish", (work, "finish")),
     )  # fmt: skip
 
