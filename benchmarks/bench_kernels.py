@@ -10,7 +10,8 @@ same inputs a run gives them (best of ``--repeat``; compiled and loaded before t
 - ``utf8_lengths``: characters per text (GB/s of UTF-8);
 - ``shingle_kernel``: tokens and word 5-shingle fingerprints, the default's kernel (MB/s of text);
 - ``sketch_oph``: one-permutation MinHash, t=228, densified (µs a document); and on documents
-  of one shingle each (a text of at most 5 words: one filled bin, the densification's worst);
+  of one shingle each (a text of at most 5 words: one filled bin), and of 2 to 32 shingles
+  (a few words or characters: few filled bins, densified through the first-hit table);
 - ``column_pairs``: one key column's candidate pairs after its sort (ms a column).
 
 ``--ab PATH`` times the kernels of another checkout's ``src`` too, alternating the two
@@ -85,6 +86,13 @@ one = np.ascontiguousarray(fps[fp_offsets[:-1][np.diff(fp_offsets) > 0]])  # a s
 one_offsets = np.arange(len(one) + 1, dtype=np.int64)
 t, short = best(lambda: km.sketch_oph(one, one_offsets, seed, 228))
 result["sketch_oph one-shingle us/doc"] = (t / len(one) * 1e6, digest(short))
+sizes = np.diff(fp_offsets)
+starts = fp_offsets[:-1][sizes >= 33]
+few_sizes = 2 + np.arange(len(starts)) % 31  # 2..32 shingles: texts of a few words
+few = np.concatenate([fps[a : a + k] for a, k in zip(starts.tolist(), few_sizes.tolist())])
+few_offsets = np.concatenate([[0], np.cumsum(few_sizes)]).astype(np.int64)
+t, short = best(lambda: km.sketch_oph(few, few_offsets, seed, 228))
+result["sketch_oph 2-32-shingle us/doc"] = (t / len(starts) * 1e6, digest(short))
 n = len(texts)
 shift = max(1, (n - 1).bit_length())
 low = np.uint64((1 << shift) - 1)

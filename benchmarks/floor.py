@@ -115,14 +115,20 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.split("\n", 1)[0],
         epilog=__doc__.split("\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="%(prog)s [-h] [--jobs J,J] [--batch-size B] [--repeat N] [--startup-repeat N] "
+        "corpus [-- neardup dedup options]",
     )
     p.add_argument("corpus", help="uncompressed JSONL with a text field")
     p.add_argument("--jobs", default="1,2", help="--jobs values end to end [1,2]")
     p.add_argument("--batch-size", default="4M", help="bytes per batch, as neardup's [4M]")
     p.add_argument("--repeat", type=int, default=3, help="runs per timing; the best counts [3]")
     p.add_argument("--startup-repeat", type=int, default=5, help="runs of the start-ups [5]")
-    p.add_argument("options", nargs="*", help="neardup dedup options (after --)")
-    args = p.parse_args(argv)
+    # neardup's options follow "--", wherever the script's own options are (argparse's own
+    # positional list would refuse "--jobs 1,2 -- --tokens char")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = p.parse_args(argv[:cut])
+    args.options = argv[cut + 1 :]
     py = sys.executable
     load = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="neardup-floor-"))

@@ -124,3 +124,43 @@ def test_one_fingerprint_documents_take_one_value_everywhere_as_by_probing(
     assert len(set(out[0].tolist())) == 1
     assert out[0].tolist() == ref.sketch_oph({value}, t, seed)
     assert out[1].tolist() == ref.sketch_oph({value, value ^ 1}, t, seed)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    sizes=st.lists(st.integers(2, 40), min_size=1, max_size=6),
+    t=st.sampled_from([3, 7, 64, 228, 300, 1024, 1030]),
+    seed=st.integers(0, 2**63 - 1),
+    data=st.data(),
+)
+def test_few_shingle_rows_densify_through_the_first_hit_table_as_by_probing(
+    sizes: list[int], t: int, seed: int, data: st.DataObject
+) -> None:
+    """Rows of up to ``FEW_FILLED`` shingles take the table's path (more, or t past
+    ``HIT_TABLE_T``, probing); either gives the reference's sketch."""
+    values = st.integers(0, 2**64 - 1)
+    sets = [data.draw(st.lists(values, min_size=k, max_size=k)) for k in sizes]
+    fps, offsets = _pack(sets)
+    out = sketch(fps, offsets, SketchParams(kind="oph", t=t, seed=seed))
+    for i, s in enumerate(sets):
+        assert out[i].tolist() == ref.sketch_oph(set(s), t, seed)
+
+
+def test_bins_that_reach_no_filled_bin_within_the_first_hit_table_probe_on() -> None:
+    """Two filled bins of 228: about one empty bin in ten reaches neither in the table's 255
+    attempts and is probed past it; the sketch is still the reference's."""
+    from neardup._kernels.hashing import splitmix64
+    from neardup._kernels.minhash import HITS, hit_table
+
+    t, seed = 228, 77
+    table = hit_table(np.uint64(splitmix64(np.uint64(seed))), t)
+    sets = [[3 * i + 1, 3 * i + 2] for i in range(40)]
+    fps, offsets = _pack(sets)
+    out = sketch(fps, offsets, SketchParams(kind="oph", t=t, seed=seed))
+    past = 0
+    for i, s in enumerate(sets):
+        assert out[i].tolist() == ref.sketch_oph(set(s), t, seed)
+        filled = sorted({ref.bucket(ref.fmix64(f ^ seed), t) for f in s})
+        empty = np.setdiff1d(np.arange(t), filled)
+        past += int((table[filled][:, empty].min(axis=0) >= HITS).sum())
+    assert past > 0

@@ -170,9 +170,10 @@ def test_the_command_process_skips_the_final_collection(tmp_path: Path) -> None:
 
 def test_a_small_run_too_slow_interpreted_restarts_compiled_and_writes_once(tmp_path: Path) -> None:
     """Texts of six words (padded with spaces to pass the command's guess) have two shingles:
-    a sketch densifies by some 26,000 probes each, seconds for 20 documents interpreted. The
-    command starts again compiled (its environment then says so) before writing anything, so
-    standard output gets the kept records once."""
+    with sketches of 1,280 values (past the first-hit table's reach) each densifies by some
+    800,000 probes, seconds for 20 documents interpreted. The command starts again compiled
+    (its environment then says so) before writing anything, so standard output gets the kept
+    records once."""
     pad = " " * 50
     lines = [
         json.dumps({"id": f"d{i}", "text": f"alpha{i} beta{i} gamma delta{pad}epsilon zeta{i % 3}"})
@@ -186,7 +187,17 @@ def test_a_small_run_too_slow_interpreted_restarts_compiled_and_writes_once(tmp_
         "sys.argv = ['neardup', *sys.argv[1:]]\n"
         "sys.exit(main())\n"
     )
-    args = ["dedup", "in.jsonl", "-o", "-", "--quiet", "--threshold", "0.3"]
+    args = [
+        "dedup",
+        "in.jsonl",
+        "-o",
+        "-",
+        "--quiet",
+        "--threshold",
+        "0.3",
+        "--features",
+        "160,8,2",
+    ]
     env = {k: v for k, v in os.environ.items() if k != "NEARDUP_KERNELS"}
     runs = {}
     for kernels in ("", "numba"):

@@ -52,7 +52,8 @@ def interpret(budget: float | None = None) -> bool:
 
     ``budget`` (seconds, main thread only): after that long, the running kernel (or the next
     one called) raises ``Restart``, until ``settle()``: an input can be small and still costly
-    interpreted (a text of six words densifies its sketch by some 26,000 probes).
+    interpreted (a text of six words, in a sketch longer than the first-hit table covers,
+    densifies by some t * t / 2 probes).
     """
     global _mode
     if _mode is None and not os.environ.get("NEARDUP_KERNELS", "").strip():

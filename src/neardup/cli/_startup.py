@@ -42,8 +42,9 @@ if TYPE_CHECKING:
 INTERPRET_BYTES = 32 * 1024
 INTERPRET_LINES = 24
 #: Spaces every line must have: a text of few words fills few of a sketch's bins, and each
-#: empty bin then probes long for a filled one (t * t / filled probes: cheap compiled, slow
-#: interpreted), so short texts go to the compiled kernels directly.
+#: empty bin then looks through every filled one (t * filled lookups through the first-hit
+#: table; t * t / filled probes past its reach, slow interpreted), so short texts go to the
+#: compiled kernels directly.
 INTERPRET_MIN_SPACES = 40
 #: Seconds an interpreted run may take before it starts again compiled (a small input can still
 #: be costly interpreted: a text of a few words leaves most sketch bins to probe for).
