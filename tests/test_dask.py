@@ -170,6 +170,29 @@ def test_links_that_keep_few_key_bits_link_more_but_change_no_output(
     assert edges[1] > 2 * edges[0] > 0
 
 
+@pytest.mark.parametrize("given", ["d", "./d/", "d/*.jsonl"])
+def test_a_relative_folder_or_glob_names_its_files_as_the_local_run(
+    client: object,
+    lines: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    given: str,
+) -> None:
+    """Records without ids are called NAME:LINE: NAME is the folder as given joined with the
+    file's path inside it (``d/sub/c.jsonl``), never the absolute path the workers read."""
+    rows = [json.dumps({"text": json.loads(x)["text"]}) + "\n" for x in lines]
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "a.jsonl").write_text("".join(rows[:120]))
+    (tmp_path / "d" / "b.jsonl").write_text("".join(rows[120:240]))
+    (tmp_path / "d" / "sub" / "c.jsonl").write_text("".join(rows[240:]))
+    monkeypatch.chdir(tmp_path)
+    local = ["d"] if "*" not in given else ["d/a.jsonl", "d/b.jsonl"]  # as the shell expands
+    want = _local(tmp_path, local, [])
+    dedup([given], DedupParams(), _outputs(tmp_path), JobOptions(), client)
+    got = [concat(tmp_path / name) for name in FOLDERS]
+    assert got == want and b'"d/a.jsonl:1' in want[1]
+
+
 def test_four_workers_give_the_local_outputs(lines: list[str], tmp_path: Path) -> None:
     inputs = _files(tmp_path, lines, "three")
     want = _local(tmp_path, inputs, [])

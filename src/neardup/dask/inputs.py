@@ -14,6 +14,7 @@ import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ParamError
@@ -97,11 +98,11 @@ def list_inputs(
             if not found:
                 raise InputError(f"{raw}: no file matches; check the pattern")
             for p in found:
-                files.extend(_files_under(fs, raw, p))
+                files.extend(_files_under(fs, raw, p, _matched(raw, p, fs)))
             continue
         if not fs.exists(path):
             raise InputError(f"{raw}: file not found; check the path")
-        files.extend(_files_under(fs, raw, path, given=raw))
+        files.extend(_files_under(fs, raw, path, raw))
     for f in files:
         fmt = format_of(f.name)
         if not fmt.splits:
@@ -112,12 +113,21 @@ def list_inputs(
     return files
 
 
-def _files_under(fs: Any, raw: str, path: str, given: str | None = None) -> list[InputFile]:
-    """The file at ``path``, or the regular files under a folder (sorted, hidden left out)."""
+def _matched(raw: str, path: str, fs: Any) -> str:
+    """What a glob's match is called: its URL, or a local path as the shell would give it
+    (relative to the working folder when the pattern is)."""
+    if is_url(raw):
+        return _join(raw, path, fs)
+    return path if os.path.isabs(raw) else os.path.relpath(path)
+
+
+def _files_under(fs: Any, raw: str, path: str, shown: str) -> list[InputFile]:
+    """The file at ``path`` (called ``shown``), or the regular files under a folder (sorted,
+    hidden left out), called as the single-machine run calls them: a URL, or the folder as
+    given joined with the file's path inside it (``d/a.jsonl``, not an absolute path)."""
     info = fs.info(path)
     if info.get("type") != "directory":
-        name = given if given is not None else (_join(raw, path, fs) if is_url(raw) else path)
-        return [_file(fs, raw, path, name, info)]
+        return [_file(fs, raw, path, shown, info)]
     out: list[InputFile] = []
     for root, dirs, names in fs.walk(path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
@@ -125,7 +135,11 @@ def _files_under(fs: Any, raw: str, path: str, given: str | None = None) -> list
             if n.startswith("."):
                 continue
             full = posixpath.join(root, n) if is_url(raw) else os.path.join(root, n)
-            name = _join(raw, full, fs) if is_url(raw) else full
+            name = (
+                _join(raw, full, fs)
+                if is_url(raw)
+                else str(Path(shown) / os.path.relpath(full, path))
+            )
             out.append(_file(fs, raw, full, name, fs.info(full)))
     return out
 
