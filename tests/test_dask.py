@@ -353,6 +353,17 @@ def test_output_folders_are_checked_before_anything_is_read(
         same = str(tmp_path / "o")
         dedup(inputs, DedupParams(), ClusterOutputs(same, same), JobOptions(), client=object())
     assert main(["dedup", *inputs, "-o", str(tmp_path / "k.jsonl"), "--work-dir", "w"]) == 1
+    k = tmp_path / "k"
+    nested = [  # the same command run again would stop at the folder's other files
+        (ClusterOutputs(str(k), summary_json=str(k / "s.json")), {}),
+        (ClusterOutputs(str(k), clusters=str(k / "c")), {}),
+        (ClusterOutputs(str(k)), {"work_dir": str(k / "w")}),
+        (ClusterOutputs(str(tmp_path / "w" / "k")), {"work_dir": str(tmp_path / "w")}),
+    ]
+    for where, options in nested:
+        with pytest.raises(ParamError, match=r"is inside the (-o|--work-dir) folder"):
+            dedup(inputs, DedupParams(), where, JobOptions(**options), client=object())
+    assert not k.exists() and not (tmp_path / "w").exists()
 
 
 def test_killing_the_job_then_running_it_again_resumes_with_the_same_outputs(

@@ -33,6 +33,7 @@ def check_folders(
         for flag, value in (*folders.items(), ("--work-dir", work), *out_files.items())
         if value
     }
+    _not_nested(named, [*folders, "--work-dir"])
     seen: dict[str, str] = {}
     inputs = {_norm(f.url) for f in files}
     for flag, value in named.items():
@@ -59,6 +60,20 @@ def check_folders(
             raise ParamError(
                 f"{flag} {value} is a folder that holds other files; give an empty or new folder"
             )
+
+
+def _not_nested(named: dict[str, str], folders: list[str]) -> None:
+    """No output inside an output folder or the work folder: a folder of parts is refused
+    when it holds other files (the same command run again would stop there), and a work
+    folder is emptied by --restart."""
+    where = {flag: _norm(value) for flag, value in named.items()}
+    for flag, path in where.items():
+        for outer in folders:
+            if outer in where and outer != flag and path.startswith(where[outer] + "/"):
+                raise ParamError(
+                    f"{flag} {named[flag]} is inside the {outer} folder {named[outer]}; put it "
+                    "beside that folder (it holds only what neardup writes there)"
+                )
 
 
 #: The files of an output folder: its parts (or one being written when a run was killed).
