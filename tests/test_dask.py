@@ -213,7 +213,8 @@ def test_all_pairs_and_the_summary_match_the_local_run(
     local = json.loads((tmp_path / "s.json").read_text())
     for key in ("documents", "empty", "removed", "kept", "clusters", "exact_duplicates",
                 "accepted_pairs", "candidate_pairs", "leader_checks", "exact_checks",
-                "check_rounds", "bytes_in", "joined_docs"):  # fmt: skip
+                "check_rounds", "bytes_in", "joined_docs", "params", "params_fingerprint",
+                "tokens", "method"):  # fmt: skip
         assert got[key] == local[key], key
 
 

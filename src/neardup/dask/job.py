@@ -48,7 +48,7 @@ from ..io._report import (
 )
 from ..io._source import _DUPLICATE_FIX
 from ..methods import make_method, needs_fit
-from ..params import DedupParams
+from ..params import DedupParams, params_json
 from .bundles import regroup
 from .components import connected_components
 from .diagnostics import StageClock, check_report, performance_report
@@ -537,7 +537,9 @@ def _summary(
         "seconds": round(seconds, 3),
         "mb_per_s": round(nbytes / 1e6 / max(seconds, 1e-9), 2),
         "method": make_method(params).describe(),
-        "params": params.fingerprint(),
+        "params": params_json(params),  # as the single-machine run's summary has them
+        "params_fingerprint": params.fingerprint(),
+        "tokens": params.shingle.tokens,
         "blocks": n_blocks,
     }
 
