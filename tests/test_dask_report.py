@@ -178,3 +178,20 @@ def test_the_report_is_refused_without_dask_and_where_it_cannot_go(
             DecontaminateFolders(str(tmp_path / "clean")),
             JobOptions(performance_report=str(corpus)), client=object(),
         )  # fmt: skip
+
+
+def test_the_html_report_reads_a_cluster_run_s_folders_as_the_local_files(
+    client: object, corpus: Path, tmp_path: Path
+) -> None:
+    local = [tmp_path / "clusters.jsonl", tmp_path / "pairs.jsonl"]
+    args = ["dedup", str(corpus), "-o", str(tmp_path / "k.jsonl"), "-q"]
+    assert main([*args, "--clusters", str(local[0]), "--pairs", str(local[1])]) == 0
+    folders = ClusterOutputs(None, str(tmp_path / "c"), str(tmp_path / "p"))
+    dedup([str(corpus)], DedupParams(), folders, JobOptions(), client)
+    pages = []
+    for clusters, pairs in (local, (tmp_path / "c", tmp_path / "p")):
+        out = tmp_path / f"{clusters.name}.html"
+        report = ["report", str(corpus), "--clusters", str(clusters), "--pairs", str(pairs)]
+        assert main([*report, "-o", str(out)]) == 0
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1]

@@ -65,20 +65,11 @@ _MATCHES_ROWS = (
 )
 
 
-def _lines(path: str | Path) -> list[bytes]:
-    """A matches file's lines, or a cluster run's matches folder read back whole."""
-    if Path(path).is_dir():
-        from .dask.folders import read_output
-
-        return read_output(str(path)).splitlines()
-    return list(open_lines(path))
-
-
 def read_matches(path: str | Path) -> list[MatchRow]:
     """Rows of a matches JSONL file (or folder); InputError names a bad line."""
     rows: list[MatchRow] = []
     error = line_errors(path, _MATCHES_ROWS)
-    for n, obj in json_objects(_lines(path), error):
+    for n, obj in json_objects(open_lines(path), error):
         ids = [obj.get("id"), obj.get("benchmark_id")]
         for k, value in enumerate(ids):
             if isinstance(value, int) and not isinstance(value, bool):

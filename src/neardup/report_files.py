@@ -17,7 +17,14 @@ from .paragraphs import split
 
 
 def open_lines(path: str | Path) -> Iterator[bytes]:
+    """A run's output file line by line (gzip or not), or a cluster run's output folder read
+    back whole in its parts' order."""
     p = Path(path)
+    if p.is_dir():
+        from .dask.folders import read_output
+
+        yield from read_output(str(p)).splitlines(keepends=True)
+        return
     try:
         raw = p.open("rb")
     except FileNotFoundError:
