@@ -165,6 +165,57 @@ def test_a_missing_csv_text_column_names_the_columns_there_are(
     assert "no column 'text' (columns: id, body)" in err and "--text-field" in err
 
 
+def _repeated_names(path: Path, names: list[str]) -> Path:
+    """A two-row file whose columns are ``names`` (some repeated), as CSV, TSV or Parquet."""
+    texts = random_documents(2, seed=5, words=(10, 20))
+    rows = [[texts[i] if name == "text" else f"{name}{i}" for name in names] for i in range(2)]
+    if path.suffix == ".parquet":
+        columns = [pa.array([row[j] for row in rows]) for j in range(len(names))]
+        pq.write_table(pa.Table.from_arrays(columns, names=names), path)
+    else:
+        with open(path, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh, delimiter="\t" if path.suffix == ".tsv" else ",").writerows(
+                [names, *rows]
+            )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("names", "problem"),
+    [
+        (["id", "text", "text"], "2 columns are named 'text'"),
+        (["id", "id", "text"], "2 columns are named 'id'"),
+        (["id", "text", "x", "x", "y", "y"], "2 columns are named 'x', 2 columns are named 'y'"),
+    ],
+)
+@pytest.mark.parametrize("src_name", ["in.csv", "in.tsv", "in.parquet"])
+def test_table_inputs_with_a_repeated_column_name_are_refused_by_every_command(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    src_name: str,
+    names: list[str],
+    problem: str,
+) -> None:
+    src = _repeated_names(tmp_path / src_name, names)
+    train = _write(tmp_path / "train.jsonl", _records(3))
+    clusters = tmp_path / "clusters.jsonl"
+    clusters.write_text('{"id": "id0", "cluster": 0, "kept": true, "duplicate_of": null}\n')
+    assert main(["index", "create", str(tmp_path / "ix.db")]) == 0
+    outs = [tmp_path / name for name in ("k.jsonl", "k.csv", "clean.jsonl", "r.html")]
+    for args in (
+        ["dedup", str(src), "-o", str(outs[0])],
+        ["dedup", str(src), "-o", str(outs[1])],
+        ["index", "add", str(tmp_path / "ix.db"), str(src)],
+        ["decontaminate", str(train), "--against", str(src), "-o", str(outs[2])],
+        ["report", str(src), "--clusters", str(clusters), "-o", str(outs[3])],
+    ):
+        capsys.readouterr()
+        assert main(args) == 1, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{src}: {problem}; rename them" in err[0], (args, err)
+    assert not any(out.exists() for out in outs)
+
+
 def test_values_jsonl_cannot_put_in_one_parquet_column_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

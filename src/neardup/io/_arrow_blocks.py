@@ -8,13 +8,14 @@ record skipped; ids absent from the file are left for the source to number.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..text import Utf8Texts
 from ._jsonl_blocks import LineBlock
-from ._report import BAD_ID, BAD_TEXT, Entry, too_large
+from ._report import BAD_ID, BAD_SCHEMA, BAD_TEXT, Entry, Problems, too_large
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -36,6 +37,22 @@ def null_id(id_field: str) -> tuple[str, str, str]:
         f"field '{id_field}' is null",
         "give every row an id, or use --id-field to name another column",
     )
+
+
+def repeated_columns(entry: Entry, names: list[str], problems: Problems) -> bool:
+    """Whether columns share a name (reported as a bad file): a field name stands for one
+    value, so such columns could be neither read by name nor all written back."""
+    repeated = [f"{n} columns are named '{name}'" for name, n in Counter(names).items() if n > 1]
+    if not repeated:
+        return False
+    problems.file(
+        entry,
+        BAD_SCHEMA,
+        ", ".join(repeated),
+        "rename them so that each name is used once",
+        skip_hint=False,
+    )
+    return True
 
 
 def is_text_type(dtype: pa.DataType) -> bool:

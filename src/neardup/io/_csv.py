@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InputError
-from ._arrow_blocks import arrow_block
+from ._arrow_blocks import arrow_block, repeated_columns
 from ._jsonl_blocks import LineBlock
 from ._parquet import Row, batch_rows
 from ._report import (
@@ -164,8 +164,8 @@ def _read(
     each: Callable[[int, pa.RecordBatch], Iterator[T]],
 ) -> Iterator[T]:
     """``each(rows before it, batch)`` over the file's record batches; a missing or
-    unreadable file, a missing text or key column (``fields``) and a read failing midway are
-    reported instead (a bad row under "stop" names its line)."""
+    unreadable file, a repeated column name, a missing text or key column (``fields``) and a
+    read failing midway are reported instead (a bad row under "stop" names its line)."""
     text_field, key_field = fields
     read_errors = _read_errors()
     bad = _BadRows(entry, problems)
@@ -180,7 +180,9 @@ def _read(
         problems.file(entry, UNREADABLE, f"not a readable CSV file ({exc})", "check the file")
         return
     names = reader.schema.names
-    if _missing_column(entry, names, text_field, key_field, problems):
+    if repeated_columns(entry, names, problems) or _missing_column(
+        entry, names, text_field, key_field, problems
+    ):
         return
     row0 = 0
     try:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ._arrow_blocks import arrow_block, is_text_type, null_id, null_text
+from ._arrow_blocks import arrow_block, is_text_type, null_id, null_text, repeated_columns
 from ._jsonl_blocks import LineBlock
 from ._report import (
     BAD_SCHEMA,
@@ -170,8 +170,8 @@ def _read(
     each: Callable[[int, pa.RecordBatch], Iterator[T]],
 ) -> Iterator[T]:
     """``each(rows before it, batch)`` over the file's record batches of the columns pass 1
-    reads (text, id, key: ``fields``); a missing, unreadable or unusable file is reported
-    instead, and a read failing midway after what came before it."""
+    reads (text, id, key: ``fields``); a missing, unreadable or unusable file (columns sharing a
+    name among them) is reported instead, and a read failing midway after what came before it."""
     text_field, id_field, key_field = fields
     read_errors = _read_errors()
     try:
@@ -181,6 +181,8 @@ def _read(
         return
     except read_errors as exc:
         problems.file(entry, UNREADABLE, f"not a readable Parquet file ({exc})", "check the file")
+        return
+    if repeated_columns(entry, pfile.schema_arrow.names, problems):
         return
     columns = _usable_columns(entry, pfile.schema_arrow, text_field, id_field, key_field, problems)
     if columns is None or not _same_schema(entry, pfile.schema_arrow, first, problems):
