@@ -216,6 +216,21 @@ def test_table_inputs_with_a_repeated_column_name_are_refused_by_every_command(
     assert not any(out.exists() for out in outs)
 
 
+@pytest.mark.parametrize("batch", [8192, 1])  # types mixed in one batch, or across batches
+@pytest.mark.parametrize("out_name", ["k.csv", "k.tsv"])
+def test_csv_output_writes_fields_whose_values_differ_in_type_as_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out_name: str, batch: int
+) -> None:
+    monkeypatch.setattr("neardup.io._sinks.BATCH", batch)
+    rows = _records(4)[:4]
+    rows[0] = {**rows[0], "id": 7, "score": "high"}  # integer and string ids, as JSONL takes
+    rows[2] = {**rows[2], "score": 2.5, "tags": "none"}
+    src = _write(tmp_path / "in.jsonl", rows)
+    out = tmp_path / out_name
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 0
+    assert _read(out) == [{k: _as_text(v) for k, v in r.items()} for r in rows]
+
+
 def test_values_jsonl_cannot_put_in_one_parquet_column_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -94,15 +94,17 @@ class TableSink(ABC):
         self.parts: list[tuple[str, pa.Schema]] = []
 
     def write(self, records: list[dict[str, Any]]) -> None:
+        if records:
+            self.write_arrow(self._table(records))
+
+    def _table(self, records: list[dict[str, Any]]) -> Any:
+        """The records as one Arrow table; OutputError when a field's values have no one type."""
         import pyarrow as pa
 
-        if not records:
-            return
         try:
-            table = pa.Table.from_pylist(records)
+            return pa.Table.from_pylist(records)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
             raise OutputError(_type_problem(self.fmt, str(exc))) from None
-        self.write_arrow(table)
 
     def write_arrow(self, table: Any) -> None:
         """An Arrow table or record batch of records, spilled as it is."""
@@ -138,8 +140,14 @@ class TableSink(ABC):
 
         if not self.parts:
             return pa.schema([(name, pa.string()) for name in dict.fromkeys(self.fields)])
-        schema = pa.unify_schemas([s for _, s in self.parts], promote_options="permissive")
+        schema = self._unified([s for _, s in self.parts])
         return pa.schema([f.with_type(self._column_type(f.type)) for f in schema])
+
+    def _unified(self, schemas: list[Any]) -> Any:
+        """One schema holding every part's fields, each of a type all its parts' values fit."""
+        import pyarrow as pa
+
+        return pa.unify_schemas(schemas, promote_options="permissive")
 
     @abstractmethod
     def _column_type(self, kind: Any) -> Any:
@@ -175,12 +183,31 @@ class ParquetTableSink(TableSink):
 
 
 class CsvTableSink(TableSink):
-    """Records as CSV (or TSV, by the delimiter); nested and binary values as JSON text."""
+    """Records as CSV (or TSV, by the delimiter); nested and binary values as JSON text, and
+    the values of a field of several types (ids 7 and "b") each as the text of its own type."""
 
     def __init__(self, out: BinaryIO, fields: tuple[str, str], fmt: OutFmt, delimiter: str):
         super().__init__(out, fields)
         self.fmt = fmt
         self.delimiter = delimiter
+
+    def _table(self, records: list[dict[str, Any]]) -> Any:
+        """The records as one Arrow table, a field of several types in them as text."""
+        import pyarrow as pa
+
+        try:
+            return pa.Table.from_pylist(records)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return super()._table(_mixed_as_text(records))
+
+    def _unified(self, schemas: list[Any]) -> Any:
+        """One schema of every part's fields, a field typed differently by parts as text."""
+        import pyarrow as pa
+
+        try:
+            return super()._unified(schemas)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return _text_where_mixed(schemas)
 
     def _column_type(self, kind: Any) -> Any:
         return _csv_type(kind)
@@ -209,9 +236,53 @@ def _csv_type(kind: Any) -> Any:
     return kind
 
 
+def _mixed_as_text(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` with the values of each field that no one Arrow type holds as CSV text."""
+    import pyarrow as pa
+
+    mixed = set()
+    for name in dict.fromkeys(k for r in records for k in r):
+        try:
+            pa.array([r.get(name) for r in records])
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            mixed.add(name)
+    return [{k: _cell(v) if k in mixed else v for k, v in r.items()} for r in records]
+
+
+def _cell(value: Any) -> str | None:
+    """One value as the CSV text written for a column of its own type (nested as JSON)."""
+    import pyarrow as pa
+
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False, default=jsonable)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)  # what Arrow writes for an integer, and for any size
+    text: str = pa.scalar(value).cast(pa.string()).as_py()
+    return text
+
+
+def _text_where_mixed(schemas: list[Any]) -> Any:
+    """The union of ``schemas``, a field whose types do not unify typed string (CSV text)."""
+    import pyarrow as pa
+
+    fields: dict[str, list[Any]] = {}
+    for schema in schemas:
+        for field in schema:
+            fields.setdefault(field.name, []).append(pa.schema([field]))
+    unified = []
+    for name, each in fields.items():
+        try:
+            unified.append(pa.unify_schemas(each, promote_options="permissive").field(0))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            unified.append(pa.field(name, pa.string()))
+    return pa.schema(unified)
+
+
 def _conform(table: Any, schema: Any) -> Any:
-    """``table`` with ``schema``'s columns in its order (nulls for fields it lacks); nested
-    values become JSON text where the schema says string."""
+    """``table`` with ``schema``'s columns in its order (nulls for fields it lacks); where the
+    schema says string, nested and binary values become JSON text and others Arrow's text."""
     import pyarrow as pa
 
     columns = []
@@ -225,7 +296,7 @@ def _conform(table: Any, schema: Any) -> Any:
         ):
             if pa.types.is_null(column.type):
                 column = pa.nulls(table.num_rows, pa.string())
-            else:
+            elif pa.types.is_nested(column.type) or pa.types.is_binary(column.type):
                 column = pa.array(
                     [
                         None if v is None else json.dumps(v, ensure_ascii=False, default=jsonable)
