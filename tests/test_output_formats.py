@@ -231,6 +231,34 @@ def test_csv_output_writes_fields_whose_values_differ_in_type_as_text(
     assert _read(out) == [{k: _as_text(v) for k, v in r.items()} for r in rows]
 
 
+@pytest.mark.parametrize("out_name", ["k.parquet", "k.csv", "k.tsv"])
+def test_a_field_the_first_record_lacks_is_kept(tmp_path: Path, out_name: str) -> None:
+    rows = _records(4)[:4]
+    rows[2] = {**rows[2], "extra": 3}  # Arrow's from_pylist reads the first record's fields
+    src = _write(tmp_path / "in.jsonl", rows)
+    out = tmp_path / out_name
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 0
+    got = _read(out)
+    if out_name == "k.parquet":
+        assert got == [{**r, "extra": r.get("extra")} for r in rows]
+    else:
+        assert [g["extra"] for g in got] == ["", "", "3", ""]
+
+
+def test_an_integer_beyond_64_bits_is_csv_digits_and_one_line_for_parquet(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _records(2)[:2]
+    rows[1] = {**rows[1], "n": 2**70}
+    src = _write(tmp_path / "in.jsonl", rows)
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.csv"), "-q"]) == 0
+    assert [r["n"] for r in _read(tmp_path / "k.csv")] == ["", str(2**70)]
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.parquet")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "beyond 64 bits" in err[0], err
+    assert not (tmp_path / "k.parquet").exists()
+
+
 def test_values_jsonl_cannot_put_in_one_parquet_column_are_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

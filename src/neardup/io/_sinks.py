@@ -102,8 +102,8 @@ class TableSink(ABC):
         import pyarrow as pa
 
         try:
-            return pa.Table.from_pylist(records)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            return from_records(records)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             raise OutputError(_type_problem(self.fmt, str(exc))) from None
 
     def write_arrow(self, table: Any) -> None:
@@ -196,8 +196,8 @@ class CsvTableSink(TableSink):
         import pyarrow as pa
 
         try:
-            return pa.Table.from_pylist(records)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return from_records(records)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             return super()._table(_mixed_as_text(records))
 
     def _unified(self, schemas: list[Any]) -> Any:
@@ -236,6 +236,16 @@ def _csv_type(kind: Any) -> Any:
     return kind
 
 
+def from_records(records: list[dict[str, Any]]) -> Any:
+    """An Arrow table of ``records`` with every field any of them has, first seen first, null
+    where a record lacks it (Arrow's ``from_pylist`` takes the first record's fields only and
+    dropped a field the batch's first record lacked)."""
+    import pyarrow as pa
+
+    names = dict.fromkeys(k for r in records for k in r)
+    return pa.Table.from_pydict({name: [r.get(name) for r in records] for name in names})
+
+
 def _mixed_as_text(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``records`` with the values of each field that no one Arrow type holds as CSV text."""
     import pyarrow as pa
@@ -244,7 +254,7 @@ def _mixed_as_text(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for name in dict.fromkeys(k for r in records for k in r):
         try:
             pa.array([r.get(name) for r in records])
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # or past 64 bits
             mixed.add(name)
     return [{k: _cell(v) if k in mixed else v for k, v in r.items()} for r in records]
 
@@ -310,6 +320,11 @@ def _conform(table: Any, schema: Any) -> Any:
 
 def _type_problem(fmt: OutFmt, detail: str) -> str:
     first = detail.strip().splitlines()[0] if detail.strip() else "mixed types"
+    if "too large" in first:  # Python's OverflowError: an integer past 64 bits
+        return (
+            f"cannot write the kept records as {fmt}: a field holds an integer beyond 64 bits; "
+            "write JSONL or CSV instead (-o kept.jsonl), or store such numbers as text"
+        )
     return (
         f"cannot write the kept records as {fmt}: a field holds values of different types "
         f"({first}); write JSONL instead (-o kept.jsonl), or give the field one type"
