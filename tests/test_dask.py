@@ -231,6 +231,24 @@ def test_a_corpus_without_duplicates_prints_the_summary_with_zero_counts(
     assert concat(tmp_path / "kept") == src.read_bytes()
 
 
+def test_a_byte_order_mark_is_copied_by_neither_the_local_nor_the_cluster_run(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    bom = "\ufeff"
+    (tmp_path / "a.jsonl").write_text("".join(lines[:101]))
+    (tmp_path / "b.jsonl").write_text(bom + "".join(lines[101:160]) + bom + "".join(lines[160:220]))
+    with gzip.open(tmp_path / "c.jsonl.gz", "wt") as fh:
+        fh.write(bom + "".join(lines[220:]))
+    inputs = [str(tmp_path / n) for n in ("a.jsonl", "b.jsonl", "c.jsonl.gz")]
+    want = _local(tmp_path, inputs, [])
+    dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=5000), client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    kept = want[0].decode().splitlines(keepends=True)
+    assert {lines[101], lines[160], lines[220]} <= set(kept) <= set(lines)  # kept: no mark
+
+
 def _bad(tmp: Path, lines: list[str]) -> list[str]:
     bad = list(lines)
     bad[40] = '{"id": "d3", "text": "an id an earlier record has"}\n'

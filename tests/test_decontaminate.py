@@ -263,6 +263,19 @@ def test_command_keeps_parquet_columns_and_text_files(tmp_path: Path) -> None:
     assert sorted(p.name for p in clean.iterdir()) == ["1.txt"]
 
 
+def test_command_copies_no_byte_order_mark_into_the_clean_records(tmp_path: Path) -> None:
+    bench = tmp_path / "bench.jsonl"
+    _write(bench, [{"id": "q", "text": "alpha beta gamma delta epsilon zeta eta theta"}])
+    lines = [json.dumps({"id": i, "text": f"clean text number {i} of several words"}) for i in "ab"]
+    train = tmp_path / "b.jsonl"
+    train.write_text("\ufeff" + "\n".join(lines) + "\n")  # the mark opens the file
+    (tmp_path / "a.jsonl").write_text(json.dumps({"id": "z", "text": "one more clean text"}) + "\n")
+    out = tmp_path / "clean.jsonl"
+    args = [str(tmp_path / "a.jsonl"), str(train), "--against", str(bench), "-o", str(out), "-q"]
+    assert main(["decontaminate", *args]) == 0
+    assert out.read_text() == (tmp_path / "a.jsonl").read_text() + "\n".join(lines) + "\n"
+
+
 def test_command_needs_an_output(files: tuple[Path, Path, set[int]]) -> None:
     train, against, _ = files
     assert main(["decontaminate", str(train), "--against", str(against)]) == 1

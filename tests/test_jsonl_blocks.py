@@ -225,6 +225,31 @@ def test_blocks_read_what_lines_read_and_write_the_same_kept_lines(
     assert by_blocks.texts_at([1, 4, 6]) == [want[1][1], want[1][4], want[1][6]]
 
 
+BOM = b"\xef\xbb\xbf"
+BOM_LINES = [
+    BOM + b'{"id": "a", "text": "the mark opens the file"}\n',
+    b'{"id": "b", "text": "no mark"}\n',
+    BOM + b'  {"text": "a mark mid-file, no id: named by its line"}\r\n',
+    b'{"id": "d", "text": "last"}\n',
+]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_byte_order_mark_is_never_copied_into_the_kept_lines(tmp_path: Path, gz: bool) -> None:
+    data = b"".join(BOM_LINES)
+    src = tmp_path / ("c.jsonl.gz" if gz else "c.jsonl")
+    src.write_bytes(gzip.compress(data) if gz else data)
+    keep = np.array([True, False, True, True])
+    want = b"".join(x.removeprefix(BOM) for x, k in zip(BOM_LINES, keep, strict=True) if k)
+    for name, source in (("lines", open_source(io.BytesIO(data))), ("blocks", open_source(src))):
+        ids, texts, _, _ = read_all(source, 2)
+        assert ids == ["a", "b", "3", "d"]
+        source.write_kept(keep, tmp_path / f"{name}.jsonl")
+        assert (tmp_path / f"{name}.jsonl").read_bytes() == want, name
+        assert source.texts_at([0, 2]) == [texts[0], texts[2]]  # by span, checked first bytes
+    assert source._entries[0].spans is not None  # the block path was taken
+
+
 @pytest.mark.parametrize("bad", [3, 4, 7, 10])
 def test_stop_names_the_same_first_bad_line(tmp_path: Path, bad: int) -> None:
     lines = [x for i, x in enumerate(LINES) if i in (0, 2, bad, 11)]

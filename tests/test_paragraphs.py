@@ -236,3 +236,20 @@ def test_keep_field_keeps_the_paragraph_of_the_preferred_document(tmp_path: Path
                  "--keep-field", "date", "-o", str(out)]) == 0  # fmt: skip
     texts = [json.loads(x)["text"] for x in out.read_text().splitlines()]
     assert texts == ["The first document, unique text.", records[1]["text"]]
+
+
+def test_a_byte_order_mark_is_copied_into_no_record_kept_or_rewritten(tmp_path: Path) -> None:
+    shared = "Shared paragraph of boilerplate words that repeats in both documents"
+    records = [
+        {"id": "a", "text": f"The first document, unique text.\n\n{shared}"},
+        {"id": "b", "text": f"The second document, also unique.\n\n{shared}"},
+    ]
+    bom = b"\xef\xbb\xbf"
+    lines = [bom + json.dumps(r).encode() + b"\n" for r in records]  # each line opens with one
+    (tmp_path / "in.jsonl").write_bytes(b"".join(lines))
+    out = tmp_path / "out.jsonl"
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--unit", "paragraph", "-q",
+                 "-o", str(out)]) == 0  # fmt: skip
+    kept = out.read_bytes().splitlines(keepends=True)
+    assert kept[0] == lines[0].removeprefix(bom)  # unchanged: copied, without the mark
+    assert json.loads(kept[1].decode()) == {"id": "b", "text": "The second document, also unique."}

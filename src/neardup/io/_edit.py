@@ -45,7 +45,7 @@ def edit_jsonl(
         if not flag:
             continue
         if new:
-            record = json.loads(line.decode("utf-8", "surrogatepass").removeprefix("\ufeff"))
+            record = json.loads(line.decode("utf-8", "surrogatepass"))  # no mark: record_bytes
             record[text_field] = edit(entry.start + i, record[text_field])
             line = _encode(json.dumps(record, ensure_ascii=False) + "\n")
         pending.append(line if line.endswith(b"\n") else line + b"\n")

@@ -3,7 +3,8 @@
 Plain and gzip files are told apart by the gzip magic bytes, not the name. Blank lines (empty or
 ASCII whitespace only) are not records: both passes ignore them, and they still count toward line
 numbers. ``orjson`` is used when installed, with the standard ``json`` module as the judge of
-any line it rejects, so the accepted records and the messages do not depend on it.
+any line it rejects, so the accepted records and the messages do not depend on it. A UTF-8
+byte-order mark opening a line is accepted and is no part of its record: pass 2 leaves it out.
 """
 
 from __future__ import annotations
@@ -45,7 +46,15 @@ _MISSING = object()
 #: Bytes read at a time while streaming past a line over the record-size limit.
 _SKIP_PIECE = 1 << 20
 _GZIP_MAGIC = b"\x1f\x8b"
+#: A UTF-8 byte-order mark: accepted before a record (the reader ignores it), never part of it.
+UTF8_BOM = b"\xef\xbb\xbf"
 _READ_ERRORS: tuple[type[Exception], ...] = (OSError, EOFError, *GZIP_ERRORS)
+
+
+def record_bytes(line: bytes) -> bytes:
+    """An accepted record's line without the byte-order mark the reader lets open it, so no
+    output copies the mark into the middle of a file."""
+    return line.removeprefix(UTF8_BOM)
 
 
 def parse_record(
@@ -197,7 +206,7 @@ def scan_jsonl(
             except RecordProblem as p:
                 problems.record(entry, recno, p.kind, p.problem, p.fix)
                 continue
-            yield recno, rid, text, len(line), key
+            yield recno, rid, text, len(record_bytes(line)), key
     finally:
         if entry.stream is None:
             handle.close()
@@ -282,10 +291,10 @@ def read_lines(handle: Any, entry: Entry, problems: Problems) -> Iterator[bytes 
 
 
 def _accepted_lines(entry: Entry) -> Generator[bytes, None, None]:
-    """Pass 2: the lines of the file's accepted records, in order, by the same tests as pass 1
-    (blank lines and the record numbers skipped there are passed over). Stops after the last
-    accepted record, so a file truncated after it reads the same as in pass 1; raises when the
-    file holds fewer (it changed between the passes)."""
+    """Pass 2: the lines of the file's accepted records (``record_bytes``), in order, by the
+    same tests as pass 1 (blank lines and the record numbers skipped there are passed over).
+    Stops after the last accepted record, so a file truncated after it reads the same as in
+    pass 1; raises when the file holds fewer (it changed between the passes)."""
     remaining = entry.n_docs
     if remaining == 0:
         return
@@ -300,7 +309,7 @@ def _accepted_lines(entry: Entry) -> Generator[bytes, None, None]:
                 continue
             if not line.strip() or recno in skipped:
                 continue
-            yield line
+            yield record_bytes(line)
             remaining -= 1
             if remaining == 0:
                 return
@@ -308,8 +317,8 @@ def _accepted_lines(entry: Entry) -> Generator[bytes, None, None]:
 
 
 def copy_kept_jsonl(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> None:
-    """Pass 2: write the lines of the file's kept documents to ``out``, byte for byte
-    (``keep[i]`` is for the file's i-th accepted record)."""
+    """Pass 2: write the lines of the file's kept documents to ``out``, byte for byte but a
+    leading byte-order mark (``keep[i]`` is for the file's i-th accepted record)."""
     for line, flag in zip(_accepted_lines(entry), keep.tolist(), strict=False):
         if flag:
             out.write(line if line.endswith(b"\n") else line + b"\n")

@@ -6,7 +6,8 @@ other kernels. Lines the kernel does not vouch for go to ``_jsonl.parse_record``
 every record, so accepted records, ids, texts and error messages (line numbers included) are
 those of the line-by-line reader. Each accepted record's byte span in the (decompressed) file is
 remembered, so pass 2 copies the kept lines as runs of bytes and re-reads only the lines it
-needs instead of walking every line in Python.
+needs instead of walking every line in Python. A record's span starts after a byte-order mark
+opening its line, so no output copies the mark.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy.typing as npt
 from .._types import IntArray
 from ..text import Utf8Texts
 from ._gzip import GZIP_ERRORS, decompresses
-from ._jsonl import LongLine, open_jsonl, parse_record, read_lines, report_long_line
+from ._jsonl import UTF8_BOM, LongLine, open_jsonl, parse_record, read_lines, report_long_line
 from ._report import Entry, Problems, RecordProblem, raise_changed, too_large
 
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
@@ -40,8 +41,8 @@ Bytes = npt.NDArray[np.uint8]
 class LineBlock:
     """Records of consecutive lines: line numbers, ids (UTF-8, no Python string each;
     ``absent`` marks records without an id field, whose id is empty here), texts, byte spans
-    (``starts``, ``ends`` in the decompressed file) and first bytes (pass 2 checks them), and
-    the bad lines among them, in order, as ``(line number, kind, problem, fix)`` to report."""
+    (``starts``, ``ends`` in the decompressed file; a record starts after a byte-order mark)
+    and first bytes (pass 2 checks them), and the bad lines among them, in order, as ``(line number, kind, problem, fix)`` to report."""
 
     recnos: IntArray
     ids: Utf8Texts
@@ -175,11 +176,21 @@ def parse_block(
         more = _python_records(lines, ask, text_field, id_field, first_recno, problems)
         rows, ids, texts, absent = _merged((rec, ids, texts, absent), more)
     problems.sort(key=lambda p: p[0])  # too-large lines among the parser's, in line order
-    at = starts[rows]
+    at = _record_starts(buf, starts[rows])
     block = LineBlock(
         rows + first_recno, ids, absent, texts, at + offset, ends[rows] + offset, buf[at], problems
     )
     return block, n_lines
+
+
+def _record_starts(buf: Bytes, starts: IntArray) -> IntArray:
+    """Where the accepted records on lines ``starts`` begin: after a byte-order mark opening
+    the line (no part of the record), so no span copies it into an output."""
+    at = starts.copy()
+    for i in np.flatnonzero(buf[starts] == UTF8_BOM[0]).tolist():  # rare: a loop is enough
+        if buf[at[i] : at[i] + len(UTF8_BOM)].tobytes() == UTF8_BOM:
+            at[i] += len(UTF8_BOM)
+    return at
 
 
 _Parsed = tuple[IntArray, Utf8Texts, Utf8Texts, npt.NDArray[np.bool_]]
