@@ -3,6 +3,7 @@ CR, blank lines of spaces), run compiled and interpreted (``tests/test_interpret
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,9 +11,9 @@ from neardup.paragraphs import rewrite, split, split_reference
 
 from .strategies import TRICKY, texts
 
-LINES = st.text(
-    alphabet=st.sampled_from([*TRICKY, " ", "\r", "\n", "\n", "\v", "\f"]), max_size=160
-)
+LINES = st.lists(
+    st.sampled_from([*TRICKY, " ", "\r", "\n", "\n", "\r\n", "\r\n", "\v", "\f"]), max_size=160
+).map("".join)
 
 
 def _rewrite_reference(text: str, removed: list[bool], unit: str = "paragraph") -> str:
@@ -54,9 +55,27 @@ def test_a_rewrite_keeps_every_separator_of_the_kept_units(text: str, unit: str,
 
 def test_the_rule_on_an_example() -> None:
     text = "  Dear all,\nhello there\n\n \n> quoted line\r\n\r\n-- \nJo\n"
-    assert list(split([text]).texts()) == ["  Dear all,\nhello there", "> quoted line\r", "-- \nJo"]
+    assert list(split([text]).texts()) == ["  Dear all,\nhello there", "> quoted line", "-- \nJo"]
     assert list(split([text], "line").texts()) == [
-        "  Dear all,", "hello there", "> quoted line\r", "-- ", "Jo",
+        "  Dear all,", "hello there", "> quoted line", "-- ", "Jo",
     ]  # fmt: skip
     assert rewrite(text, [False, True, False]) == "  Dear all,\nhello there\n\n \n-- \nJo\n"
-    assert rewrite(text, [False, False, True]) == "  Dear all,\nhello there\n\n \n> quoted line\r\n"
+    assert rewrite(text, [False, False, True]) == "  Dear all,\nhello there\n\n \n> quoted line\n"
+
+
+@pytest.mark.parametrize("unit", ["paragraph", "line"])
+def test_a_crlf_line_ending_goes_with_a_removed_unit_as_a_newline_does(unit: str) -> None:
+    intro, para = "intro line here with words enough to count", "a paragraph seen before"
+    for end in ("\n", "\r\n"):
+        text = f"{intro}{end}{end}{para}"
+        assert list(split([text], unit).texts()) == [intro, para]  # type: ignore[arg-type]
+        assert rewrite(text, [False, True], unit) == intro  # type: ignore[arg-type]
+        assert rewrite(text, [True, False], unit) == para  # type: ignore[arg-type]
+    lines = "one\r\ntwo\r\nthree\r\n"
+    assert rewrite(lines, [False, True, False], "line") == "one\r\nthree\r\n"
+
+
+def test_a_lone_carriage_return_stays_text() -> None:
+    text = "one\rtwo\r\n\r\nthree\r"  # inside a line, and ending a document without a newline
+    assert list(split([text]).texts()) == ["one\rtwo", "three\r"]
+    assert split_reference(text) == [(0, 7, 2), (11, 17, 1)]

@@ -253,3 +253,14 @@ def test_a_byte_order_mark_is_copied_into_no_record_kept_or_rewritten(tmp_path: 
     kept = out.read_bytes().splitlines(keepends=True)
     assert kept[0] == lines[0].removeprefix(bom)  # unchanged: copied, without the mark
     assert json.loads(kept[1].decode()) == {"id": "b", "text": "The second document, also unique."}
+
+
+@pytest.mark.parametrize("unit", ["paragraph", "line"])
+def test_windows_line_endings_leave_no_stray_carriage_return(tmp_path: Path, unit: str) -> None:
+    shared = "Shared paragraph of boilerplate words that repeats in both documents"
+    intro = "intro line here with words enough to count"
+    docs = [f"The first document, unique text.\r\n\r\n{shared}", f"{intro}\r\n\r\n{shared}"]
+    _write_jsonl(tmp_path / "in.jsonl", docs)
+    out = tmp_path / "out.jsonl"
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--unit", unit, "-q", "-o", str(out)]) == 0
+    assert [json.loads(x)["text"] for x in out.read_text().splitlines()] == [docs[0], intro]

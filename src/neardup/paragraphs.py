@@ -1,11 +1,11 @@
 """Documents -> paragraphs (or lines) with their separators; kept paragraphs -> a rewritten text.
 
-The rule (``_kernels/paragraphs.py``): a line ends at a newline; a line holding only ASCII
-whitespace (space, tab, CR, VT, FF) is blank; a paragraph is a maximal run of non-blank lines,
-from the first character of its first line to the last character of its last line (its final
-newline excluded). In ``line`` mode every non-blank line is a unit of its own. Everything
-outside the units (newlines, blank lines, the text before the first unit and after the last) is
-a separator, kept byte for byte: a document is rewritten as its leading text, then each kept
+The rule (``_kernels/paragraphs.py``): a line ends at a newline or a CR LF (a lone CR is
+text); a line holding only ASCII whitespace (space, tab, CR, VT, FF) is blank; a paragraph is a
+maximal run of non-blank lines, from the first character of its first line to the last
+character of its last line (its final line ending excluded). In ``line`` mode every non-blank
+line is a unit of its own. Everything outside the units (line endings, blank lines, the text
+before the first unit and after the last) is a separator, kept byte for byte: a document is rewritten as its leading text, then each kept
 unit followed by the separator that followed it, the last kept unit followed by the document's
 trailing text instead. With every unit kept that is the document itself.
 
@@ -113,14 +113,16 @@ def split_reference(
     spans: list[tuple[int, int]] = []
     open_unit = False
     start = 0
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
         end = start + len(line)
+        stop = end - (k + 1 < len(lines) and line.endswith("\r"))  # CR LF ends it as LF does
         if all(c in _BLANK for c in line):
             open_unit = False
         elif open_unit and unit == "paragraph":
-            spans[-1] = (spans[-1][0], end)
+            spans[-1] = (spans[-1][0], stop)
         else:
-            spans.append((start, end))
+            spans.append((start, stop))
             open_unit = True
         start = end + 1
     return [(a, b, len(canonical_tokens(text[a:b], tokens))) for a, b in spans]

@@ -1,10 +1,12 @@
 """Numba kernel: UTF-8 documents -> the byte spans of their paragraphs (or lines) and tokens.
 
-A line is a run of bytes up to a newline (``\\n``) or the end of the document; it is blank when
-it holds only ASCII whitespace (space, ``\\t``, ``\\r``, ``\\v``, ``\\f``). A paragraph is a
-maximal run of non-blank lines (blank lines separate paragraphs); in line mode each non-blank
-line is a unit. A unit's span runs from the first byte of its first line to the last byte of
-its last line, its final newline excluded, so every byte outside the spans is a separator.
+A line is a run of bytes up to a line ending (``\\n``, or ``\\r\\n``: Windows files split as
+Unix ones do) or the end of the document; it is blank when it holds only ASCII whitespace
+(space, ``\\t``, ``\\r``, ``\\v``, ``\\f``). A lone ``\\r`` ends no line: it is text. A paragraph
+is a maximal run of non-blank lines (blank lines separate paragraphs); in line mode each
+non-blank line is a unit. A unit's span runs from the first byte of its first line to the last
+byte of its last line, its final line ending excluded, so every byte outside the spans (a
+line ending's ``\\r`` as its ``\\n``) is a separator.
 Newlines and ASCII whitespace are single bytes that never occur inside a multi-byte sequence,
 so the spans cut no character. Each unit's canonical tokens are counted as ``text.py`` defines
 them (runs of word characters; word characters in character mode), on the text as written.
@@ -19,12 +21,22 @@ from ._jit import njit
 from .shingles import _decode
 
 NEWLINE = 0x0A
+CR = 0x0D
 
 
 @njit(cache=True, inline="always")
 def _blank_byte(c: np.uint8) -> bool:
     """Space, \\t, \\n, \\v, \\f or \\r."""
     return bool(c == 0x20 or (c >= 0x09 and c <= 0x0D))
+
+
+@njit(cache=True, inline="always")
+def _content_end(buf: np.ndarray, p: int, e: int, hi: int) -> int:
+    """The end of the text of the line ``buf[p:e]`` ending at a newline or ``hi``: before the
+    ``\\r`` of a ``\\r\\n`` line ending (a final ``\\r`` without a newline is text)."""
+    if e < hi and e > p and buf[e - 1] == CR:
+        return e - 1
+    return e
 
 
 @njit(cache=True, nogil=True)
@@ -57,10 +69,10 @@ def split_units(
             if blank:
                 open_unit = False
             elif open_unit and not lines:
-                ends[m - 1] = e
+                ends[m - 1] = _content_end(buf, p, e, hi)
             else:
                 starts[m] = p
-                ends[m] = e
+                ends[m] = _content_end(buf, p, e, hi)
                 m += 1
                 counts[d] += 1
                 open_unit = True
