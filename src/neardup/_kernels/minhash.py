@@ -78,6 +78,19 @@ def probe_table(seed: np.uint64, t: int) -> np.ndarray:
     return out
 
 
+@njit(cache=True, inline="always")
+def probe_on(row: np.ndarray, filled: np.ndarray, seed: np.uint64, j: int, attempt: int) -> None:
+    """Empty bin j takes the first filled bin's value its probes reach from ``attempt`` on,
+    each probe hashed (past a table's attempts)."""
+    t = row.shape[0]
+    while True:
+        src = probe_source(seed, j, attempt, t)
+        if filled[src]:
+            row[j] = row[src]
+            return
+        attempt += 1
+
+
 #: Attempts a first-hit table covers (``hit_table``): 255 marks "not within them".
 HITS = 255
 #: Densify a row through the first-hit table when it has at most this many shingles, so as
@@ -140,13 +153,7 @@ def densify_few(
         if best[j] >> np.uint32(8) < HITS:
             row[j] = row[where[best[j] & np.uint32(0xFF)]]
             continue
-        attempt = HITS
-        while True:
-            src = probe_source(seed, j, attempt, t)
-            if filled[src]:
-                row[j] = row[src]
-                break
-            attempt += 1
+        probe_on(row, filled, seed, j, HITS)
 
 
 @njit(cache=True, nogil=True)
@@ -195,14 +202,7 @@ def densify(
         now, nxt = nxt, now
         attempt += 1
     for i in range(k):  # beyond the table (probability 0.65**32 a bin at a third filled)
-        j = now[i]
-        attempt = PROBES
-        while True:
-            src = probe_source(seed, j, attempt, t)
-            if filled[src]:
-                row[j] = row[src]
-                break
-            attempt += 1
+        probe_on(row, filled, seed, now[i], PROBES)
 
 
 @njit(cache=True, nogil=True)
