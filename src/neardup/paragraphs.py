@@ -5,9 +5,10 @@ text); a line holding only ASCII whitespace (space, tab, CR, VT, FF) is blank; a
 maximal run of non-blank lines, from the first character of its first line to the last
 character of its last line (its final line ending excluded). In ``line`` mode every non-blank
 line is a unit of its own. Everything outside the units (line endings, blank lines, the text
-before the first unit and after the last) is a separator, kept byte for byte: a document is rewritten as its leading text, then each kept
-unit followed by the separator that followed it, the last kept unit followed by the document's
-trailing text instead. With every unit kept that is the document itself.
+before the first unit and after the last) is a separator, kept byte for byte: a document is
+rewritten as its leading text, then each kept unit followed by the separator that followed it,
+the last kept unit followed by the document's trailing text instead. With every unit kept that
+is the document itself.
 
 Units are held as byte spans of the documents' UTF-8 buffer (``Units``); their texts are
 gathered into one new buffer (``Utf8Texts``) for the engine, never a Python string each.

@@ -42,7 +42,8 @@ class LineBlock:
     """Records of consecutive lines: line numbers, ids (UTF-8, no Python string each;
     ``absent`` marks records without an id field, whose id is empty here), texts, byte spans
     (``starts``, ``ends`` in the decompressed file; a record starts after a byte-order mark)
-    and first bytes (pass 2 checks them), and the bad lines among them, in order, as ``(line number, kind, problem, fix)`` to report."""
+    and first bytes (pass 2 checks them), and the bad lines among them, in order, as
+    ``(line number, kind, problem, fix)`` to report."""
 
     recnos: IntArray
     ids: Utf8Texts
