@@ -388,3 +388,32 @@ def test_cli_index_commands_and_dedup_against_an_index(
     assert main(["index", "stats", str(junk)]) == 1
     assert "is not a neardup index" in capsys.readouterr().err
     assert main(["dedup", str(new), "--index", idx, "--threshold", "0.5"]) == 1
+
+
+def test_a_text_that_is_not_unicode_stops_add_naming_it_or_is_skipped_and_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON lets a lone surrogate through (\\ud800); SQLite keeps UTF-8 only."""
+    path = str(tmp_path / "idx.db")
+    Index.create(path).close()
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        '{"id": "odd", "text": "abc \\ud800 def"}\n'
+        '{"id": "fine", "text": "a fine text of enough words to sign"}\n'
+    )
+    assert main(["index", "add", path, str(src)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'odd'" in err[0] and "lone surrogate" in err[0], err
+    src.write_text(src.read_text() + "not json\n")
+    assert main(["index", "add", path, str(src), "--on-error", "skip"]) == 0
+    assert "added 1, replaced 0" in (err := capsys.readouterr().err)
+    assert "skipped 2 bad records" in err
+    assert main(["index", "query", path, str(src), "--on-error", "skip", "-o", os.devnull]) == 0
+    assert "2 queries, 1 with matches; skipped 1 bad record" in capsys.readouterr().err
+    with Index.open(path) as index:
+        assert "fine" in index and "odd" not in index
+        with pytest.raises(InputError, match=r"'m'.*metadata holds a lone surrogate"):
+            index.add(["m"], ["fine words"], meta=[{"k": "\ud800"}])
+        with pytest.raises(InputError, match="date holds a lone surrogate"):
+            index.retire(["fine"], date="\ud800")
+    Index.create(None).add(["odd"], ["abc \ud800 def"])  # in memory: nothing to encode

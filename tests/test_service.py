@@ -360,6 +360,34 @@ def test_bad_json_and_bad_fields_say_what_to_fix(served: tuple[Server, Path]) ->
         assert "d" not in client
 
 
+def test_strings_that_are_not_unicode_are_refused_and_the_index_keeps_answering(
+    served: tuple[Server, Path],
+) -> None:
+    """JSON lets a lone surrogate (\\ud800) through; what the index would keep or an answer
+    would echo is refused (4xx naming it), never a 500 or a record no answer can hold."""
+    server, _ = served
+    odd = "abc \ud800 def"
+    refused = [
+        ("/add", {"documents": [{"id": "s1", "text": odd}]}),
+        ("/add", {"documents": [{"id": "s2", "text": "fine words", "meta": {"k": odd}}]}),
+        ("/add", {"documents": [{"id": "s3", "text": "fine words", "date": odd}]}),
+        ("/query", {"documents": [{"id": odd, "text": "fine words"}]}),
+        ("/dedup", {"documents": [{"id": "s4", "text": odd}], "add": True}),
+        ("/retire", {"urls": ["s5"], "date": odd}),
+    ]
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+    def post(route: str, body: object) -> httpx.Response:  # escaped: \\ud800 as sent by JSON
+        return httpx.post(server.url + route, content=json.dumps(body), headers=headers)
+
+    for route, body in refused:
+        r = post(route, body)
+        assert r.status_code in (400, 422) and "lone surrogate" in r.text, (route, r.text)
+    assert post("/query", {"documents": [{"id": "q", "text": odd}]}).status_code == 200  # hashed
+    for name in ("s1", "s2", "s3", "s4"):
+        assert httpx.get(server.url + f"/documents/{name}", headers=headers).status_code == 404
+
+
 def _raw_post(server: Server, route: str, content: bytes) -> tuple[int, dict[str, str]]:
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
     r = httpx.post(server.url + route, content=content, headers=headers)

@@ -29,9 +29,15 @@ def _add(args: argparse.Namespace) -> int:
     )
     sys.stderr.write(
         f"neardup: added {done['added']:,}, replaced {done['replaced']:,} "
-        f"({done['documents']:,} in the index; {done['docs_per_s']:,} docs/s)\n"
+        f"({done['documents']:,} in the index; {done['docs_per_s']:,} docs/s){_skipped(done)}\n"
     )
     return 0
+
+
+def _skipped(done: dict[str, int]) -> str:
+    """What ``--on-error skip`` left out, when anything: skipped, so also counted."""
+    n = done.get("skipped_records", 0)
+    return f"; skipped {n:,} bad record{'s' * (n != 1)}" if n else ""
 
 
 def _query(args: argparse.Namespace) -> int:
@@ -46,6 +52,7 @@ def _query(args: argparse.Namespace) -> int:
         progress=progress(args),
     )
     sys.stderr.write(
-        f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches\n"
+        f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches"
+        f"{_skipped(done)}\n"
     )
     return 0

@@ -41,7 +41,7 @@ from ..params import DedupParams
 from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, make_verifier
-from .checks import check_ids, query_floor, refuse_conflicts, refuse_fit
+from .checks import check_ids, query_floor, refuse_conflicts, refuse_fit, refuse_surrogates
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
 from .results import AddResult, Answers, Batch, Deduplicated, Match
@@ -233,6 +233,8 @@ class Index:
             raise InputError(f"meta has {len(meta)} entries for {len(texts)} texts")
         if dates is not None and len(dates) != len(texts):
             raise InputError(f"dates has {len(dates)} entries for {len(texts)} texts")
+        if not isinstance(self.store, MemoryStore):  # SQLite holds UTF-8 only
+            _stored_as_unicode(ids, texts if self.store_text else None, meta, dates)
         signed = sign_texts(self.params, self.method, self.verifier, texts)
         sigs = signed.signatures
         row, key = self._postings(sigs, signed.canonical)
@@ -285,6 +287,8 @@ class Index:
     def retire(self, urls: Sequence[str], date: str | None = None) -> int:
         """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
         urls = check_ids(urls, None)
+        if date is not None:
+            refuse_surrogates(urls, [date] * len(urls), "date")
 
         def work() -> int:
             docs = self._known(urls)
@@ -586,3 +590,19 @@ def _neg_date(date: str | None) -> tuple[int, str]:
     if date is None:
         return (1, "")
     return (0, "".join(chr(0x10FFFF - ord(c)) for c in date))
+
+
+def _stored_as_unicode(
+    ids: Sequence[str],
+    texts: Sequence[str] | None,
+    meta: Sequence[dict[str, Any] | None] | None,
+    dates: Sequence[str | None] | None,
+) -> None:
+    """What a batch stores (texts when kept, metadata, dates) is Unicode, or InputError."""
+    if texts is not None:
+        refuse_surrogates(ids, texts, "text")
+    if meta:
+        as_json = [None if m is None else json.dumps(m, ensure_ascii=False) for m in meta]
+        refuse_surrogates(ids, as_json, "metadata")
+    if dates:
+        refuse_surrogates(ids, dates, "date")

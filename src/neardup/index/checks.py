@@ -6,6 +6,7 @@ Each raises a ``neardup.errors`` class whose message says what to give instead.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -65,6 +66,30 @@ def check_ids(ids: object, n: int | None) -> list[str]:
             f"id {uniq[counts > 1][0]!r} appears twice in one batch; ids must be unique"
         )
     return items
+
+
+def refuse_surrogates(ids: Sequence[str], values: Sequence[str | None], what: str) -> None:
+    """InputError naming the first document whose ``what`` holds a lone surrogate (JSON lets
+    ``\\ud800`` through; UTF-8, SQLite and the service's answers do not)."""
+    bad = not_unicode(values)
+    if bad:
+        raise InputError(f"document {ids[bad[0]]!r}: {SURROGATE.format(what=what)}")
+
+
+#: What is wrong with a value holding a lone surrogate, and what to do.
+SURROGATE = (
+    "its {what} holds a lone surrogate (an escape such as \\ud800 without its pair), which "
+    "is not Unicode; fix it, or leave the document out"
+)
+
+
+def not_unicode(values: Sequence[str | None]) -> list[int]:
+    """The positions of the values that cannot be written as UTF-8 (lone surrogates)."""
+    try:
+        "".join(v for v in values if v).encode("utf-8")
+    except UnicodeEncodeError:
+        return [i for i, v in enumerate(values) if v and _unencodable(v)]
+    return []
 
 
 def _unencodable(text: str) -> bool:

@@ -19,12 +19,14 @@ from typing import Any
 from .._prefetch import prefetch
 from .._processes import process_map
 from ..candidates import distinct
-from ..errors import ParamError
+from ..errors import InputError, ParamError
 from ..io import DocBatch, Source, atomic_write, plan_outputs
 from ..io._atomic import open_output
+from ..io._report import BAD_TEXT, ErrorReport
 from ..progress import Progress
 from ..run import ReadOptions, _check_jobs, _kept_format, _paths, default_memory_limit
 from . import Index
+from .checks import SURROGATE, not_unicode
 
 
 def _open(
@@ -44,6 +46,31 @@ def _dates(keys: list[object] | None) -> list[str | None] | None:
     if keys is None:
         return None
     return [None if k is None else str(k) for k in keys]
+
+
+def _unicode_only(
+    ids: list[str],
+    texts: Sequence[str],
+    dates: list[str | None] | None,
+    store_text: bool,
+    on_error: str,
+    report: ErrorReport,
+) -> tuple[list[str], Sequence[str], None, list[str | None] | None]:
+    """A batch to add without the records whose stored text or date is not Unicode (a lone
+    surrogate): each one line, counted under ``--on-error skip``, else the run stops there."""
+    bad = set(not_unicode(texts if store_text else [])) | set(not_unicode(dates or []))
+    if not bad:
+        return ids, texts, None, dates
+    first = min(bad)
+    what = "text" if texts[first] and not_unicode([texts[first]]) else "date"
+    message = f"document {ids[first]!r}: {SURROGATE.format(what=what)}"
+    if on_error == "stop":
+        raise InputError(f"{message}, or use --on-error skip to skip such records")
+    for i in sorted(bad):
+        report.add(BAD_TEXT, f"document {ids[i]!r}: {SURROGATE.format(what='text or date')}")
+    rows = [i for i in range(len(ids)) if i not in bad]
+    kept_dates = None if dates is None else [dates[i] for i in rows]
+    return [ids[i] for i in rows], [texts[i] for i in rows], None, kept_dates
 
 
 def add_source(
@@ -72,7 +99,10 @@ def add_source(
             ]:
                 for batch in prefetch(read.batches(source)):
                     sizes.append(batch.nbytes)
-                    yield list(batch.ids), batch.texts, None, _dates(batch.keys)
+                    yield _unicode_only(
+                        list(batch.ids), batch.texts, _dates(batch.keys), index.store_text,
+                        read.on_error, source.errors,
+                    )  # fmt: skip
 
             def committed(batch: object) -> None:
                 nonlocal docs, nbytes
@@ -151,12 +181,14 @@ def query_source(
                         bar.update(queries, nbytes)
                 finally:
                     bar.close()
+            skipped = source.errors.total
     finally:
         index.close()
     seconds = time.perf_counter() - started
     return {
         "queries": queries,
         "with_matches": matched,
+        "skipped_records": skipped,
         "seconds": round(seconds, 3),
         "queries_per_s": round(queries / max(seconds, 1e-9)),
     }

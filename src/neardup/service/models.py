@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _unicode(value: str) -> str:
+    """A string that can be stored and answered (JSON lets a lone surrogate through)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "holds a lone surrogate (an escape such as \\ud800 without its pair), which is not "
+            "Unicode"
+        ) from None
+    return value
+
+
+#: A string of Unicode text: ids, texts, URLs and dates the index keeps or the answer echoes.
+Unicode = Annotated[str, AfterValidator(_unicode)]
+
+
 class Document(_Strict):
     """A document to add: its id (a URL for lost and found), text, metadata, last-seen date."""
 
-    id: str
-    text: str
+    id: Unicode
+    text: Unicode
     meta: dict[str, Any] | None = None
-    date: str | None = None
+    date: Unicode | None = None
 
 
 class AddRequest(_Strict):
@@ -27,7 +43,7 @@ class AddRequest(_Strict):
 class QueryDocument(_Strict):
     """A query: its text, and an id echoed in the answer."""
 
-    id: str | int | None = None
+    id: Unicode | int | None = None
     text: str
 
 
@@ -38,12 +54,12 @@ class QueryRequest(_Strict):
 
 
 class IdsRequest(_Strict):
-    ids: list[str]
+    ids: list[Unicode]
 
 
 class RetireRequest(_Strict):
-    urls: list[str]
-    date: str | None = None
+    urls: list[Unicode]
+    date: Unicode | None = None
 
 
 class AddResponse(BaseModel):
@@ -63,7 +79,7 @@ class QueryResponse(BaseModel):
 class DedupDocument(_Strict):
     """A document to deduplicate: its id (echoed; its id in the index once added) and text."""
 
-    id: str
+    id: Unicode
     text: str
 
 
