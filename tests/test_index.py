@@ -417,3 +417,33 @@ def test_a_text_that_is_not_unicode_stops_add_naming_it_or_is_skipped_and_counte
         with pytest.raises(InputError, match="date holds a lone surrogate"):
             index.retire(["fine"], date="\ud800")
     Index.create(None).add(["odd"], ["abc \ud800 def"])  # in memory: nothing to encode
+
+
+def test_a_match_limit_below_1_is_refused_as_the_service_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "idx.db")
+    with Index.create(path, store_text=True) as index:
+        index.add(["u1"], ["the quick brown fox jumps over the lazy dog near the river bank"])
+        for limit in (0, -1):
+            with pytest.raises(ParamError, match=f"limit {limit}: give at least 1"):
+                index.query(["the quick brown fox jumps over the lazy dog"], limit=limit)
+            with pytest.raises(ParamError, match="give at least 1"):
+                index.moved("u1", limit=limit)
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"id": "q", "text": "the quick brown fox jumps over the lazy dog"}\n')
+    out = tmp_path / "answers.jsonl"
+    assert main(["index", "query", path, str(src), "--limit", "-1", "-o", str(out)]) == 1
+    assert "give at least 1" in capsys.readouterr().err and not out.exists()
+
+
+def test_an_output_named_as_the_index_s_own_sqlite_files_is_refused(tmp_path: Path) -> None:
+    """SQLite removes a closed index's log: an answer written there would vanish."""
+    path = str(tmp_path / "idx.db")
+    Index.create(path).close()
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"id": "q", "text": "some words to look up in the index"}\n')
+    for suffix in ("-wal", "-shm", "-journal"):
+        assert main(["index", "query", path, str(src), "-o", path + suffix]) == 1
+        assert main(["dedup", str(src), "--index", path, "-o", path + suffix]) == 1
+        assert not os.path.exists(path + suffix)

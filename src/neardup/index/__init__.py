@@ -41,7 +41,14 @@ from ..params import DedupParams
 from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, make_verifier
-from .checks import check_ids, query_floor, refuse_conflicts, refuse_fit, refuse_surrogates
+from .checks import (
+    check_ids,
+    check_limit,
+    query_floor,
+    refuse_conflicts,
+    refuse_fit,
+    refuse_surrogates,
+)
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
 from .results import AddResult, Answers, Batch, Deduplicated, Match
@@ -441,11 +448,13 @@ class Index:
         limit: int | None,
     ) -> Answers:
         hashes, sigs, ev, texts = signed
+        check_limit(limit)
         with self.store.snapshot():
             return self._match(hashes, sigs, ev, texts, threshold, limit)
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first, with dates."""
+        check_limit(limit)
         with self.store.snapshot():
             return self._moved(url, limit)
 

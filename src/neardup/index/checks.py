@@ -68,6 +68,14 @@ def check_ids(ids: object, n: int | None) -> list[str]:
     return items
 
 
+def check_limit(limit: int | None) -> None:
+    """ParamError for a match limit below 1 (None: every match)."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ParamError(
+            f"limit {limit!r}: give at least 1 match per query, or leave it out for every match"
+        )
+
+
 def refuse_surrogates(ids: Sequence[str], values: Sequence[str | None], what: str) -> None:
     """InputError naming the first document whose ``what`` holds a lone surrogate (JSON lets
     ``\\ud800`` through; UTF-8, SQLite and the service's answers do not)."""

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,7 +27,7 @@ from ..io._report import BAD_TEXT, ErrorReport
 from ..progress import Progress
 from ..run import ReadOptions, _check_jobs, _kept_format, _paths, default_memory_limit
 from . import Index
-from .checks import SURROGATE, not_unicode
+from .checks import SURROGATE, check_limit, not_unicode
 
 
 def _open(
@@ -46,6 +47,25 @@ def _dates(keys: list[object] | None) -> list[str | None] | None:
     if keys is None:
         return None
     return [None if k is None else str(k) for k in keys]
+
+
+#: The files SQLite keeps beside a database: its rollback journal, write-ahead log and the log's
+#: index. An output there would vanish (SQLite removes a closed index's log) or be taken for a
+#: journal to roll back.
+SQLITE_FILES = ("-journal", "-wal", "-shm")
+
+
+def index_files(path: str, outputs: Mapping[str, str | None]) -> list[str]:
+    """The index and its SQLite files, as inputs no output may be; ParamError for an output
+    named as one of the SQLite files, whether or not it exists now."""
+    beside = {os.path.abspath(path + suffix) for suffix in SQLITE_FILES}
+    for role, value in outputs.items():
+        if value and value != "-" and os.path.abspath(value) in beside:
+            raise ParamError(
+                f"{role} {value} is a file SQLite keeps beside the index {path}; name another "
+                "output file"
+            )
+    return [path, *(path + suffix for suffix in SQLITE_FILES)]
 
 
 def _unicode_only(
@@ -149,13 +169,15 @@ def query_source(
     from."""
     read = read or ReadOptions()
     jobs = _check_jobs(jobs)
+    check_limit(limit)  # before anything is read
     started = time.perf_counter()
     queries = matched = 0
     budget = _postings_budget(jobs)
     index = _holding(path, budget)
     try:
         with _open(inputs, read) as source:
-            plan = plan_outputs([*_paths(inputs), path], {"-o": output or "-"})
+            outputs = {"-o": output or "-"}
+            plan = plan_outputs([*_paths(inputs), *index_files(path, outputs)], outputs)
             bar = Progress(progress, source.input_bytes, desc="querying")
             nbytes = 0
             with plan.commit(), open_output(plan["-o"]) as out:
@@ -267,9 +289,10 @@ def dedup_source(
         with _open(inputs, read) as source:
             # Checked before the first document is read or added: never an input or the index.
             kept_fmt = _kept_format(kept_output, source.fmt)
+            outputs = {"-o": kept_output, "--summary-json": summary_json}
             plan = plan_outputs(
-                [*_paths(inputs), index_path],
-                {"-o": kept_output, "--summary-json": summary_json},
+                [*_paths(inputs), *index_files(index_path, outputs)],
+                outputs,
                 folders={"-o"} if kept_fmt == "folder" else (),
             )
             kept_fmt = _kept_format(kept_output, source.fmt, strict=True)
