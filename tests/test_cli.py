@@ -136,6 +136,15 @@ def test_plan_reproduces_broders_example(
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_a_plot_of_an_unknown_picture_type_stops_before_the_plan_is_printed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    txt = tmp_path / "curve.txt"
+    assert main(["plan", "--threshold", "0.9", "--plot", str(txt)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "unknown picture type '.txt'" in err and not txt.exists()
+
+
 def test_console_script_reads_stdin(tmp_path: Path) -> None:
     lines = [
         json.dumps({"text": t})

@@ -78,15 +78,30 @@ def plot_curve(
     return save_figure(fig, path)
 
 
+#: Picture types a figure is saved as (matplotlib's Agg canvas), told by the name's suffix.
+PICTURE_TYPES = frozenset(
+    {"avif", "eps", "gif", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba", "svg"}
+    | {"svgz", "tif", "tiff", "webp"}
+)
+
+
+def check_picture(path: str | Path) -> None:
+    """ParamError for a picture name whose suffix names no picture type, before any work (and
+    without loading matplotlib)."""
+    out = Path(path)
+    kind = out.suffix.lstrip(".").lower() or "png"
+    if kind not in PICTURE_TYPES:
+        raise ParamError(
+            f"cannot draw {out}: unknown picture type '.{kind}'; name a .png, .svg or .pdf file"
+        )
+
+
 def save_figure(fig: Any, path: str | Path) -> Path:
     """Write a matplotlib figure whose type follows the suffix (.png, .svg, .pdf), atomically:
     complete or absent, never a half-drawn file."""
     out = Path(path)
+    check_picture(out)
     kind = out.suffix.lstrip(".").lower() or "png"
-    if kind not in fig.canvas.get_supported_filetypes():
-        raise ParamError(
-            f"cannot draw {out}: unknown picture type '.{kind}'; name a .png, .svg or .pdf file"
-        )
     with atomic_write(out, "wb") as handle:
         fig.savefig(handle, dpi=110, format=kind)
     return out

@@ -10,7 +10,7 @@ from ..io import plan_outputs
 from ..methods import make_method
 from ..params import DedupParams
 from ..planner import plan_as_dedup
-from ..plots import plot_curve
+from ..plots import check_picture, plot_curve
 from .convert import minhash_params
 from .output import print_out
 
@@ -22,6 +22,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParamError("neardup plan needs --threshold (MinHash) or --max-distance (SimHash)")
     if args.plot:  # checked before the work: a missing folder, a folder, an input...
         plan_outputs([], {"--plot": args.plot})
+        check_picture(args.plot)
     params = DedupParams(threshold=args.threshold, method=method, verify=args.verify)
     chosen, used = plan_as_dedup(
         params, cost_fp=args.fp_cost, cost_fn=args.fn_cost, max_bytes=args.budget

@@ -8,7 +8,7 @@ import argparse
 from ..errors import ParamError
 from ..io import open_source, plan_outputs
 from ..params import FeatureParams, ShingleParams
-from ..plots import plot_sample
+from ..plots import check_picture, plot_sample
 from ..run import parse_size
 from ..sample_plan import plan_with_sample
 from .output import print_out
@@ -20,6 +20,8 @@ def run(args: argparse.Namespace) -> int:
     if args.threshold is None:
         raise ParamError("neardup plan --sample needs --threshold")
     plan_outputs(args.sample, {"--plot": args.plot})  # never the sample, checked before reading
+    if args.plot:
+        check_picture(args.plot)
     with open_source(
         inputs(args.sample),
         args.format,

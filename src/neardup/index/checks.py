@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import InputError, ParamError
 from ..methods import needs_fit
-from ..params import DedupParams
+from ..params import DedupParams, SimhashMethodParams
 
 
 def refuse_fit(params: DedupParams) -> None:
@@ -124,9 +124,14 @@ def query_floor(params: DedupParams, threshold: float | None) -> float:
             f"{threshold!r}; leave it out to use the index's own ({base:g})"
         )
     if threshold < base - 1e-12:
+        lower = (
+            f"; build an index with --threshold {threshold:g} for lower ones"
+            if threshold > 0
+            and not isinstance(params.method, SimhashMethodParams)  # create takes it
+            else ""
+        )
         raise ParamError(
             f"this index finds matches at {base:g} and above; a query can ask for a "
-            f"threshold from {base:g} to 1, not {threshold!r}; build an index with "
-            f"--threshold {threshold:g} for lower ones"
+            f"threshold from {base:g} to 1, not {threshold!r}{lower}"
         )
     return float(threshold)

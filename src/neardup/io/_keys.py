@@ -61,8 +61,8 @@ def normalise_key(value: object, key_field: str) -> tuple[object, KeyKind | None
         raise RecordProblem(
             BAD_KEY,
             f"field '{key_field}' is {json_type(value)}, which has no order",
-            "give it a number, string or boolean value (or null), or use --keep-field to name "
-            "another field",
+            "give it a number, string or boolean value (or null), or use --keep-field (index "
+            "add: --date-field) to name another field",
         )
     return value, kind
 
@@ -84,7 +84,7 @@ class KeyCheck:
                 f"field '{self.key_field}' is {_KIND_NAMES[kind]}, but the first key "
                 f"({self.where}) is {_KIND_NAMES[self.kind]}",
                 f"give '{self.key_field}' one type in every record (or null), or use "
-                "--keep-field to name another field",
+                "--keep-field (index add: --date-field) to name another field",
             )
         return key, kind
 
