@@ -237,6 +237,8 @@ def test_command_reports_bad_input_in_one_line(
         assert proc.stderr.startswith("neardup: error: ")
         assert ("bad.jsonl line 2" if field == "question" else "bench.jsonl line 1") in proc.stderr
         assert not (tmp_path / "out.jsonl").exists()
+        if field == "text":  # the benchmark's field is missing: its own option is named
+            assert "--against-text-field" in proc.stderr, proc.stderr
 
 
 def test_command_keeps_parquet_columns_and_text_files(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import resource
 import signal
 import threading
@@ -486,13 +487,19 @@ def _summary(
 def _read_benchmark(
     inputs: str | Sequence[str], read: ReadOptions
 ) -> tuple[list[str], list[str], int]:
-    """The benchmark's ids and texts, whole (a benchmark is small), and its skipped records."""
-    with read.open(inputs) as bench:
-        texts: list[str] = []
-        for batch in read.batches(bench):
-            texts.extend(batch.texts)
-        ids = list(bench.ids) if bench.ids is not None else []
-        skipped = bench.errors.total
+    """The benchmark's ids and texts, whole (a benchmark is small), and its skipped records;
+    a bad benchmark record's message names the benchmark's own options (--against-text-field),
+    not the training data's the reader would name."""
+    try:
+        with read.open(inputs) as bench:
+            texts: list[str] = []
+            for batch in read.batches(bench):
+                texts.extend(batch.texts)
+            ids = list(bench.ids) if bench.ids is not None else []
+            skipped = bench.errors.total
+    except InputError as exc:
+        message = re.sub(r"--(text|id)-field\b", r"--against-\1-field", str(exc))
+        raise InputError(message) from None
     if not texts:
         raise ParamError(
             f"no benchmark items in {', '.join(_paths(inputs))}; check --against and "
