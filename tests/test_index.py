@@ -447,3 +447,19 @@ def test_an_output_named_as_the_index_s_own_sqlite_files_is_refused(tmp_path: Pa
         assert main(["index", "query", path, str(src), "-o", path + suffix]) == 1
         assert main(["dedup", str(src), "--index", path, "-o", path + suffix]) == 1
         assert not os.path.exists(path + suffix)
+
+
+def test_a_truncated_index_is_called_damaged_and_to_be_rebuilt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "idx.db"
+    with Index.create(str(path)) as index:
+        index.add([f"d{i}" for i in range(300)], random_documents(300, seed=3, words=(30, 60)))
+    cut = tmp_path / "copy.db"  # the file alone, as copied elsewhere: no log beside it
+    cut.write_bytes(path.read_bytes()[:4096])  # cut short: SQLite finds it malformed
+    path = cut
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"id": "q", "text": "some words to look up in the index"}\n')
+    assert main(["index", "query", str(path), str(src), "-o", os.devnull]) == 1
+    err = capsys.readouterr().err
+    assert "the file itself is damaged" in err and "rebuild the index from its corpus" in err, err

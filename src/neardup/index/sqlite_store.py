@@ -137,6 +137,14 @@ def hash_keys(hashes: KeyArray) -> KeyArray:
     return column_keys(np.full(len(values), _HASH_TAG), values)
 
 
+def file_damaged(where: str, text: str) -> IndexCorrupt:
+    """The error for an index file SQLite finds damaged (not one record: the file)."""
+    return IndexCorrupt(
+        f"{where}: the file itself is damaged (SQLite: {text}); rebuild the index from its "
+        "corpus (neardup index create, then neardup index add)"
+    )
+
+
 class SqliteStore:
     """The on-disk store (see the module docstring)."""
 
@@ -181,6 +189,8 @@ class SqliteStore:
                     f"cannot create the index {path} (SQLite says: {exc}); check that its "
                     "folder exists and is writable"
                 ) from None
+            if "malformed" in str(exc):  # SQLite's words for a damaged database file
+                raise file_damaged(path, str(exc)) from None
             raise IndexMismatchError(
                 f"{path} is not a neardup index (SQLite says: {exc}); give the path of an "
                 "index made by neardup index create"
@@ -227,10 +237,7 @@ class SqliteStore:
                 "disk holding the index or its temporary files, then try again"
             )
         if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")):
-            return IndexCorrupt(
-                f"{self.where}: the file itself is damaged (SQLite: {text}); rebuild the index "
-                "from its corpus (neardup index create, then neardup index add)"
-            )
+            return file_damaged(self.where, text)
         return IndexCorrupt(
             f"{self.where}: SQLite cannot read the index ({text}); run neardup index check "
             f"{self.where}, and rebuild the index from its corpus if SQLite finds the file "
