@@ -352,6 +352,9 @@ def test_bad_json_and_bad_fields_say_what_to_fix(served: tuple[Server, Path]) ->
     assert r.status_code == 422 and "treshold: unknown field" in r.text
     r = _post(server, "/add", {"documents": [{"id": "d", "text": "a b"}, {"id": "d", "text": "c"}]})
     assert r.status_code == 400 and "appears twice" in r.json()["error"]["message"]
+    same = {"id": "d", "text": "a b c d e f g"}  # the second a duplicate: never added either
+    r = _post(server, "/dedup", {"documents": [same, same]})
+    assert r.status_code == 400 and "appears twice" in r.json()["error"]["message"]
     with server.client() as client:
         with pytest.raises(ParamError, match=r"build an index with --threshold 0\.5 for lower"):
             client.query(["some text"], threshold=0.5)

@@ -399,7 +399,8 @@ class Index:
         added_ids: set[str] = set()
         in_index = in_input = 0
         try:
-            for ids, texts in batches:
+            for raw_ids, texts in batches:
+                ids = check_ids(raw_ids, len(texts))  # as add checks them: unique, Unicode
                 hit, of_index = self._stored(texts, None if add else seen, added_ids)
                 fresh = np.flatnonzero(~hit)
                 kept = np.zeros(len(texts), dtype=bool)
