@@ -126,6 +126,15 @@ def test_the_kernel_reads_every_line_as_the_python_parser(lines: list[bytes]) ->
     assert block_reading(lines) == python_reading(lines)
 
 
+def test_an_integer_id_past_64_bits_is_its_digits_in_both_readers() -> None:
+    """orjson reads such an integer as a float, which is no id: the standard library judges."""
+    big = 123456789012345678901234567890
+    lines = [b'{"id": %d, "text": "big"}' % big, b'{"id": -%d, "text": "neg"}' % big]
+    want = [(1, (str(big), "big")), (2, (f"-{big}", "neg"))]
+    assert python_reading(lines) == want
+    assert block_reading(lines) == want
+
+
 def test_the_kernel_itself_reads_ordinary_records() -> None:
     lines = [
         b'{"id": "a", "text": "plain"}',

@@ -68,6 +68,11 @@ def parse_record(
             obj = _fast_loads(line)
         except Exception:  # the standard library decides and explains below
             obj = _MISSING
+        if isinstance(obj, dict) and (
+            isinstance(obj.get(id_field), float)
+            or (key_field is not None and isinstance(obj.get(key_field), float))
+        ):  # orjson reads an integer past 64 bits as a float: the standard library reads it
+            obj = _MISSING
     if obj is _MISSING:
         obj = _loads_explained(line)
     if not isinstance(obj, dict):
