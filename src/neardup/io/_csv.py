@@ -207,15 +207,20 @@ def _missing_column(
     for field, what in ((text_field, "--text-field"), (key_field, "--keep-field")):
         if field is not None and field not in names:
             shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-            problems.file(
-                entry,
-                BAD_SCHEMA,
-                f"there is no column '{field}' (columns: {shown})",
-                f"use {what} to name one of these columns",
-                skip_hint=False,
-            )
+            if names and names[0].lstrip().startswith(("{", "[")):  # a JSON line as a header
+                problem = "its first line is JSON, not a header of columns"
+                fix = "read it as JSON Lines (leave out --format, or name the file .jsonl)"
+            else:
+                problem = f"there is no column '{field}' (columns: {shortened(shown)})"
+                fix = f"use {what} to name one of these columns"
+            problems.file(entry, BAD_SCHEMA, problem, fix, skip_hint=False)
             return True
     return False
+
+
+def shortened(text: str, most: int = 300) -> str:
+    """``text``, or its first ``most`` characters and an ellipsis: a message stays a line."""
+    return text if len(text) <= most else text[:most] + "..."
 
 
 def kept_csv_batches(
