@@ -163,7 +163,7 @@ def test_a_missing_csv_text_column_names_the_columns_there_are(
     assert main(["dedup", str(src), "-o", str(tmp_path / "k.csv")]) == 1
     err = capsys.readouterr().err
     assert "no column 'text' (columns: id, body)" in err and "--text-field" in err
-    jsonl = _write(tmp_path / "in.jsonl", _records(2))  # JSON Lines read as CSV: not a header
+    jsonl = _write(tmp_path / "in.jsonl", _records(4))  # JSON Lines read as CSV: no header
     assert main(["dedup", str(jsonl), "--format", "csv", "-o", str(tmp_path / "k.csv")]) == 1
     err = capsys.readouterr().err
     assert "first line is JSON" in err and "leave out --format" in err and "columns:" not in err

@@ -169,6 +169,9 @@ def _read(
     text_field, key_field = fields
     read_errors = _read_errors()
     bad = _BadRows(entry, problems)
+    if _json_lines(entry):  # its rows would be refused first, each a different width
+        problems.file(entry, BAD_SCHEMA, _JSON_HEADER[0], _JSON_HEADER[1], skip_hint=False)
+        return
     try:
         reader = _open(entry, delimiter, bad)
     except FileNotFoundError:
@@ -207,15 +210,34 @@ def _missing_column(
     for field, what in ((text_field, "--text-field"), (key_field, "--keep-field")):
         if field is not None and field not in names:
             shown = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
-            if names and names[0].lstrip().startswith(("{", "[")):  # a JSON line as a header
-                problem = "its first line is JSON, not a header of columns"
-                fix = "read it as JSON Lines (leave out --format, or name the file .jsonl)"
-            else:
-                problem = f"there is no column '{field}' (columns: {shortened(shown)})"
-                fix = f"use {what} to name one of these columns"
-            problems.file(entry, BAD_SCHEMA, problem, fix, skip_hint=False)
+            problems.file(
+                entry,
+                BAD_SCHEMA,
+                f"there is no column '{field}' (columns: {shortened(shown)})",
+                f"use {what} to name one of these columns",
+                skip_hint=False,
+            )
             return True
     return False
+
+
+#: What a CSV file whose first line is a JSON object is told: (problem, what to do).
+_JSON_HEADER = (
+    "its first line is JSON, not a header of columns",
+    "read it as JSON Lines (leave out --format, or name the file .jsonl)",
+)
+
+
+def _json_lines(entry: Entry) -> bool:
+    """Whether a local file's first line opens a JSON object (JSON Lines given as CSV)."""
+    if entry.path is None or not entry.path.is_file():
+        return False
+    try:
+        with open(entry.path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return False  # the reader reports it
+    return head.removeprefix(b"\xef\xbb\xbf").lstrip().startswith(b"{")
 
 
 def shortened(text: str, most: int = 300) -> str:
