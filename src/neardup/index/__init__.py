@@ -47,7 +47,7 @@ from .checks import (
     query_floor,
     refuse_conflicts,
     refuse_fit,
-    refuse_surrogates,
+    stored_as_unicode,
 )
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .memory_store import MemoryStore
@@ -241,7 +241,7 @@ class Index:
         if dates is not None and len(dates) != len(texts):
             raise InputError(f"dates has {len(dates)} entries for {len(texts)} texts")
         if not isinstance(self.store, MemoryStore):  # SQLite holds UTF-8 only
-            _stored_as_unicode(ids, texts if self.store_text else None, meta, dates)
+            stored_as_unicode(ids, texts if self.store_text else None, meta, dates)
         signed = sign_texts(self.params, self.method, self.verifier, texts)
         sigs = signed.signatures
         row, key = self._postings(sigs, signed.canonical)
@@ -294,8 +294,7 @@ class Index:
     def retire(self, urls: Sequence[str], date: str | None = None) -> int:
         """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
         urls = check_ids(urls, None)
-        if date is not None:
-            refuse_surrogates(urls, [date] * len(urls), "date")
+        stored_as_unicode(urls, None, None, None if date is None else [date] * len(urls))
 
         def work() -> int:
             docs = self._known(urls)
@@ -399,8 +398,7 @@ class Index:
         added_ids: set[str] = set()
         in_index = in_input = 0
         try:
-            for raw_ids, texts in batches:
-                ids = check_ids(raw_ids, len(texts))  # as add checks them: unique, Unicode
+            for ids, texts in ((check_ids(i, len(t)), t) for i, t in batches):  # as add does
                 hit, of_index = self._stored(texts, None if add else seen, added_ids)
                 fresh = np.flatnonzero(~hit)
                 kept = np.zeros(len(texts), dtype=bool)
@@ -600,19 +598,3 @@ def _neg_date(date: str | None) -> tuple[int, str]:
     if date is None:
         return (1, "")
     return (0, "".join(chr(0x10FFFF - ord(c)) for c in date))
-
-
-def _stored_as_unicode(
-    ids: Sequence[str],
-    texts: Sequence[str] | None,
-    meta: Sequence[dict[str, Any] | None] | None,
-    dates: Sequence[str | None] | None,
-) -> None:
-    """What a batch stores (texts when kept, metadata, dates) is Unicode, or InputError."""
-    if texts is not None:
-        refuse_surrogates(ids, texts, "text")
-    if meta:
-        as_json = [None if m is None else json.dumps(m, ensure_ascii=False) for m in meta]
-        refuse_surrogates(ids, as_json, "metadata")
-    if dates:
-        refuse_surrogates(ids, dates, "date")

@@ -5,8 +5,10 @@ Each raises a ``neardup.errors`` class whose message says what to give instead.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -135,3 +137,19 @@ def query_floor(params: DedupParams, threshold: float | None) -> float:
             f"threshold from {base:g} to 1, not {threshold!r}{lower}"
         )
     return float(threshold)
+
+
+def stored_as_unicode(
+    ids: Sequence[str],
+    texts: Sequence[str] | None,
+    meta: Sequence[dict[str, Any] | None] | None,
+    dates: Sequence[str | None] | None,
+) -> None:
+    """What a batch stores (texts when kept, metadata, dates) is Unicode, or InputError."""
+    if texts is not None:
+        refuse_surrogates(ids, texts, "text")
+    if meta:
+        as_json = [None if m is None else json.dumps(m, ensure_ascii=False) for m in meta]
+        refuse_surrogates(ids, as_json, "metadata")
+    if dates:
+        refuse_surrogates(ids, dates, "date")

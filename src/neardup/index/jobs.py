@@ -182,18 +182,7 @@ def query_source(
             nbytes = 0
             with plan.commit(), open_output(plan["-o"]) as out:
                 batches = prefetch(_even(read, source.input_bytes, jobs).batches(source))
-                first = list(itertools.islice(batches, 2))  # one batch: no process to start
-                stream = itertools.chain(first, batches)
-
-                def here(b: DocBatch) -> tuple[bytes, int]:
-                    return _answer(index, b.ids, b.texts, threshold, limit)
-
-                answered: Iterator[tuple[DocBatch, tuple[bytes, int]]] = (
-                    process_map(_answer_batch, stream, jobs, here, lambda b: (b.ids, b.texts),
-                                _serve, (path, threshold, limit, budget))
-                    if jobs > 1 and len(first) > 1
-                    else ((b, here(b)) for b in stream)
-                )  # fmt: skip
+                answered = _answered(index, batches, jobs, (path, threshold, limit, budget))
                 try:
                     for batch, (lines, with_matches) in answered:
                         out.write(lines)
@@ -214,6 +203,28 @@ def query_source(
         "seconds": round(seconds, 3),
         "queries_per_s": round(queries / max(seconds, 1e-9)),
     }
+
+
+def _answered(
+    index: Index,
+    batches: Iterator[DocBatch],
+    jobs: int,
+    serve: tuple[str, float | None, int | None, int],
+) -> Iterator[tuple[DocBatch, tuple[bytes, int]]]:
+    """Each batch with its answer lines and queries matched: in ``jobs`` processes (``serve``:
+    what each one opens, ``_serve``'s arguments), or here when one batch or one job."""
+    _, threshold, limit, _ = serve
+    first = list(itertools.islice(batches, 2))  # one batch: no process to start
+    stream = itertools.chain(first, batches)
+
+    def here(b: DocBatch) -> tuple[bytes, int]:
+        return _answer(index, b.ids, b.texts, threshold, limit)
+
+    if jobs > 1 and len(first) > 1:
+        return process_map(
+            _answer_batch, stream, jobs, here, lambda b: (b.ids, b.texts), _serve, serve
+        )
+    return ((b, here(b)) for b in stream)
 
 
 def _even(read: ReadOptions, total: int | None, jobs: int) -> ReadOptions:
