@@ -55,13 +55,12 @@ def check_ids(ids: object, n: int | None) -> list[str]:
         raise InputError(f"ids must be strings, got {type(bad[0]).__name__} {bad[0]!r}")
     if n is not None and len(items) != n:
         raise InputError(f"{len(items)} ids for {n} texts; give one id per text")
-    try:
-        "".join(items).encode("utf-8")
-    except UnicodeEncodeError:
-        odd = next(i for i in items if not i.isascii() and _unencodable(i))
+    odd = not_unicode(items)
+    if odd:
         raise InputError(
-            f"id {odd!r} is not valid Unicode (a lone surrogate); give ids that are UTF-8 text"
-        ) from None
+            f"id {items[odd[0]]!r} is not valid Unicode (a lone surrogate); give ids that are "
+            "UTF-8 text"
+        )
     if len(set(items)) != len(items):
         uniq, counts = np.unique(np.array(items, dtype=object), return_counts=True)
         raise InputError(

@@ -78,16 +78,15 @@ def _unicode_only(
 ) -> tuple[list[str], Sequence[str], None, list[str | None] | None]:
     """A batch to add without the records whose stored text or date is not Unicode (a lone
     surrogate): each one line, counted under ``--on-error skip``, else the run stops there."""
-    bad = set(not_unicode(texts if store_text else [])) | set(not_unicode(dates or []))
+    bad = {i: "text" for i in not_unicode(texts if store_text else [])}
+    bad.update({i: "date" for i in not_unicode(dates or []) if i not in bad})
     if not bad:
         return ids, texts, None, dates
-    first = min(bad)
-    what = "text" if texts[first] and not_unicode([texts[first]]) else "date"
-    message = f"document {ids[first]!r}: {SURROGATE.format(what=what)}"
+    messages = {i: f"document {ids[i]!r}: {SURROGATE.format(what=what)}" for i, what in bad.items()}
     if on_error == "stop":
-        raise InputError(f"{message}, or use --on-error skip to skip such records")
+        raise InputError(f"{messages[min(bad)]}, or use --on-error skip to skip such records")
     for i in sorted(bad):
-        report.add(BAD_TEXT, f"document {ids[i]!r}: {SURROGATE.format(what='text or date')}")
+        report.add(BAD_TEXT, messages[i])
     rows = [i for i in range(len(ids)) if i not in bad]
     kept_dates = None if dates is None else [dates[i] for i in rows]
     return [ids[i] for i in rows], [texts[i] for i in rows], None, kept_dates

@@ -6,6 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ..index.checks import not_unicode
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -13,13 +15,11 @@ class _Strict(BaseModel):
 
 def _unicode(value: str) -> str:
     """A string that can be stored and answered (JSON lets a lone surrogate through)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
+    if not_unicode([value]):
         raise ValueError(
             "holds a lone surrogate (an escape such as \\ud800 without its pair), which is not "
             "Unicode"
-        ) from None
+        )
     return value
 
 
