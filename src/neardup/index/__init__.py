@@ -240,7 +240,7 @@ class Index:
             raise InputError(f"meta has {len(meta)} entries for {len(texts)} texts")
         if dates is not None and len(dates) != len(texts):
             raise InputError(f"dates has {len(dates)} entries for {len(texts)} texts")
-        if not isinstance(self.store, MemoryStore):  # SQLite holds UTF-8 only
+        if self.store.unicode_only:
             stored_as_unicode(ids, texts if self.store_text else None, meta, dates)
         signed = sign_texts(self.params, self.method, self.verifier, texts)
         sigs = signed.signatures

@@ -29,6 +29,7 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self.where = "<memory>"
+        self.unicode_only = False
         self._meta: dict[str, str] = {}
         self._rows: dict[int, _Row] = {}
         self._ids: dict[str, int] = {}

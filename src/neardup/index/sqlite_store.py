@@ -150,6 +150,7 @@ class SqliteStore:
 
     def __init__(self, path: str, *, create: bool = False, timeout: float = 10.0) -> None:
         self.where = str(path)
+        self.unicode_only = True
         self.timeout = timeout
         if create:
             if os.path.exists(path):

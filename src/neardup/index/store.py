@@ -90,6 +90,8 @@ class Store(Protocol):
     """Where an index keeps its documents and postings (SQLite on disk, or memory)."""
 
     where: str
+    #: Whether stored strings must be Unicode (SQLite's UTF-8; memory holds any Python str).
+    unicode_only: bool
 
     def read_meta(self) -> dict[str, str]: ...
 
