@@ -313,7 +313,7 @@ def finish_take(
     layout: Layout,
     offsets: list[int],
     dropped: dict[int, list[int]],
-    lines: Lines = (True, True),
+    lines: Lines,
 ) -> dict[str, Any]:
     """The engine's ``finish`` on the documents of whole components; writes the rows each
     block needs (removed documents, and clusters and pairs lines as ``lines`` asks: 1 s of
