@@ -432,19 +432,6 @@ def test_a_worker_killed_mid_run_changes_nothing(lines: list[str], tmp_path: Pat
     assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
-@pytest.fixture(scope="module")
-def s3() -> Iterator[dict[str, object]]:
-    """A moto S3 server on a free loopback port; the storage options that reach it."""
-    pytest.importorskip("s3fs")
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield {"endpoint_url": f"http://{host}:{port}", "key": "testing", "secret": "testing"}
-    server.stop()
-
-
 def test_inputs_and_outputs_on_s3_give_the_local_kept_records(
     s3: dict[str, object], lines: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -175,7 +175,7 @@ def test_what_a_cluster_cannot_read_or_write_is_refused_in_one_line(
     base = ["decontaminate", "--against", str(bench), "--against-text-field", "q", "-q"]
     cases = {
         "a cluster run reads JSONL files": [str(tmp_path / "t.txt"), "-o", str(tmp_path / "o")],
-        "reads JSONL files, not parquet": [*inputs, "--format", "parquet", "-o", "o"],
+        "--format parquet, but a cluster run tells": [*inputs, "--format", "parquet", "-o", "o"],
         "--matches .* is an input": [*inputs, "--matches", str(bench)],
         "is a file; with --dask outputs are folders": [*inputs, "-o", inputs[0] + ".x"],
         "standard input cannot be read by the workers": ["-", "-o", str(tmp_path / "o")],

@@ -53,3 +53,33 @@ def test_a_finish_task_reads_a_gzip_file_once_and_a_plain_file_by_span(
     assert len(spools) == int(gz) and all(os.path.exists(p) for p in spools)
     refetch.close()
     assert not any(os.path.exists(p) for p in spools)
+
+
+def test_a_parquet_block_s_texts_are_read_again_from_its_spool(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from neardup.dask.scan import spool_texts
+    from neardup.dask.tables import Docs
+    from neardup.dask.workdir import WorkDir
+
+    path = tmp_path / "in.parquet"
+    rows = [{"id": f"d{i}", "text": t} for i, t in enumerate(TEXTS)]
+    pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=20)
+    files = list_inputs([str(path)])
+    blocks = plan_blocks(files, 900)
+    spec = ReadSpec("text", "id", many=False)
+    work = WorkDir(str(tmp_path / "work"))
+    placed = []
+    for block in blocks:  # some blocks hold no row group: no documents
+        parts, _, _ = read_block(block, files[0], spec, None)
+        docs, texts = placed_docs(block.index, parts, 0)
+        placed.append(spool_texts(work, block.index, docs, texts).to_arrow())
+    docs = Docs.from_arrow(pa.concat_tables(placed))
+    assert len(blocks) > 2 and len(docs) == len(TEXTS)
+    layout = SimpleNamespace(blocks=blocks, files=files, spec=spec, storage_options=None, work=work)
+    refetch = Refetch(layout, docs, str(tmp_path))
+    for wanted in [np.arange(i, len(TEXTS), 5, dtype=np.int64) for i in range(5)]:
+        assert refetch(wanted) == [TEXTS[i] for i in wanted.tolist()]
+    last = np.arange(len(TEXTS) - 4, len(TEXTS), dtype=np.int64)  # "", and the empty text's
+    assert refetch(last) == TEXTS[-4:]  # neighbours share its start: read by key, not by start

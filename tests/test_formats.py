@@ -36,7 +36,8 @@ def test_an_unknown_name_is_refused_in_one_line() -> None:
 
 
 def test_what_each_format_can_do_is_said_by_its_attributes() -> None:
-    assert JSONL.splits and not PARQUET.splits
+    assert JSONL.cluster_blocks == "lines" and PARQUET.cluster_blocks == "row groups"
+    assert TEXT.cluster_blocks is None
     assert not TEXT.has_fields and TEXT.unit is None and TEXT.copies_as == "folder"
     assert PARQUET.unit == "row" and JSONL.unit == "line"
 

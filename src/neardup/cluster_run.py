@@ -21,8 +21,10 @@ from .dask import (
     run_job,
 )
 from .dask import decontaminate as run_decontaminate
+from .dask.job import check_job
 from .decontaminate_run import DecontaminateOutputs
 from .errors import ParamError
+from .io.formats import format_named
 from .params import DecontaminateParams, DedupParams
 from .run import DedupOutputs, DedupResult, ReadOptions, _peak_memory_mb
 
@@ -35,9 +37,9 @@ def cluster_job(
     storage_options: dict[str, Any] | None,
     performance_report: str | None = None,
 ) -> tuple[list[str], JobOptions]:
-    """The input paths and job options of a cluster run (JSONL only)."""
-    if read.format not in (None, "jsonl"):
-        raise ParamError(f"a cluster run reads JSONL files, not {read.format}")
+    """The input paths and job options of a cluster run (JSONL or Parquet)."""
+    if read.format is not None and format_named(read.format).cluster_blocks is None:
+        raise ParamError(f"a cluster run reads JSONL or Parquet files, not {read.format}")
     paths = [str(inputs)] if isinstance(inputs, str | Path) else [str(p) for p in inputs]
     return paths, JobOptions(
         text_field=read.text_field,
@@ -48,6 +50,7 @@ def cluster_job(
         restart=restart,
         storage_options=storage_options or {},
         performance_report=performance_report,
+        format=read.format,
     )
 
 
@@ -85,8 +88,9 @@ def dedup_cluster(
     folders = ClusterOutputs(
         outputs.kept, outputs.clusters, outputs.pairs, outputs.summary_json, outputs.all_pairs
     )
+    files = check_job(paths, params, folders, options)
     with connect(cluster, info, worker_memory, dashboard) as client, cluster_errors():
-        summary = run_job(paths, params, folders, options, client, info)
+        summary = run_job(paths, params, folders, options, client, info, files)
     summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
     problems = summary["problems"]
     report = ""

@@ -21,7 +21,7 @@ from ..params import DecontaminateParams, DedupParams
 from ..run import ReadOptions, _paths, _read_benchmark
 from .cluster import cluster_errors, connect, import_distributed
 from .decontaminate import DecontaminateFolders, check_job, run_decontaminate
-from .folders import read_output
+from .folders import output_parts, read_output
 from .job import ClusterOutputs, JobOptions, run_job
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "connect",
     "decontaminate",
     "dedup",
+    "output_parts",
     "read_output",
 ]
 

@@ -48,7 +48,7 @@ from .folders import (
     write_manifests,
     write_summary_json,
 )
-from .inputs import Block, InputFile, list_inputs, plan_blocks
+from .inputs import Block, InputFile, list_inputs, plan_blocks, text_bytes
 from .job import (
     MIN_DESTS,
     JobOptions,
@@ -62,7 +62,15 @@ from .job import (
     work_folder,
 )
 from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block
-from .stages import dropped_of, duplicates, fill_ids, id_records, part_name, put_part
+from .stages import (
+    dropped_of,
+    duplicates,
+    fill_ids,
+    id_records,
+    kept_kind,
+    part_name,
+    put_part,
+)
 from .tables import Docs
 from .workdir import WorkDir
 from .worker_heap import keep_heap_on_workers
@@ -214,7 +222,7 @@ def write_block(
     layout: Layout,
     bench_ids: list[str],
     folders: DecontaminateFolders,
-    gz: bool,
+    kind: str,
 ) -> dict[str, Any]:
     """One block's clean records (copied byte for byte) and matches lines, each a part file;
     ``dropped``: its records dropped for a repeated id (neither clean nor matched)."""
@@ -243,15 +251,16 @@ def write_block(
     }
     if folders.clean is not None:
         sink = io.BytesIO()
-        copy_kept(file, docs.start, docs.end, docs.first, keep, sink, storage)
-        put_part(folders.clean, part_name(index, gz), sink.getvalue(), gz, storage)
+        block = layout.blocks[index]
+        copy_kept(file, block, docs, keep, sink, layout.spec, storage)
+        put_part(folders.clean, part_name(index, kind), sink.getvalue(), storage)
     if folders.matches is not None:
         matched, row = np.unique(found.doc, return_inverse=True)
         named = fill_ids(
             docs.take(matched), file.name, layout.line_offsets[index], layout.spec.many
         )
         lines = match_lines(replace(found, doc=row.astype(np.int64)), list(named.ids), bench_ids)
-        put_part(folders.matches, part_name(index, False), lines, False, storage)
+        put_part(folders.matches, part_name(index, "jsonl"), lines, storage)
     work.write_json(rel, answer)
     trim()
     return answer
@@ -280,7 +289,7 @@ def check_job(
     if not (folders.clean or folders.matches or folders.summary_json):
         raise ParamError("name an output: -o CLEAN, --matches FOLDER or --summary-json FILE")
     storage = dict(options.storage_options)
-    files = list_inputs(inputs, storage)
+    files = list_inputs(inputs, storage, options.format)
     against = [InputFile(p, p, 0, "", False) for p in also_inputs if p != "-"]
     check_folders(
         {"-o": folders.clean, "--matches": folders.matches},
@@ -330,7 +339,7 @@ def _write(
     dropped: dict[int, list[int]],
     names: Any,
     folders: DecontaminateFolders,
-    gz: bool,
+    kind: str,
 ) -> dict[int, Any]:
     """What each block wrote to the clean and matches folders: written on the cluster, or
     read back when a run before this one finished the stage."""
@@ -340,7 +349,7 @@ def _write(
     unmark(out, storage)
     futures = client.map(
         write_block, range(n_blocks), [dropped.get(b, []) for b in range(n_blocks)],
-        layout=layout, bench_ids=names, folders=folders, gz=gz, pure=False, key="neardup-write",
+        layout=layout, bench_ids=names, folders=folders, kind=kind, pure=False, key="neardup-write",
     )  # fmt: skip
     written = dict(enumerate(client.gather(futures)))
     work.mark("write")
@@ -392,7 +401,7 @@ def _run_in(
     run = _run_key(params, bench_ids, bench_texts, options)
     spec = start_work(work, files, options, say, run)
     layout = Layout(files, blocks, spec, work, storage, [0] * len(blocks))
-    input_bytes = sum(f.size * (4 if f.gzip else 1) for f in files)
+    input_bytes = text_bytes(files)
     n_ids = max(MIN_DESTS, -(-input_bytes // (ID_DEST_SHARE * options.dest_bytes)))
 
     clock = StageClock(say, client)
@@ -414,10 +423,10 @@ def _run_in(
     dropped = {b: v.tolist() for b, v in dropped_of(work, n_ids, "ids").items()}
 
     clock.start("write: clean records and matches")
-    gz = all(f.gzip for f in files)
-    out: list[Folder] = [(folders.clean, gz, "kept"), (folders.matches, False, "matches")]
+    kind = kept_kind(files)
+    out: list[Folder] = [(folders.clean, kind, "kept"), (folders.matches, "jsonl", "matches")]
     check_written(work, out, len(blocks), storage)
-    written = _write(client, layout, out, dropped, names, folders, gz)
+    written = _write(client, layout, out, dropped, names, folders, kind)
     clock.start("")
     items = (len(bench_texts), int(empty_items.result()), bench_skipped)
     summary = _summary(written, report, items, params, started, folders)

@@ -77,7 +77,7 @@ def _not_nested(named: dict[str, str], folders: list[str]) -> None:
 
 
 #: The files of an output folder: its parts (or one being written when a run was killed).
-_OURS = re.compile(r"part-\d{5}\.jsonl(\.gz)?(\.tmp-[0-9a-f]{32})?")
+_OURS = re.compile(r"part-\d{5}\.(jsonl|jsonl\.gz|parquet)(\.tmp-[0-9a-f]{32})?")
 
 
 def _ours(path: str) -> bool:
@@ -99,8 +99,8 @@ def write_summary_json(where: str | None, summary: dict[str, Any], storage: dict
         write_whole(fs, path, body, is_url(where))
 
 
-#: An output folder of a run: (folder or None, gzip parts, the block answer's record count).
-Folder = tuple[str | None, bool, str]
+#: An output folder of a run: (folder or None, its parts' kind, the block answer's record count).
+Folder = tuple[str | None, str, str]
 
 
 def check_written(
@@ -109,18 +109,18 @@ def check_written(
     """Written parts count as done only while they are where this run writes them: other
     output folders, or parts deleted since, write the stage again."""
     record: dict[str, Any] = {count: folder for folder, _, count in folders}
-    record["gz"] = any(gz for _, gz, _ in folders)
+    record["kinds"] = [kind for _, kind, _ in folders]
     if work.exists("write") and (
         not work.exists("write/outputs.json") or work.read_json("write/outputs.json") != record
     ):
         work.forget("write")
     if work.done("write"):
-        for folder, gz, _ in folders:
+        for folder, kind, _ in folders:
             if folder is None:
                 continue
             fs, root = filesystem(folder, storage)
             have = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root.rstrip('/')}/part-*")}
-            if any(part_name(b, gz) not in have for b in range(n_blocks)):
+            if any(part_name(b, kind) not in have for b in range(n_blocks)):
                 work.forget("write")
                 break
     if not work.exists("write/outputs.json"):
@@ -145,11 +145,11 @@ def write_manifests(
     storage: dict[str, Any],
 ) -> None:
     """Each output folder's manifest, last: the folder is whole from then on."""
-    for folder, gz, count in folders:
+    for folder, kind, count in folders:
         if folder is None:
             continue
         parts = [
-            {"file": part_name(b, gz), "records": int(written[b][count])} for b in range(n_blocks)
+            {"file": part_name(b, kind), "records": int(written[b][count])} for b in range(n_blocks)
         ]
         fs, root = filesystem(folder, storage)
         stale = [
@@ -163,17 +163,31 @@ def write_manifests(
         write_whole(fs, f"{root.rstrip('/')}/{MANIFEST}", data, is_url(folder))
 
 
-def read_output(folder: str, storage_options: dict[str, Any] | None = None) -> bytes:
-    """A finished output folder's content: its parts in manifest order, gzip parts
-    decompressed — the single-machine run's file, byte for byte. An unfinished folder (no
-    manifest) is an InputError."""
+def output_parts(folder: str, storage_options: dict[str, Any] | None = None) -> list[str]:
+    """A finished output folder's part files (the folder as given, joined with each part's
+    name), in manifest order: concatenated, the single-machine run's output. An unfinished
+    folder (no manifest) is an InputError."""
     fs, root = filesystem(folder, dict(storage_options or {}))
     root = root.rstrip("/")
     if not fs.exists(f"{root}/{MANIFEST}"):
         raise InputError(f"{folder} has no {MANIFEST}: not a finished neardup output")
     manifest = json.loads(fs.cat_file(f"{root}/{MANIFEST}"))
+    return [f"{folder.rstrip('/')}/{part['file']}" for part in manifest["parts"]]
+
+
+def read_output(folder: str, storage_options: dict[str, Any] | None = None) -> bytes:
+    """A finished output folder of JSONL parts as one file: its parts in manifest order, gzip
+    parts decompressed — the single-machine run's file, byte for byte. An unfinished folder
+    (no manifest) is an InputError; Parquet parts are a ParamError (read them as a table)."""
+    fs, _ = filesystem(folder, dict(storage_options or {}))
+    parts = output_parts(folder, storage_options)
+    if any(p.endswith(".parquet") for p in parts):
+        raise ParamError(
+            f"{folder} holds Parquet parts: read them as one table, e.g. "
+            "pyarrow.parquet.read_table(neardup.dask.output_parts(folder))"
+        )
     data = bytearray()
-    for part in manifest["parts"]:
-        raw = fs.cat_file(f"{root}/{part['file']}")
-        data += gzip.decompress(raw) if part["file"].endswith(".gz") else raw
+    for path in parts:
+        raw = fs.cat_file(path)
+        data += gzip.decompress(raw) if path.endswith(".gz") else raw
     return bytes(data)

@@ -5,7 +5,8 @@ path may be local or any URL fsspec knows (``s3://``, ``gs://``, ``hdfs://`` wit
 installed). Names are what the single-machine run calls the files (the path as given, or the
 folder's files, sorted, hidden names left out), so default ids ``NAME:LINE`` and messages
 agree. A plain JSONL file is cut into blocks of about ``block_bytes``, each owning the lines
-that start in its byte range; a gzipped file is one block (gzip cannot be entered midway).
+that start in its byte range; a gzipped file is one block (gzip cannot be entered midway). A
+Parquet file is cut the same way, each block owning the row groups that start in its range.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from ..io.formats import format_of
 
 #: Bytes of a plain JSONL file per block by default.
 BLOCK_BYTES = 32 << 20
+#: Text bytes a byte of a compressed input holds, about (what the shuffles are sized by): a
+#: gzip file's, a Parquet file's (``Format.cluster_blocks`` "row groups").
+GZIP_EXPANDS = 4
+ROW_GROUPS_EXPAND = 3
 _GLOB = ("*", "?", "[")
 
 
@@ -79,10 +84,11 @@ def _join(base: str, path: str, fs: Any) -> str:
 
 
 def list_inputs(
-    inputs: Sequence[str], storage_options: dict[str, Any] | None = None
+    inputs: Sequence[str], storage_options: dict[str, Any] | None = None, fmt: str | None = None
 ) -> list[InputFile]:
     """Every input file, in the order the single-machine run reads them; raises InputError for
-    a missing path and ParamError for a format the cluster run does not read."""
+    a missing path and ParamError for a format the cluster run does not read, or one other
+    than ``fmt`` (``--format``, when given: a cluster tells each file's by its name)."""
     if not inputs:
         raise ParamError("no inputs given; name at least one file, folder, glob or URL")
     files: list[InputFile] = []
@@ -103,14 +109,44 @@ def list_inputs(
         if not fs.exists(path):
             raise InputError(f"{raw}: file not found; check the path")
         files.extend(_files_under(fs, raw, path, raw))
+    _one_format(files)
     for f in files:
-        fmt = format_of(f.name)
-        if not fmt.splits:
+        named = format_of(f.name)
+        if fmt is not None and named.name != fmt:
             raise ParamError(
-                f"{f.name}: a cluster run reads JSONL files (optionally gzipped), not "
-                f"{fmt.name}; convert it, or run without --dask"
+                f"{f.name}: --format {fmt}, but a cluster run tells a file's format by its name "
+                f"({named.name} here); rename the file, or leave --format out"
             )
     return files
+
+
+def _one_format(files: list[InputFile]) -> None:
+    """ParamError unless a cluster reads every file (JSONL, gzipped or not; Parquet) and all
+    are cut alike (``Format.cluster_blocks``)."""
+    kinds: dict[str, str] = {}
+    for f in files:
+        fmt = format_of(f.name)
+        if fmt.cluster_blocks is None:
+            raise ParamError(
+                f"{f.name}: a cluster run reads JSONL files (optionally gzipped) or Parquet "
+                f"files, not {fmt.name}; convert it, or run without --dask"
+            )
+        kinds.setdefault(fmt.cluster_blocks, f"{f.name} ({fmt.name})")
+    if len(kinds) > 1:
+        shown = " and ".join(kinds.values())
+        raise ParamError(
+            f"a cluster run reads inputs of one format, and {shown} differ; convert one, or "
+            "run them separately"
+        )
+
+
+def text_bytes(files: Sequence[InputFile]) -> int:
+    """The inputs' text, about: their sizes, compressed ones expanded (``EXPANDS``)."""
+    total = 0
+    for f in files:
+        row_groups = format_of(f.name).cluster_blocks == "row groups"
+        total += f.size * (GZIP_EXPANDS if f.gzip else ROW_GROUPS_EXPAND if row_groups else 1)
+    return total
 
 
 def _matched(raw: str, path: str, fs: Any) -> str:

@@ -47,6 +47,7 @@ from ..io._report import (
     ErrorReport,
 )
 from ..io._source import _DUPLICATE_FIX
+from ..io.formats import format_of
 from ..methods import make_method, needs_fit
 from ..params import DedupParams, params_json
 from .bundles import regroup
@@ -60,8 +61,8 @@ from .folders import (
     write_manifests,
     write_summary_json,
 )
-from .inputs import BLOCK_BYTES, Block, InputFile, list_inputs, plan_blocks
-from .scan import ReadSpec, scan_block
+from .inputs import BLOCK_BYTES, Block, InputFile, list_inputs, plan_blocks, text_bytes
+from .scan import ReadSpec, scan_block, with_reference
 from .stages import (
     ENGINE_SHARE,
     Layout,
@@ -72,6 +73,7 @@ from .stages import (
     finish_take,
     graph_pieces,
     graph_take,
+    kept_kind,
     link_bits,
     write_pieces,
     write_take,
@@ -135,6 +137,7 @@ class JobOptions:
     block_bytes: int = BLOCK_BYTES
     dest_bytes: int = DEST_BYTES  # input bytes per destination of the graph and finish shuffles
     performance_report: str | None = None  # Dask's HTML performance report of the run, if named
+    format: str | None = None  # what every input is (--format); a cluster tells it by the name
 
 
 def _check(params: DedupParams, options: JobOptions) -> None:
@@ -184,7 +187,7 @@ def _problems(
             counts[kind] = counts.get(kind, 0) + int(n)
         for recno, kind, problem, fix in meta["problems"]:
             line = int(recno) + layout.line_offsets[b]
-            found.append(((b, line), kind, f"{name} line {line}: {problem}; {fix}"))
+            found.append(((b, line), kind, f"{_where(name, line)}: {problem}; {fix}"))
         for kind, problem, fix in meta["file_problems"]:
             found.append(((b, 1 << 62), kind, f"{name}: {problem}; {fix}"))
     for block, line, message, _ in dups:
@@ -198,6 +201,11 @@ def _problems(
     report.counts = counts
     report.examples = [message for _, _, message in found[:MAX_EXAMPLES]]
     return report
+
+
+def _where(name: str, recno: int) -> str:
+    """A record's place as one machine says it: ``NAME line N`` (JSONL), ``NAME row N``."""
+    return f"{name} {format_of(name).unit or 'line'} {recno}"
 
 
 def _dup_problems(
@@ -217,8 +225,8 @@ def _dup_problems(
             b, eb = doc >> 32, earlier >> 32
             name = layout.files[layout.blocks[b].file].name
             ename = layout.files[layout.blocks[eb].file].name
-            problem = f"id {rid!r} is already used by {ename} line {eline}"
-            out.append((b, line, f"{name} line {line}: {problem}; {_DUPLICATE_FIX}", doc))
+            problem = f"id {rid!r} is already used by {_where(ename, eline)}"
+            out.append((b, line, f"{_where(name, line)}: {problem}; {_DUPLICATE_FIX}", doc))
     return out
 
 
@@ -267,6 +275,18 @@ def _stage(layout: Placed, name: str, run: Any) -> dict[int, dict[str, Any]]:
     return answers
 
 
+def check_job(
+    inputs: list[str], params: DedupParams, outputs: ClusterOutputs, options: JobOptions
+) -> list[InputFile]:
+    """The input files, once the parameters, options and outputs are checked (before any
+    cluster is needed: a wrong path is said at once, not after a cluster started)."""
+    _check(params, options)
+    storage = dict(options.storage_options)
+    files = list_inputs(inputs, storage, options.format)
+    _check_outputs(outputs, files, options, storage)
+    return files
+
+
 def run_job(
     inputs: list[str],
     params: DedupParams,
@@ -274,19 +294,18 @@ def run_job(
     options: JobOptions,
     client: Any,
     info: Any = None,
+    files: list[InputFile] | None = None,
 ) -> dict[str, Any]:
     """Deduplicate ``inputs`` on the cluster of ``client``; returns the summary (also written
-    to every output folder's manifest)."""
+    to every output folder's manifest). ``files``: what ``check_job`` gave, if it ran."""
     started = time.perf_counter()
-    _check(params, options)
-    storage = dict(options.storage_options)
-    files = list_inputs(inputs, storage)
-    _check_outputs(outputs, files, options, storage)
+    if files is None:
+        files = check_job(inputs, params, outputs, options)
     options = fit_to_workers(options, client)
     keep_heap_on_workers(client)
     with (
         work_folder(options, info) as work,
-        performance_report(client, options.performance_report, storage),
+        performance_report(client, options.performance_report, dict(options.storage_options)),
     ):
         options = sizes_started_with(work, options)
         return _run(files, params, outputs, options, client, info, work, started)
@@ -370,9 +389,10 @@ def start_work(
     }
     if work.start(run_record, options.restart):
         say(f"resuming the run kept in {work.url}")
-    return ReadSpec(
+    spec = ReadSpec(
         options.text_field, options.id_field, many=len(files) > 1, limit=options.max_record_size
     )
+    return with_reference(spec, files, options.storage_options)
 
 
 def _start(
@@ -453,7 +473,7 @@ def _run(
     say = info or (lambda message: None)
     layout = _start(files, params, outputs, options, say, work)
     blocks, storage = layout.blocks, layout.storage_options
-    input_bytes = sum(f.size * (4 if f.gzip else 1) for f in files)
+    input_bytes = text_bytes(files)
     n_dests = max(MIN_DESTS, -(-input_bytes // options.dest_bytes))
 
     clock = StageClock(say, client)
@@ -491,7 +511,7 @@ def _run(
     )  # fmt: skip
 
     clock.start("write: kept records, clusters and pairs")
-    outs = Outputs(outputs.kept, outputs.clusters, outputs.pairs, all(f.gzip for f in files))
+    outs = Outputs(outputs.kept, outputs.clusters, outputs.pairs, kept_kind(files))
     written = _write(layout, outs, finished, dropped)
     clock.start("")
     summary = _summary(params, finished, written, report, started, len(blocks))
@@ -545,5 +565,5 @@ def _summary(
 
 
 def _folders(outs: Outputs) -> list[Folder]:
-    return [(outs.kept, outs.gzip, "kept"), (outs.clusters, False, "clusters"),
-            (outs.pairs, False, "pairs")]  # fmt: skip
+    return [(outs.kept, outs.kind, "kept"), (outs.clusters, "jsonl", "clusters"),
+            (outs.pairs, "jsonl", "pairs")]  # fmt: skip

@@ -6,7 +6,8 @@ corpus with many near-copies. A plain JSONL file reads the wanted lines by their
 file cannot seek: every read decompressed it again from its start up to the last wanted line,
 so PyPI's summaries as one gzip file took 20 s in the finish stage against 6 s plain. The first
 read of a gzip file now takes every document this task holds from it, in one pass, into a
-``TextSpool``; later reads gather from the spool.
+``TextSpool``; later reads gather from the spool. A Parquet block's texts are read from the
+spool its scan wrote to the work folder (``scan.spool_texts``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from .._types import IntArray
 from ..io._text_spool import TextSpool
-from .scan import texts_of
+from .scan import by_row_groups, spooled_texts, texts_of
 from .tables import Docs, key_block
 
 
@@ -30,34 +31,43 @@ class Refetch:
         self.layout = layout
         self.docs = docs
         self.spill_dir = spill_dir
+        blocks = key_block(docs.key)
         block_file = np.asarray([block.file for block in layout.blocks], dtype=np.int64)
-        self.files = block_file[key_block(docs.key)]
+        spooled = np.asarray([by_row_groups(f) for f in layout.files], dtype=np.bool_)
+        # Where texts are read from together: a JSONL file (f >= 0), a Parquet block's spool
+        # (-1 - block); a document's key orders it within either, as the file holds them.
+        files = block_file[blocks]
+        self.sources = np.where(spooled[files], -1 - blocks, files)
         self.orders: dict[int, IntArray] = {}
         self.spools: dict[int, TextSpool] = {}
 
     def __call__(self, wanted: IntArray) -> list[str]:
         docs, out = self.docs, {}
-        for f in np.unique(self.files[wanted]).tolist():
+        for f in np.unique(self.sources[wanted]).tolist():
             order = self._order(f)
-            want = wanted[self.files[wanted] == f]
-            at = np.searchsorted(docs.start[order], docs.start[want])
+            want = wanted[self.sources[wanted] == f]
+            at = np.searchsorted(docs.key[order], docs.key[want])
             texts = self._read(f, order, np.sort(at))
             for i, text in zip(want[np.argsort(at, kind="stable")].tolist(), texts, strict=True):
                 out[i] = text
         return [out[i] for i in wanted.tolist()]
 
     def _order(self, f: int) -> IntArray:
-        """This task's documents of file ``f`` in file order (worked out once per file: the
-        engine asks for texts dozens of times)."""
+        """This task's documents of source ``f`` in file order (worked out once per source:
+        the engine asks for texts dozens of times)."""
         if f not in self.orders:
-            mine = np.flatnonzero(self.files == f)
-            self.orders[f] = mine[np.argsort(self.docs.start[mine], kind="stable")]
+            mine = np.flatnonzero(self.sources == f)
+            self.orders[f] = mine[np.argsort(self.docs.key[mine], kind="stable")]
         return self.orders[f]
 
     def _read(self, f: int, order: IntArray, at: IntArray) -> list[str]:
-        """Texts of this task's documents ``order[at]`` of file ``f`` (``order``: all of them,
-        in file order)."""
-        file, docs = self.layout.files[f], self.docs
+        """Texts of this task's documents ``order[at]`` of source ``f`` (``order``: all of
+        them, in file order)."""
+        docs = self.docs
+        if f < 0:
+            return list(spooled_texts(self.layout.work, -1 - f, docs.start[order],
+                                      docs.end[order], at))  # fmt: skip
+        file = self.layout.files[f]
         spans = (docs.start[order], docs.end[order], docs.first[order])
         if not file.gzip:
             return list(texts_of(file, *spans, at, self.layout.spec, self.layout.storage_options))

@@ -20,6 +20,13 @@ import numpy.typing as npt
 from .._types import IntArray
 from ..engine import Deduplicator
 from ..io._jsonl_blocks import LineBlock
+from ..io._parquet import (
+    ParquetSink,
+    SchemaRef,
+    copy_rows_parquet,
+    first_usable,
+    text_schema,
+)
 from ..io._report import MAX_EXAMPLES, MAX_RECORD_SIZE, Entry, ErrorReport, Problems
 from ..io.formats import Fields, format_of
 from ..params import DedupParams
@@ -33,16 +40,30 @@ _READ = 1 << 20
 
 @dataclass(frozen=True)
 class ReadSpec:
-    """How records are read: fields, and whether ids default to ``NAME:LINE`` (several files)."""
+    """How records are read: fields, and whether ids default to ``NAME:LINE`` (several files);
+    for Parquet inputs, the first usable file's schema (serialised), name and codec, which
+    every file must have and kept rows are written with (``parquet_reference``)."""
 
     text_field: str
     id_field: str
     many: bool
     limit: int = MAX_RECORD_SIZE  # the largest record read (--max-record-size)
+    schema: bytes = b""
+    schema_of: str = ""
+    compression: str = "snappy"
 
     @property
     def fields(self) -> Fields:
         return Fields(self.text_field, self.id_field)
+
+    def memo(self) -> SchemaRef | None:
+        """What the Parquet reader checks files against (None: not a Parquet run)."""
+        if not self.schema:
+            return None
+        import pyarrow as pa
+
+        schema = pa.ipc.read_schema(pa.py_buffer(self.schema))
+        return SchemaRef(schema, self.schema_of, self.compression)
 
 
 class Collected(Problems):
@@ -134,10 +155,32 @@ class OwnedLines(io.RawIOBase):
         super().close()
 
 
+def with_reference(
+    spec: ReadSpec, files: list[InputFile], storage_options: dict[str, Any] | None
+) -> ReadSpec:
+    """``spec`` with the first usable Parquet file's schema, name and codec, read from its
+    footer on the client (files before it that cannot be read are skipped, as one machine
+    skips them); as it is for other inputs."""
+    if not files or not by_row_groups(files[0]):
+        return spec
+    for file in files:
+        first = first_usable(file_entry(file, storage_options), spec.text_field, spec.id_field)
+        if first is not None and first.schema is not None:
+            schema = first.schema.serialize().to_pybytes()
+            return replace(spec, schema=schema, schema_of=first.name, compression=first.compression)
+    return spec
+
+
 def file_entry(file: InputFile, storage_options: dict[str, Any] | None) -> Entry:
-    """An Entry whose bytes come from fsspec (gzip recognised by its first bytes)."""
+    """An Entry whose bytes come from fsspec (gzip recognised by its first bytes), its
+    records counted as its format counts them (lines, rows)."""
     fs, path = filesystem(file.url, storage_options)
-    return Entry(name=file.name, path=None, opener=lambda: cast(BinaryIO, fs.open(path, "rb")))
+    return Entry(
+        name=file.name,
+        path=None,
+        unit=format_of(file.name).unit,
+        opener=lambda: cast(BinaryIO, fs.open(path, "rb")),
+    )
 
 
 def scan_block(
@@ -154,8 +197,11 @@ def scan_block(
     if work.exists(rel + ".json"):
         return cast(dict[str, Any], work.read_json(rel + ".json"))
     parts, collected, reader = read_block(block, file, spec, storage_options)
-    base = 0 if reader is None else reader.first
-    docs = _signed(block.index, parts, base, params)
+    docs, texts = placed_docs(block.index, parts, 0 if reader is None else reader.first)
+    dedup = Deduplicator(params)
+    if by_row_groups(file) and dedup.verifier.needs_texts:
+        docs = spool_texts(work, block.index, docs, texts)
+    docs = _signed(docs, texts, dedup)
     work.write_table(rel + ".parquet", docs.to_arrow())
     meta = block_meta(block, docs, parts, collected, reader)
     work.write_json(rel + ".json", meta)
@@ -167,6 +213,13 @@ def read_block(
 ) -> tuple[list[LineBlock], Collected, OwnedLines | None]:
     """The parsed records of one block, its problems, and the reader of a plain file's part
     (its first byte and line count; None when the block is the whole file)."""
+    collected = Collected()
+    fmt = format_of(file.name)
+    if by_row_groups(file):
+        entry = file_entry(file, storage_options)
+        entry.max_record, entry.byte_range = spec.limit, (block.start, block.end)
+        first = spec.memo() or SchemaRef()  # none given: the file is its own reference
+        return list(fmt.blocks(entry, spec.fields, collected, None, first)), collected, None
     fs, path = filesystem(file.url, storage_options)
     readers: list[OwnedLines] = []  # a block of a plain file: its own lines only
 
@@ -179,9 +232,14 @@ def read_block(
         entry.max_record = spec.limit
     else:
         entry = Entry(name=file.name, path=None, plain=True, opener=owned, max_record=spec.limit)
-    collected = Collected()
-    parts = list(format_of(file.name).blocks(entry, spec.fields, collected))
+    parts = list(fmt.blocks(entry, spec.fields, collected))
     return parts, collected, readers[-1] if readers else None
+
+
+def by_row_groups(file: InputFile) -> bool:
+    """Whether the file's blocks are the row groups that start in their byte ranges
+    (Parquet), not the lines that do (JSONL)."""
+    return format_of(file.name).cluster_blocks == "row groups"
 
 
 def block_meta(
@@ -237,10 +295,41 @@ def placed_docs(block: int, parts: list[LineBlock], base: int) -> tuple[Docs, Ut
     return docs, texts
 
 
-def _signed(block: int, parts: list[Any], base: int, params: DedupParams) -> Docs:
+def spool_texts(work: WorkDir, block: int, docs: Docs, texts: Utf8Texts) -> Docs:
+    """``docs`` placed in a spool of their texts in the work folder (``scan/texts-NNNNN.bin``,
+    the UTF-8 texts one after another), which ``spooled_texts`` reads them again from: a
+    Parquet file's rows cannot be read one by one."""
+    lo, hi = int(texts.offsets[0]), int(texts.offsets[-1])
+    work.write_bytes(spool_name(block), texts.buf[lo:hi].tobytes())
+    spans = texts.offsets - lo
+    return replace(docs, start=spans[:-1].copy(), end=spans[1:].copy())
+
+
+def spool_name(block: int) -> str:
+    return f"scan/texts-{block:05d}.bin"
+
+
+def spooled_texts(
+    work: WorkDir, block: int, starts: IntArray, ends: IntArray, wanted: IntArray
+) -> Utf8Texts:
+    """The texts of records ``wanted`` (indices into the spans, ascending) from the block's
+    spool (``spool_texts``): one read from the first wanted byte to the last."""
+    if not len(wanted):
+        return Utf8Texts.from_strings([])
+    lo, hi = int(starts[wanted].min()), int(ends[wanted].max())
+    with work.fs.open(work.path(spool_name(block)), "rb") as fh:
+        fh.seek(lo)
+        data = np.frombuffer(fh.read(hi - lo), dtype=np.uint8)
+    sizes = ends[wanted] - starts[wanted]
+    offsets = np.zeros(len(wanted) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    at = np.repeat(starts[wanted] - lo - offsets[:-1], sizes) + np.arange(offsets[-1])
+    return Utf8Texts(data[at], offsets)
+
+
+def _signed(docs: Docs, texts: Utf8Texts, dedup: Deduplicator) -> Docs:
     """The block's records, signed (``Deduplicator.sign`` bounds its working arrays itself)."""
-    docs, texts = placed_docs(block, parts, base)
-    signed = Deduplicator(params).sign(texts)
+    signed = dedup.sign(texts)
     return replace(
         docs,
         canonical=signed.canonical.astype(np.uint64),
@@ -268,17 +357,26 @@ def texts_of(
 
 def copy_kept(
     file: InputFile,
-    starts: IntArray,
-    ends: IntArray,
-    firsts: npt.NDArray[np.uint8],
+    block: Block,
+    docs: Docs,
     keep: npt.NDArray[np.bool_],
     out: Any,
+    spec: ReadSpec,
     storage_options: dict[str, Any] | None,
 ) -> None:
-    """Write the kept records, as they were (JSONL lines byte for byte), to ``out``."""
+    """Write a block's kept records, as they were, to ``out``: JSONL lines byte for byte by
+    their spans; Parquet rows by their numbers, every column, with the run's schema and codec
+    (a Parquet file of its own, empty or not)."""
     entry = file_entry(file, storage_options)
-    entry.spans = [(starts, ends, firsts)]
-    format_of(file.name).write_kept([entry], lambda _entry: keep, out, Fields(), None)
+    if not by_row_groups(file):
+        entry.spans = [(docs.start, docs.end, docs.first)]
+        format_of(file.name).write_kept([entry], lambda _entry: keep, out, Fields(), None)
+        return
+    entry.byte_range = (block.start, block.end)
+    first = spec.memo() or SchemaRef()
+    sink = ParquetSink(out, first.schema or text_schema(spec.text_field), first.compression)
+    copy_rows_parquet(entry, docs.recno[keep], sink)
+    sink.close()
 
 
 __all__ = ["Collected", "ReadSpec", "Rows", "copy_kept", "scan_block", "texts_of"]

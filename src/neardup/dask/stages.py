@@ -28,6 +28,7 @@ from .._types import IntArray
 from ..engine import Deduplicator, SignedBatch
 from ..io._gzip import gzip_bytes
 from ..io._writers import write_clusters, write_pairs
+from ..io.formats import format_of
 from ..methods import make_method, posting_rows
 from ..params import DedupParams
 from ..text import Utf8Texts
@@ -434,11 +435,19 @@ class Outputs:
     kept: str | None
     clusters: str | None
     pairs: str | None
-    gzip: bool
+    kind: str  # the kept parts' format: a ``part_name`` kind
 
 
-def part_name(block: int, gz: bool) -> str:
-    return f"part-{block:05d}.jsonl" + (".gz" if gz else "")
+def kept_kind(files: list[InputFile]) -> str:
+    """The format of the kept records' parts: the inputs' own (one format: ``list_inputs``),
+    "jsonl.gz" when every input is a gzipped JSONL file."""
+    kind = str(format_of(files[0].name).copies_as or "jsonl") if files else "jsonl"
+    return f"{kind}.gz" if files and all(f.gzip for f in files) else kind
+
+
+def part_name(block: int, kind: str) -> str:
+    """A block's part file: ``part-NNNNN.`` and its kind ("jsonl", "jsonl.gz", "parquet")."""
+    return f"part-{block:05d}.{kind}"
 
 
 def write_take(
@@ -480,23 +489,25 @@ def write_take(
     written["nbytes"] = int((docs.end[present] - docs.start[present]).sum())
     if outputs.kept is not None:
         sink = io.BytesIO()
-        copy_kept(file, docs.start, docs.end, docs.first, keep, sink, layout.storage_options)
+        place = layout.blocks[block]
+        copy_kept(file, place, docs, keep, sink, layout.spec, layout.storage_options)
         data = sink.getvalue()
-        put_part(outputs.kept, part_name(block, outputs.gzip), data, outputs.gzip, storage)
+        put_part(outputs.kept, part_name(block, outputs.kind), data, storage)
         written["kept_bytes"] = len(data)
     if outputs.clusters is not None:
-        put_part(outputs.clusters, part_name(block, False), b"".join(cluster_lines), False, storage)
+        put_part(outputs.clusters, part_name(block, "jsonl"), b"".join(cluster_lines), storage)
     if outputs.pairs is not None:
-        put_part(outputs.pairs, part_name(block, False), b"".join(pair_lines), False, storage)
+        put_part(outputs.pairs, part_name(block, "jsonl"), b"".join(pair_lines), storage)
     written["clusters"] = len(cluster_lines)
     written["pairs"] = len(pair_lines)
     work.write_json(rel, written)
     return written
 
 
-def put_part(folder: str, name: str, data: bytes, gz: bool, storage: dict[str, Any]) -> None:
-    """A part file, whole or absent (gzip without a timestamp: the same bytes every run)."""
-    if gz:
+def put_part(folder: str, name: str, data: bytes, storage: dict[str, Any]) -> None:
+    """A part file, whole or absent; a name ending ``.gz`` gzipped (without a timestamp: the
+    same bytes every run)."""
+    if name.endswith(".gz"):
         data = gzip_bytes(data)
     fs, root = filesystem(folder, storage)
     write_whole(fs, f"{root.rstrip('/')}/{name}", data, is_url(folder))

@@ -22,6 +22,7 @@ from ._report import (
     MISSING_FILE,
     UNREADABLE,
     Entry,
+    ErrorReport,
     Problems,
     too_large,
 )
@@ -106,10 +107,12 @@ def text_schema(text_field: str) -> pa.Schema:
 
 @dataclass
 class SchemaRef:
-    """The schema of the first usable Parquet file: every later file must match it."""
+    """The schema of the first usable Parquet file: every later file must match it; kept rows
+    are written with it and with that file's compression codec."""
 
     schema: pa.Schema | None = None
     name: str = ""
+    compression: str = "snappy"
 
 
 def _column_problem(
@@ -172,27 +175,22 @@ def _read(
     """``each(rows before it, batch)`` over the file's record batches of the columns pass 1
     reads (text, id, key: ``fields``); a missing, unreadable or unusable file (columns sharing a
     name among them) is reported instead, and a read failing midway after what came before it."""
-    text_field, id_field, key_field = fields
-    read_errors = _read_errors()
+    # A cluster block after a file's first checks the file quietly: the first block reports it.
+    checks = problems if not entry.byte_range or not entry.byte_range[0] else _Quiet(problems)
+    checked = _checked(entry, fields, checks, first)
+    if checked is None:
+        return
+    pfile, columns = checked
+    groups, row0 = owned_groups(pfile, entry.byte_range)
+    if not groups:
+        return
     try:
-        pfile = open_parquet(entry)
-    except FileNotFoundError:
-        problems.file(entry, MISSING_FILE, "file not found", "check the path")
-        return
-    except read_errors as exc:
-        problems.file(entry, UNREADABLE, f"not a readable Parquet file ({exc})", "check the file")
-        return
-    if repeated_columns(entry, pfile.schema_arrow.names, problems):
-        return
-    columns = _usable_columns(entry, pfile.schema_arrow, text_field, id_field, key_field, problems)
-    if columns is None or not _same_schema(entry, pfile.schema_arrow, first, problems):
-        return
-    row0 = 0
-    try:
-        for batch in pfile.iter_batches(batch_size=batch_rows_of(pfile, columns), columns=columns):
+        for batch in pfile.iter_batches(
+            batch_size=batch_rows_of(pfile, columns), columns=columns, row_groups=groups
+        ):
             yield from each(row0, batch)
             row0 += batch.num_rows
-    except read_errors as exc:
+    except _read_errors() as exc:
         problems.file(
             entry,
             UNREADABLE,
@@ -201,13 +199,82 @@ def _read(
         )
 
 
+class _Quiet(Problems):
+    """A file's problems unsaid, its records' said (a later block of a file on a cluster)."""
+
+    def __init__(self, problems: Problems) -> None:
+        super().__init__(problems.on_error, problems.report)
+        self.problems = problems
+
+    def record(self, entry: Entry, recno: int, kind: str, problem: str, fix: str) -> None:
+        self.problems.record(entry, recno, kind, problem, fix)
+
+    def file(self, entry: Entry, kind: str, problem: str, fix: str, skip_hint: bool = True) -> None:
+        return None
+
+
 def open_parquet(entry: Entry) -> pq.ParquetFile:
-    """The file, read a page at a time: pre-buffering (pyarrow's default) holds every column
-    chunk read until the reader is done, and an unbuffered read takes a column chunk whole (a
-    file of one row group: the whole compressed column, 0.8 GB for 1 GB of text)."""
+    """The file (its path, else what its opener gives), read a page at a time: pre-buffering
+    (pyarrow's default) holds every column chunk read until the reader is done, and an
+    unbuffered read takes a column chunk whole (a file of one row group: the whole compressed
+    column, 0.8 GB for 1 GB of text)."""
     import pyarrow.parquet as pq
 
-    return pq.ParquetFile(entry.path, pre_buffer=False, buffer_size=_READ_BUFFER)
+    if entry.path is None and entry.opener is None:
+        raise ValueError(f"{entry.name}: neither a path nor an opener to read it by")
+    source = entry.path if entry.path is not None else entry.opener()  # type: ignore[misc]
+    return pq.ParquetFile(source, pre_buffer=False, buffer_size=_READ_BUFFER)
+
+
+def owned_groups(
+    pfile: pq.ParquetFile, byte_range: tuple[int, int] | None
+) -> tuple[list[int], int]:
+    """(row groups, rows before the first): every group, or those whose first page starts in
+    ``byte_range`` (a cluster run's block: each group read by exactly one of a file's blocks)."""
+    meta = pfile.metadata
+    if byte_range is None:
+        return list(range(meta.num_row_groups)), 0
+    start, end = byte_range
+    groups, before = [], 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        if start <= _group_offset(group) < end:
+            groups.append(g)
+        elif not groups:
+            before += group.num_rows
+    return groups, before
+
+
+def _group_offset(group: pq.RowGroupMetaData) -> int:
+    """The file offset of a row group's first page (its first column's dictionary or data)."""
+    if group.num_columns == 0:
+        return 0
+    chunk = group.column(0)
+    if chunk.has_dictionary_page and chunk.dictionary_page_offset is not None:
+        return int(min(chunk.dictionary_page_offset, chunk.data_page_offset))
+    return int(chunk.data_page_offset)
+
+
+def codec_of(pfile: pq.ParquetFile) -> str:
+    """The compression codec of a file's first column chunk as the writer names it ("snappy",
+    "zstd", "none", ...): kept rows are written compressed as their input was."""
+    meta = pfile.metadata
+    if meta.num_row_groups == 0 or meta.row_group(0).num_columns == 0:
+        return "snappy"
+    return _CODECS.get(str(meta.row_group(0).column(0).compression).lower(), "snappy")
+
+
+#: Parquet's codec names (lower case) -> the writer's: kept rows are compressed as the input
+#: was; a codec not here is written as snappy (pyarrow's default).
+_CODECS = {
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "brotli": "brotli",
+    "zstd": "zstd",
+    "lz4": "lz4",
+    "lz4_raw": "lz4",
+    "uncompressed": "none",
+}
 
 
 def batch_rows_of(pfile: pq.ParquetFile, columns: list[str] | None) -> int:
@@ -281,10 +348,46 @@ def _usable_columns(
     return columns
 
 
-def _same_schema(entry: Entry, schema: pa.Schema, first: SchemaRef, problems: Problems) -> bool:
-    """Whether the file has the first usable file's schema (the first sets it)."""
+def _checked(
+    entry: Entry, fields: tuple[str, str, str | None], problems: Problems, first: SchemaRef
+) -> tuple[pq.ParquetFile, list[str]] | None:
+    """(the open file, the columns pass 1 reads), or None after reporting why the file cannot
+    be read: missing, unreadable, columns sharing a name, an unusable text, id or key column,
+    or a schema other than the first usable file's (which ``first`` is set to)."""
+    text_field, id_field, key_field = fields
+    try:
+        pfile = open_parquet(entry)
+    except FileNotFoundError:
+        problems.file(entry, MISSING_FILE, "file not found", "check the path")
+        return None
+    except _read_errors() as exc:
+        problems.file(entry, UNREADABLE, f"not a readable Parquet file ({exc})", "check the file")
+        return None
+    if repeated_columns(entry, pfile.schema_arrow.names, problems):
+        return None
+    columns = _usable_columns(entry, pfile.schema_arrow, text_field, id_field, key_field, problems)
+    if columns is None or not _same_schema(entry, pfile, first, problems):
+        return None
+    return pfile, columns
+
+
+def first_usable(entry: Entry, text_field: str, id_field: str) -> SchemaRef | None:
+    """What the file sets as the first usable Parquet file (its schema, name and codec), or
+    None when it is not usable (the next file is then the first)."""
+    first = SchemaRef()
+    if _checked(
+        entry, (text_field, id_field, None), _Quiet(Problems("skip", ErrorReport())), first
+    ):
+        return first
+    return None
+
+
+def _same_schema(entry: Entry, pfile: pq.ParquetFile, first: SchemaRef, problems: Problems) -> bool:
+    """Whether the file has the first usable file's schema (the first sets it, and the codec
+    kept rows are written with)."""
+    schema = pfile.schema_arrow
     if first.schema is None:
-        first.schema, first.name = schema, entry.name
+        first.schema, first.name, first.compression = schema, entry.name, codec_of(pfile)
         return True
     if schema.equals(first.schema, check_metadata=False):
         return True
@@ -346,6 +449,7 @@ class ParquetSink:
 
     out: BinaryIO
     schema: pa.Schema
+    compression: str = "snappy"
     _writer: pq.ParquetWriter | None = None
     _buffer: list[pa.RecordBatch] = field(default_factory=list)
     _rows: int = 0
@@ -365,7 +469,7 @@ class ParquetSink:
         import pyarrow.parquet as pq
 
         if self._writer is None:
-            self._writer = pq.ParquetWriter(self.out, self.schema)
+            self._writer = pq.ParquetWriter(self.out, self.schema, compression=self.compression)
         if self._buffer:
             table = pa.Table.from_batches(self._buffer).cast(self.schema)
             groups = max(1, -(-self._bytes // ROW_GROUP_BYTES))  # a batch may be large alone
@@ -404,6 +508,27 @@ def copy_kept_parquet(
                 batch, index, edit[0][done : done + index.size], entry.start + done, edit
             )
         sink.write(batch.filter(pa.array(select)))
+
+
+def copy_rows_parquet(entry: Entry, rows: npt.NDArray[np.int64], sink: ParquetSink) -> None:
+    """The rows numbered ``rows`` (1-based across the file, ascending) of the row groups the
+    entry reads (``Entry.byte_range``), every column, to ``sink``: a cluster block's kept rows."""
+    import pyarrow as pa
+
+    pfile = open_parquet(entry)
+    groups, row0 = owned_groups(pfile, entry.byte_range)
+    if not groups or not len(rows):
+        return
+    for batch in pfile.iter_batches(batch_size=batch_rows_of(pfile, None), row_groups=groups):
+        n = batch.num_rows
+        lo, hi = np.searchsorted(rows, [row0 + 1, row0 + n + 1])
+        if hi > lo:
+            select = np.zeros(n, dtype=np.bool_)
+            select[rows[lo:hi] - row0 - 1] = True
+            sink.write(batch.filter(pa.array(select)))
+        row0 += n
+        if hi == len(rows):
+            return
 
 
 def _edited(

@@ -108,6 +108,9 @@ class Entry:
     #: The largest record read, in bytes (a JSONL line without its newline, a Parquet text, a
     #: text or HTML file, a WARC record's block): a larger one is a ``too_large`` bad record.
     max_record: int = MAX_RECORD_SIZE
+    #: Bytes [start, end) of the file this entry reads, on a cluster worker: a Parquet file's
+    #: row groups that start there (a JSONL file's block is cut by its ``opener``); None: all.
+    byte_range: tuple[int, int] | None = None
 
     def where(self, recno: int | None) -> str:
         if recno is None or self.unit is None:

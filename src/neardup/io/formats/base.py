@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 Record = tuple[int, str | None, str, int, object]
 #: The kept flags of one input's accepted records (``part(entry)``), or of another mask.
 Part = Callable[..., npt.NDArray[np.bool_]]
+#: How a cluster run's blocks cut a file (``Format.cluster_blocks``).
+ClusterBlocks = Literal["lines", "row groups"] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +70,11 @@ class Format(Protocol):
         ...
 
     @property
-    def splits(self) -> bool:
-        """Whether a file can be cut at byte offsets into parts of whole records, each read by
-        ``blocks`` on its own (the cluster backend's blocks)."""
+    def cluster_blocks(self) -> ClusterBlocks:
+        """How a file is cut at byte offsets into parts of whole records, each read by
+        ``blocks`` on its own (the cluster backend's blocks): "lines" (a part reads the lines
+        that start in its bytes), "row groups" (the row groups that start there); None: a
+        cluster does not read the format."""
         ...
 
     def reads_again(self, entry: Entry) -> bool:
@@ -155,7 +159,7 @@ class RecordFormat:
     default_out: OutFmt = "jsonl"
     copies_as: OutFmt | None = "jsonl"
     has_fields: bool = True
-    splits: bool = False
+    cluster_blocks: ClusterBlocks = None
 
     def detect(self, name: str) -> bool:
         return name.endswith(self.suffixes)
@@ -226,6 +230,7 @@ class ArrowFormat(RecordFormat):
 
 __all__ = [
     "ArrowFormat",
+    "ClusterBlocks",
     "Fields",
     "Format",
     "Part",

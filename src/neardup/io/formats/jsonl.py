@@ -23,7 +23,7 @@ from .._jsonl_blocks import (
 )
 from .._report import Entry, Problems
 from .._sinks import LineRecords
-from .base import Fields, Part, Record, RecordFormat
+from .base import ClusterBlocks, Fields, Part, Record, RecordFormat
 
 if TYPE_CHECKING:
     from .._edit import Edit
@@ -41,7 +41,7 @@ class Jsonl(RecordFormat):
 
     name = "jsonl"
     suffixes = SUFFIXES
-    splits: bool = True
+    cluster_blocks: ClusterBlocks = "lines"
 
     def reads_again(self, entry: Entry) -> bool:
         """By the byte spans pass 1 read the records from, in a file that seeks (a gzip file

@@ -20,7 +20,7 @@ from .._parquet import (
     text_schema,
 )
 from .._report import Entry, Problems
-from .base import ArrowFormat, Fields, Part, Record
+from .base import ArrowFormat, ClusterBlocks, Fields, Part, Record
 
 if TYPE_CHECKING:
     from .._edit import Edit
@@ -47,6 +47,7 @@ class Parquet(ArrowFormat):
     unit: str | None = "row"
     default_out = "parquet"
     copies_as = "parquet"
+    cluster_blocks: ClusterBlocks = "row groups"
 
     def memo(self) -> SchemaRef:
         """The first usable file's schema: later files are checked against it, and kept rows
@@ -97,9 +98,9 @@ class Parquet(ArrowFormat):
         memo: object,
         edits: tuple[npt.NDArray[np.bool_], Edit] | None,
     ) -> None:
-        schema = cast(SchemaRef, memo).schema if memo is not None else None
+        first = cast(SchemaRef, memo) if memo is not None else SchemaRef()
         with open_output(out) as handle:
-            sink = ParquetSink(handle, schema or text_schema(fields.text))
+            sink = ParquetSink(handle, first.schema or text_schema(fields.text), first.compression)
             for entry in entries:
                 edit = None if edits is None else (part(entry, edits[0]), edits[1], fields.text)
                 copy_kept_parquet(entry, part(entry), sink, edit)
