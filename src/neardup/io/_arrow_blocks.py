@@ -80,6 +80,45 @@ def large_strings(column: pa.Array) -> pa.Array:
     return pc.cast(column, pa.large_string())
 
 
+def filtered(batch: pa.RecordBatch, keep: pa.Array) -> pa.RecordBatch:
+    """The rows of ``batch`` where ``keep`` is true, every column of its type: Arrow cannot
+    filter view types (``string_view``, ``binary_view``, in structs and lists too), so such a
+    column is filtered as its large form and cast back."""
+    import pyarrow as pa
+
+    if not any(_has_view(f.type) for f in batch.schema):
+        return batch.filter(keep)
+    arrays = []
+    for field, column in zip(batch.schema, batch.columns, strict=True):
+        if _has_view(field.type):
+            column = column.cast(_unviewed(field.type)).filter(keep).cast(field.type)
+        else:
+            column = column.filter(keep)
+        arrays.append(column)
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+
+
+def _has_view(dtype: pa.DataType) -> bool:
+    return _unviewed(dtype) != dtype
+
+
+def _unviewed(dtype: pa.DataType) -> pa.DataType:
+    """``dtype`` with every string or binary view in it made a large string or binary."""
+    import pyarrow as pa
+
+    if pa.types.is_string_view(dtype):
+        return pa.large_string()
+    if pa.types.is_binary_view(dtype):
+        return pa.large_binary()
+    if pa.types.is_struct(dtype):
+        return pa.struct([dtype.field(i).with_type(_unviewed(dtype.field(i).type))
+                          for i in range(dtype.num_fields)])  # fmt: skip
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
+        item = dtype.value_field.with_type(_unviewed(dtype.value_type))
+        return pa.list_(item) if pa.types.is_list(dtype) else pa.large_list(item)
+    return dtype
+
+
 def utf8_values(column: pa.Array) -> Utf8Texts:
     """The values of a large-string column as Utf8Texts over Arrow's buffers (a null's value
     is empty)."""

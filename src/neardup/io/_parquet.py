@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from ._arrow_blocks import arrow_block, is_text_type, null_id, null_text, repeated_columns
+from ._arrow_blocks import (
+    arrow_block,
+    filtered,
+    is_text_type,
+    null_id,
+    null_text,
+    repeated_columns,
+)
 from ._jsonl_blocks import LineBlock
 from ._report import (
     BAD_SCHEMA,
@@ -507,7 +514,7 @@ def copy_kept_parquet(
             batch = _edited(
                 batch, index, edit[0][done : done + index.size], entry.start + done, edit
             )
-        sink.write(batch.filter(pa.array(select)))
+        sink.write(filtered(batch, pa.array(select)))
 
 
 def copy_rows_parquet(entry: Entry, rows: npt.NDArray[np.int64], sink: ParquetSink) -> None:
@@ -525,7 +532,7 @@ def copy_rows_parquet(entry: Entry, rows: npt.NDArray[np.int64], sink: ParquetSi
         if hi > lo:
             select = np.zeros(n, dtype=np.bool_)
             select[rows[lo:hi] - row0 - 1] = True
-            sink.write(batch.filter(pa.array(select)))
+            sink.write(filtered(batch, pa.array(select)))
         row0 += n
         if hi == len(rows):
             return
