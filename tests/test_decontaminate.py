@@ -241,6 +241,34 @@ def test_command_reports_bad_input_in_one_line(
             assert "--against-text-field" in proc.stderr, proc.stderr
 
 
+def test_command_says_what_it_skipped_in_the_data_and_in_the_benchmark_apart(
+    files: tuple[Path, Path, set[int]], tmp_path: Path
+) -> None:
+    train, against, _ = files
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(train.read_text() + '{"id": "x", "text": \n')
+    bench = tmp_path / "b.jsonl"
+    bench.write_text(against.read_text() + '{"id": "q9"}\nnot json\n')
+    summary = tmp_path / "s.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "neardup.cli", "decontaminate", str(bad), "--against", str(bench),
+         "--against-text-field", "question", "--on-error", "skip", "-o", str(tmp_path / "o.jsonl"),
+         "--summary-json", str(summary)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "  skipped records                 1" in lines
+    assert "  skipped in benchmark            2" in lines
+    assert any(x.startswith("skipped 1 problems (bad_json 1); first: ") for x in lines)
+    said = [x for x in lines if x.startswith("benchmark: skipped 2 problems")]
+    assert len(said) == 1 and "(bad_json 1, missing_text 1)" in said[0]
+    assert "--against-text-field" in said[0]  # the benchmark's own option is named
+    got = json.loads(summary.read_text())
+    assert got["problems"]["counts"] == {"bad_json": 1}
+    assert got["benchmark_problems"]["counts"] == {"bad_json": 1, "missing_text": 1}
+
+
 def test_command_keeps_parquet_columns_and_text_files(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

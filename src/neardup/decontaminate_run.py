@@ -22,6 +22,7 @@ from ._types import BoolArray
 from .errors import ParamError
 from .io import DocBatch, Source, atomic_write, plan_outputs
 from .io._atomic import open_output
+from .io._report import ErrorReport
 from .params import DecontaminateParams
 from .progress import Progress
 from .run import (
@@ -84,7 +85,7 @@ def decontaminate_source(
     started = time.perf_counter()
     with read.open(inputs) as source:
         plan, clean_fmt = _plan(inputs, against, outputs, source.fmt)
-        bench_ids, bench_texts, bench_skipped = _read_benchmark(against, against_read)
+        bench_ids, bench_texts, bench_errors = _read_benchmark(against, against_read)
         with _signals_deferred():  # the kernels' modules load whole before an interrupt lands
             from .decontaminate import Decontaminator, match_lines
 
@@ -106,7 +107,7 @@ def decontaminate_source(
             written = (
                 source.write_kept(~contaminated, plan["-o"], clean_fmt) if outputs.clean else None
             )
-            summary = _summary(finder, source, scanned, written, bench_skipped, started, params)
+            summary = _summary(finder, source, scanned, written, bench_errors, started, params)
             if outputs.summary_json:
                 with atomic_write(plan["--summary-json"], "w") as fh:
                     json.dump(summary, fh, indent=1)
@@ -167,7 +168,7 @@ def _summary(
     source: Source,
     scanned: _Scanned,
     written: int | None,
-    bench_skipped: int,
+    bench_errors: ErrorReport,
     started: float,
     params: DecontaminateParams,
 ) -> dict[str, Any]:
@@ -184,7 +185,9 @@ def _summary(
         "benchmark_items_matched": int(scanned.matched_items.sum()),
         "benchmark_items_without_shingles": int((finder.sizes_ == 0).sum()),
         "skipped_records": source.errors.total,
-        "skipped_benchmark_records": bench_skipped,
+        "skipped_benchmark_records": bench_errors.total,
+        "problems": source.errors.as_dict(),
+        "benchmark_problems": bench_errors.as_dict(),
         "seconds": round(seconds, 3),
         "mb_per_s": round(scanned.nbytes / 1e6 / max(seconds, 1e-9), 2),
         "peak_memory_mb": round(_peak_memory_mb(), 1),

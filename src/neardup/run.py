@@ -40,7 +40,7 @@ from .io import (
     write_pairs,
 )
 from .io._convert import OutFmt, output_format
-from .io._report import MAX_RECORD_SIZE
+from .io._report import MAX_RECORD_SIZE, ErrorReport
 from .params import DedupParams, check_int, params_json
 from .progress import Progress
 
@@ -486,7 +486,7 @@ def _summary(
 
 def _read_benchmark(
     inputs: str | Sequence[str], read: ReadOptions
-) -> tuple[list[str], list[str], int]:
+) -> tuple[list[str], list[str], ErrorReport]:
     """The benchmark's ids and texts, whole (a benchmark is small), and its skipped records;
     a bad benchmark record's message names the benchmark's own options (--against-text-field),
     not the training data's the reader would name."""
@@ -496,16 +496,21 @@ def _read_benchmark(
             for batch in read.batches(bench):
                 texts.extend(batch.texts)
             ids = list(bench.ids) if bench.ids is not None else []
-            skipped = bench.errors.total
+            skipped = bench.errors
     except InputError as exc:
-        message = re.sub(r"--(text|id)-field\b", r"--against-\1-field", str(exc))
-        raise InputError(message) from None
+        raise InputError(_against_options(str(exc))) from None
+    skipped.examples = [_against_options(example) for example in skipped.examples]
     if not texts:
         raise ParamError(
             f"no benchmark items in {', '.join(_paths(inputs))}; check --against and "
             f"--against-text-field (reading the field {read.text_field!r})"
         )
     return ids, texts, skipped
+
+
+def _against_options(message: str) -> str:
+    """A benchmark record's message naming the benchmark's options (--against-text-field)."""
+    return re.sub(r"--(text|id)-field\b", r"--against-\1-field", message)
 
 
 # -- the standing index -------------------------------------------------------------------------

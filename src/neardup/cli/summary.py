@@ -113,11 +113,22 @@ def decontaminate_summary(s: Mapping[str, Any]) -> str:
         f"  matches              {s['matches']:>12,}\n"
         f"  benchmark items      {s['benchmark_items']:>12,} ({s['benchmark_items_matched']:,} "
         f"found; {s['benchmark_items_without_shingles']:,} without tokens)\n"
-        f"  skipped records      {s['skipped_records'] + s['skipped_benchmark_records']:>12,}\n"
+        f"  skipped records      {s['skipped_records']:>12,}\n"
+        f"  skipped in benchmark {s['skipped_benchmark_records']:>12,}\n"
         f"  time                 {s['seconds']:>11.2f}s\n"
         f"  throughput           {s['mb_per_s']:>8.1f} MB/s\n"
         f"  peak memory          {s['peak_memory_mb']:>9.0f} MB\n"
+        + _problems(s.get("problems"), "")
+        + _problems(s.get("benchmark_problems"), "benchmark: ")
     )
+
+
+def _problems(report: Mapping[str, Any] | None, prefix: str) -> str:
+    """What was skipped, by kind, and the first (as ``ErrorReport.summary`` words it), if any."""
+    if not report or not report.get("total"):
+        return ""
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report["counts"].items()))
+    return f"{prefix}skipped {report['total']} problems ({kinds}); first: {report['examples'][0]}\n"
 
 
 def dedup_index_summary(s: Mapping[str, Any], added: bool) -> str:

@@ -35,6 +35,7 @@ import numpy as np
 from .._heap import trim
 from ..decontaminate import Decontaminator, Matches, match_lines
 from ..errors import ParamError
+from ..io._report import ErrorReport
 from ..params import DecontaminateParams
 from ..signing import PER_TEXT_BYTE, SIGN_WORK_BYTES, work_slices
 from ..text import Utf8Texts
@@ -358,7 +359,7 @@ def _write(
 
 def run_decontaminate(
     files: list[InputFile],
-    bench: tuple[list[str], list[str], int],
+    bench: tuple[list[str], list[str], ErrorReport],
     params: DecontaminateParams,
     folders: DecontaminateFolders,
     options: JobOptions,
@@ -385,7 +386,7 @@ def run_decontaminate(
 
 def _run_in(
     files: list[InputFile],
-    bench: tuple[list[str], list[str], int],
+    bench: tuple[list[str], list[str], ErrorReport],
     params: DecontaminateParams,
     folders: DecontaminateFolders,
     options: JobOptions,
@@ -395,7 +396,7 @@ def _run_in(
     started: float,
 ) -> dict[str, Any]:
     """The job's stages in its work folder: scan, repeated ids, write; returns the summary."""
-    bench_ids, bench_texts, bench_skipped = bench
+    bench_ids, bench_texts, bench_errors = bench
     storage = dict(options.storage_options)
     blocks = plan_blocks(files, options.block_bytes)
     run = _run_key(params, bench_ids, bench_texts, options)
@@ -428,7 +429,7 @@ def _run_in(
     check_written(work, out, len(blocks), storage)
     written = _write(client, layout, out, dropped, names, folders, kind)
     clock.start("")
-    items = (len(bench_texts), int(empty_items.result()), bench_skipped)
+    items = (len(bench_texts), int(empty_items.result()), bench_errors)
     summary = _summary(written, report, items, params, started, folders)
     summary["blocks"] = len(blocks)
     summary["stage_seconds"] = clock.seconds
@@ -441,7 +442,7 @@ def _run_in(
 def _summary(
     written: dict[int, dict[str, Any]],
     report: Any,
-    items: tuple[int, int, int],
+    items: tuple[int, int, ErrorReport],
     params: DecontaminateParams,
     started: float,
     folders: DecontaminateFolders,
@@ -465,8 +466,9 @@ def _summary(
         "benchmark_items_matched": len(matched),
         "benchmark_items_without_shingles": items[1],
         "skipped_records": report.total,
-        "skipped_benchmark_records": items[2],
+        "skipped_benchmark_records": items[2].total,
         "problems": report.as_dict(),
+        "benchmark_problems": items[2].as_dict(),
         "seconds": round(seconds, 3),
         "mb_per_s": round(nbytes / 1e6 / max(seconds, 1e-9), 2),
         "params": params.fingerprint(),
