@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -197,8 +199,25 @@ def test_super_features_find_the_same_pairs_as_counting(corpus: list[str]) -> No
     looked_up = Deduplicator(DedupParams(threshold=0.7, method=method)).fit(corpus)
     for x, y in zip(counted.pairs_, looked_up.pairs_, strict=True):
         assert np.array_equal(x, y)
-    with pytest.raises(ParamError, match="super features"):  # planned k=38, r=3
-        Deduplicator(DedupParams(threshold=0.8, method=MinhashParams(super_features=True)))
+    with pytest.raises(ParamError, match="super features need C"):  # 1,001 keys a document
+        DedupParams(method=MinhashParams(features=FeatureParams(14, 4, 4), super_features=True))
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+def test_planned_super_features_keep_within_their_keys_and_find_pairs_at_the_threshold(
+    threshold: float,
+) -> None:
+    """The planner's own plan (k=38, r=3 at 0.8) would need 8,436 keys a document; with super
+    features it plans within MAX_SUPER_FEATURES keys instead of refusing, and still accepts
+    pairs at the threshold (a fixed small plan such as 6,14,2 finds 3% of them at 0.8)."""
+    from neardup.params import MAX_SUPER_FEATURES
+    from neardup.planner import evaluate, features_for
+
+    params = DedupParams(threshold=threshold, method=MinhashParams(super_features=True))
+    fp = features_for(params)
+    assert math.comb(fp.k, fp.r) <= MAX_SUPER_FEATURES
+    assert evaluate(fp, threshold).p_at_threshold > 0.99
+    assert Deduplicator(params).method.features == fp
 
 
 @pytest.mark.parametrize("verify", ["sketch", "hybrid", "exact"])

@@ -261,8 +261,8 @@ class MinhashParams:
             if count > MAX_SUPER_FEATURES:
                 raise ParamError(
                     f"super features need C(k={self.features.k}, r={self.features.r}) = "
-                    f"{count:,} keys a document (at most {MAX_SUPER_FEATURES}); give small "
-                    "explicit features, e.g. --features 6,14,2"
+                    f"{count:,} keys a document (at most {MAX_SUPER_FEATURES}); leave --features "
+                    "out (the planner keeps super features within that), or give fewer"
                 )
 
     def fingerprint(self) -> str:

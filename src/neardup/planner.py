@@ -214,14 +214,17 @@ def _lower_tail(log_p: np.ndarray, log_q: np.ndarray, k: int, r: int) -> np.ndar
 
 
 @functools.cache
-def planned(threshold: float, max_t: int, cost_fn: float) -> FeatureParams:
+def planned(
+    threshold: float, max_t: int, cost_fn: float, max_keys: int | None = None
+) -> FeatureParams:
     """The planner's features for a threshold (cached: deduplication asks once per run); the
-    search alone, without the report ``plan`` adds (a tenth of a second at start-up)."""
+    search alone, without the report ``plan`` adds (a tenth of a second at start-up).
+    ``max_keys``: at most C(k, r) keys a document (super features), None: any."""
     rho0 = check_threshold(threshold)
     cfn = _check_cost("cost_fn", cost_fn)
     if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
-    k, s, r = _search(rho0, 1.0, cfn, max_t, max_t, 3)
+    k, s, r = _search(rho0, 1.0, cfn, max_t, max_t, 3, max_keys)
     return FeatureParams(k, s, r)
 
 
@@ -295,14 +298,8 @@ def features_for(params: DedupParams) -> FeatureParams:
     if m.features is not None:
         return m.features
     _, cost_fn = cost_model(params.resolved_verify)
-    fp = planned(planned_threshold(params), m.max_t, cost_fn)
-    if m.super_features and math.comb(fp.k, fp.r) > MAX_SUPER_FEATURES:
-        raise ParamError(
-            f"super features need C(k={fp.k}, r={fp.r}) = {math.comb(fp.k, fp.r):,} keys a "
-            f"document (at most {MAX_SUPER_FEATURES}); give small explicit features, e.g. "
-            "--features 6,14,2"
-        )
-    return fp
+    most = MAX_SUPER_FEATURES if m.super_features else None  # a key per r of the k features
+    return planned(planned_threshold(params), m.max_t, cost_fn, most)
 
 
 def sketch_for(params: DedupParams) -> SketchParams:
@@ -400,22 +397,35 @@ KNOWN_LIMITS = (256, 256, 3)  # (k_max, max_t, max_r) of KNOWN_PLANS
 
 
 def _search(
-    rho0: float, cfp: float, cfn: float, k_max: int, max_t: int, max_r: int
+    rho0: float,
+    cfp: float,
+    cfn: float,
+    k_max: int,
+    max_t: int,
+    max_r: int,
+    max_keys: int | None = None,
 ) -> tuple[int, int, int]:
-    """The (k, s, r) of smallest normalised error: from KNOWN_PLANS when it has the answer."""
+    """The (k, s, r) of smallest normalised error (with at most ``max_keys`` C(k, r), if
+    given): from KNOWN_PLANS when it has the answer."""
     if cfp == 1.0 and (k_max, max_t, max_r) == KNOWN_LIMITS:
         known = KNOWN_PLANS.get(cfn, {}).get(rho0)
-        if known is not None:
+        if known is not None and (max_keys is None or math.comb(known[0], known[2]) <= max_keys):
             return known
-    return _exhaustive_search(rho0, cfp, cfn, k_max, max_t, max_r)
+    return _exhaustive_search(rho0, cfp, cfn, k_max, max_t, max_r, max_keys)
 
 
 @functools.lru_cache(maxsize=64)
 def _exhaustive_search(
-    rho0: float, cfp: float, cfn: float, k_max: int, max_t: int, max_r: int
+    rho0: float,
+    cfp: float,
+    cfn: float,
+    k_max: int,
+    max_t: int,
+    max_r: int,
+    max_keys: int | None = None,
 ) -> tuple[int, int, int]:
-    """The (k, s, r) of smallest normalised error over every candidate; cached because engines
-    re-plan per call."""
+    """The (k, s, r) of smallest normalised error over every candidate (those of at most
+    ``max_keys`` C(k, r), if given); cached because engines re-plan per call."""
     lo_x, lo_w = _quadrature(0.0, rho0)
     hi_x, hi_w = _quadrature(rho0, 1.0)
     x = np.concatenate([lo_x, hi_x])
@@ -429,6 +439,8 @@ def _exhaustive_search(
         tail = np.zeros_like(log_p)  # the lower tail grows one term per r (as _lower_tail sums)
         for r in range(1, min(max_r, k) + 1):
             tail += binomial_term(log_p, log_q, k, r - 1)
+            if max_keys is not None and math.comb(k, r) > max_keys:
+                continue
             miss = np.minimum(tail, 1.0)
             fp = (1.0 - miss[:, :n_lo]) @ lo_w
             fn = miss[:, n_lo:] @ hi_w

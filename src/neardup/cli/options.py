@@ -55,7 +55,7 @@ def features(value: str) -> tuple[int, int, int]:
         k, s, r = (int(x) for x in value.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"--features takes k,s,r as three integers, e.g. 6,14,2; got {value!r}"
+            f"--features takes k,s,r as three integers, e.g. 38,6,3; got {value!r}"
         ) from None
     return k, s, r
 

@@ -52,7 +52,7 @@ def add_dedup_parser(sub: Any) -> None:
     m.add_argument(
         "--super-features",
         action="store_true",
-        help="find candidates by megashingles (one key per r-subset of features) instead of counting; small k and r only",
+        help="find candidates by megashingles (one key per r-subset of features) instead of counting; planned within 256 megashingles",
     )
     add_reporting(d)
     add_dask_options(
@@ -202,7 +202,7 @@ def _add_plan_method(pl: argparse.ArgumentParser) -> None:
     pl.add_argument(
         "--super-features",
         action="store_true",
-        help="as dedup's: refused when the planned features need too many megashingles",
+        help="as dedup's: features planned within 256 megashingles",
     )
     pl.add_argument(
         "--max-distance",
