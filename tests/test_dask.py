@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -400,6 +401,33 @@ def test_killing_the_job_then_running_it_again_resumes_with_the_same_outputs(
         read_output(str(tmp_path / "kept"))
     rerun_resumes(args)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
+
+
+def test_ctrl_c_stops_the_run_without_a_traceback_or_a_work_folder_left(
+    lines: list[str], tmp_path: Path
+) -> None:
+    """Ctrl-C reaches the terminal's whole process group: the workers ignore it and the
+    command stops them; the temporary work folder goes once no task can write into it."""
+    inputs = _files(tmp_path, _many(lines, 40), "one")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    args = [sys.executable, "-m", "neardup.cli", "dedup", *inputs, "-o", str(tmp_path / "kept"),
+            "--dask", "local:2"]  # fmt: skip
+    job = subprocess.Popen(args, start_new_session=True, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "TMPDIR": str(scratch)})  # fmt: skip
+    said = ""
+    for line in job.stderr:  # type: ignore[union-attr]
+        said += line
+        if "scan:" in line:  # the scan's first task is running
+            time.sleep(0.3)
+            os.killpg(job.pid, signal.SIGINT)
+            break
+    said += job.stderr.read()  # type: ignore[union-attr]
+    assert job.wait(timeout=120) == 130, said
+    assert "Traceback" not in said and said.splitlines()[-1] == "neardup: interrupted", said
+    time.sleep(1.0)  # a task still running would write now
+    assert not list(scratch.glob("neardup-work-*"))
+    assert not (tmp_path / "kept" / "manifest.json").exists()
 
 
 def test_a_worker_killed_mid_run_changes_nothing(lines: list[str], tmp_path: Path) -> None:

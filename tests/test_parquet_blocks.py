@@ -187,7 +187,7 @@ def test_view_typed_columns_are_kept_rows_of_their_own_type(tmp_path: Path, comm
             "note": pa.array([b"1", b"2", b"3", b"4"], pa.binary_view()),
             "meta": pa.array(
                 [{"k": f"m{i}"} for i in range(4)], pa.struct([("k", pa.string_view())])
-            ),  # fmt: skip
+            ),
         }
     )
     pq.write_table(table, tmp_path / "in.parquet")
@@ -202,7 +202,7 @@ def test_view_typed_columns_are_kept_rows_of_their_own_type(tmp_path: Path, comm
             str(tmp_path / "b.jsonl"),
             "-o",
             str(out),
-        ],  # fmt: skip
+        ],
         "to-jsonl": ["dedup", src, "-o", str(tmp_path / "out.jsonl")],
     }[command]
     (tmp_path / "b.jsonl").write_text(json.dumps({"text": texts[1]}) + "\n")

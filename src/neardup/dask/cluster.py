@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -62,6 +63,18 @@ def cluster_errors() -> Iterator[None]:
         ) from exc
 
 
+class _NotAllExit(logging.Filter):
+    """Drops asyncio's log of a task whose exception is Dask's AllExit: a gather cut short by
+    Ctrl-C leaves one, logged with its traceback when it is collected."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return type(exc).__name__ != "AllExit"
+
+
+_NOT_ALL_EXIT = _NotAllExit()
+
+
 def _local_workers(spec: str) -> int:
     """N of ``"local:N"`` (the CPU count for ``"local"``), or ParamError."""
     _, _, count = spec.partition(":")
@@ -109,9 +122,8 @@ def _local_cluster(
     for name in DROPPED_ENVIRON:
         environ.pop(name, None)
     environ.update(WORKER_ENVIRON)
-    with (
-        dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
-        distributed.LocalCluster(
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _no_interrupts():
+        cluster = distributed.LocalCluster(
             n_workers=n,
             threads_per_worker=1,
             processes=True,
@@ -119,14 +131,30 @@ def _local_cluster(
             dashboard_address=":0" if dashboard else "127.0.0.1:0",  # a free port, not 8787
             scheduler_kwargs={"dashboard": dashboard},
             preload=[WORKER_PRELOAD],
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
+        )
+    with cluster, distributed.Client(cluster) as client:
         if info is not None:
             board = f"dashboard {client.dashboard_link}" if dashboard else "no dashboard"
             info(f"Dask: local cluster of {n} worker{'s' * (n != 1)}, {board}")
         ready()
         yield client
+
+
+@contextlib.contextmanager
+def _no_interrupts() -> Iterator[None]:
+    """SIGINT ignored while local workers start, so that they start ignoring it (an ignored
+    signal stays ignored in a child, and Python then installs no handler): Ctrl-C reaches the
+    whole process group, and a worker that took it printed its own traceback; the command
+    stops them as it stops. A Ctrl-C in those two seconds is not taken (blocking it instead
+    does not reach the threads Dask starts processes from). Only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _scheduler(
@@ -167,6 +195,7 @@ def connect(
     distributed = import_distributed()
     # The P2P shuffle logs each shuffle's start and end as warnings: not the user's concern.
     logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
+    logging.getLogger("asyncio").addFilter(_NOT_ALL_EXIT)
     if not isinstance(spec, str):
         yield spec
         return

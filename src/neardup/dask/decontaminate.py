@@ -377,7 +377,7 @@ def run_decontaminate(
     options = fit_to_workers(options, client)
     keep_heap_on_workers(client)
     with (
-        work_folder(options, info) as work,
+        work_folder(options, info, client) as work,
         performance_report(client, options.performance_report, storage),
     ):
         options = sizes_started_with(work, options)

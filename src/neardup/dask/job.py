@@ -29,7 +29,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
@@ -304,7 +304,7 @@ def run_job(
     options = fit_to_workers(options, client)
     keep_heap_on_workers(client)
     with (
-        work_folder(options, info) as work,
+        work_folder(options, info, client) as work,
         performance_report(client, options.performance_report, dict(options.storage_options)),
     ):
         options = sizes_started_with(work, options)
@@ -356,10 +356,11 @@ def fit_to_workers(options: JobOptions, client: Any) -> JobOptions:
 
 
 @contextmanager
-def work_folder(options: JobOptions, info: Any) -> Iterator[WorkDir]:
+def work_folder(options: JobOptions, info: Any, client: Any = None) -> Iterator[WorkDir]:
     """The run's work folder: ``options.work_dir``, or a temporary one removed when the run
-    ends or stops on bad input or Ctrl-C, but kept (and its place said) on any other failure,
-    so that the run can resume from it."""
+    ends or stops on bad input or Ctrl-C (once ``client``'s running tasks, which would write
+    into it again, are over), but kept (and its place said) on any other failure, so that the
+    run can resume from it."""
     temporary = options.work_dir is None
     work_url = options.work_dir or f"{tempfile.gettempdir()}/neardup-work-{uuid.uuid4().hex}"
     work = WorkDir(work_url, dict(options.storage_options))
@@ -367,6 +368,7 @@ def work_folder(options: JobOptions, info: Any) -> Iterator[WorkDir]:
         yield work
     except (InputError, ParamError, KeyboardInterrupt):
         if temporary:
+            settle(client)
             work.remove()
         raise
     except BaseException:
@@ -375,6 +377,29 @@ def work_folder(options: JobOptions, info: Any) -> Iterator[WorkDir]:
         raise
     if temporary:
         work.remove()
+
+
+#: Seconds an interrupted run waits for its running tasks to end before removing its work folder.
+SETTLE_SECONDS = 10.0
+
+
+def settle(client: Any, seconds: float = SETTLE_SECONDS) -> None:
+    """Cancel ``client``'s tasks and wait, up to ``seconds``, until no worker runs one: Dask
+    cannot stop a running task, which would write into a work folder removed under it."""
+    if client is None:
+        return
+    from distributed import Future
+
+    with suppress(Exception):  # best effort: the cluster may be gone already
+        client.cancel([Future(key, client) for key in list(client.futures)], force=True)
+        deadline = time.monotonic() + seconds
+        while any(client.run(_running).values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _running(dask_worker: Any) -> int:
+    """Tasks a worker is running (cancelled ones still running included)."""
+    return len(dask_worker.state.executing) + len(dask_worker.state.long_running)
 
 
 def start_work(

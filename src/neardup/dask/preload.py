@@ -8,6 +8,8 @@ stages load while the client is still starting, instead of in every worker's fir
 from __future__ import annotations
 
 import gc
+import logging
+import signal
 import threading
 
 import dask.dataframe  # noqa: F401
@@ -24,6 +26,18 @@ def _warm() -> None:
 
 
 threading.Thread(target=_warm, name="neardup-warm", daemon=True).start()
+
+
+class _NotCancelled(logging.Filter):
+    """Drops the warning that a task was cancelled (what Ctrl-C on the client does)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "ended with CancelledError" not in record.getMessage()
+
+
+logging.getLogger("distributed.worker.state_machine").addFilter(_NotCancelled())
+if threading.current_thread() is threading.main_thread():  # a restarted worker: as at start
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the command's to handle
 
 
 def dask_teardown(worker: object) -> None:
