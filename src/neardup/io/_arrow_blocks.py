@@ -12,6 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..text import Utf8Texts
 from ._jsonl_blocks import LineBlock
@@ -134,10 +135,16 @@ def _no_ids(n: int) -> Utf8Texts:
 
 
 def arrow_block(
-    entry: Entry, batch: pa.RecordBatch, row0: int, text_field: str, id_field: str
+    entry: Entry,
+    batch: pa.RecordBatch,
+    row0: int,
+    text_field: str,
+    id_field: str,
+    done: npt.NDArray[np.bool_] | None = None,
 ) -> LineBlock:
     """The good rows of ``batch`` (its first row is number ``row0 + 1``) as a LineBlock, and
-    its bad rows as the block's problems. Spans: each text's UTF-8 bytes (what batches are
+    its bad rows as the block's problems (rows ``done`` marks were reported already, and are
+    left out quietly). Spans: each text's UTF-8 bytes (what batches are
     sized by), from 0; these formats' rows are read again from the source's spool, never by
     span."""
     import pyarrow as pa
@@ -153,8 +160,9 @@ def arrow_block(
     if ids is not None:
         no_id = ids.is_null().to_numpy(zero_copy_only=False) & ~no_text & ~big
     good = ~(no_text | big | no_id)
+    reported = np.zeros(len(sizes), np.bool_) if done is None else done
     problems = []
-    for j in np.flatnonzero(~good).tolist():
+    for j in np.flatnonzero(~good & ~reported).tolist():
         if no_text[j]:
             why = null_text(text_field)
         elif big[j]:
@@ -162,7 +170,8 @@ def arrow_block(
         else:
             why = null_id(id_field)
         problems.append((row0 + j + 1, *why))
-    if problems:  # bad rows out (a filter copies the texts: not when every row is good)
+    good &= ~reported
+    if not good.all():  # bad rows out (a filter copies the texts: not when every row is good)
         keep = pa.array(good)
         texts = texts.filter(keep)
         ids = ids.filter(keep) if ids is not None else None

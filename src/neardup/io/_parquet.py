@@ -415,10 +415,12 @@ def batch_rows(
     id_field: str,
     key_field: str | None,
     problems: Problems,
+    done: npt.NDArray[np.bool_] | None = None,
 ) -> Iterator[Row]:
     """The good rows of one Arrow record batch (of a Parquet or CSV file) whose first row is
     number ``row0 + 1``: (record number, id, text, its UTF-8 bytes, key); a null text or id, or
-    a text over the record limit, is a problem recorded and skipped."""
+    a text over the record limit, is a problem recorded and skipped; rows ``done`` marks were
+    reported already (a CSV row that is not UTF-8) and are skipped quietly."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -434,6 +436,8 @@ def batch_rows(
     keys = _key_values(batch.column(key_field)) if key_field is not None else None
     for j, text in enumerate(texts):
         recno = row0 + j + 1
+        if done is not None and done[j]:
+            continue
         if text is None:
             problems.record(entry, recno, *null_text(text_field))
             continue
