@@ -264,3 +264,23 @@ def test_windows_line_endings_leave_no_stray_carriage_return(tmp_path: Path, uni
     out = tmp_path / "out.jsonl"
     assert main(["dedup", str(tmp_path / "in.jsonl"), "--unit", unit, "-q", "-o", str(out)]) == 0
     assert [json.loads(x)["text"] for x in out.read_text().splitlines()] == [docs[0], intro]
+
+
+def test_a_rewritten_record_keeps_every_other_byte_and_writes_only_json(tmp_path: Path) -> None:
+    shared = "Shared paragraph of boilerplate words that repeats in both documents"
+    first = json.dumps({"id": "a", "text": f"The first document, unique text.\n\n{shared}"})
+    head = '{ "id":"b", "score" : 1e400, "low":-1E400, "n":1.50, "big":123456789012345678901234,'
+    tail = ' "meta": {"text": "not this one"}, "caf\\u00e9": "\\u00e9" }'
+    second = f'{head} "text":"The second document, also unique.\\n\\n{shared}",{tail}'
+    (tmp_path / "in.jsonl").write_text(f"{first}\n{second}\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "--unit", "paragraph", "-q",
+                 "-o", str(out)]) == 0  # fmt: skip
+    kept = out.read_text().splitlines()
+    assert kept[1] == f'{head} "text":"The second document, also unique.",{tail}'
+
+    def refuse(constant: str) -> object:
+        raise ValueError(f"not JSON: {constant}")
+
+    for line in kept:  # 1e400 stays 1e400: never Infinity, which is not JSON
+        json.loads(line, parse_constant=refuse)
