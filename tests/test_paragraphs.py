@@ -177,6 +177,22 @@ def test_options_a_paragraph_run_cannot_honour_are_refused_in_one_line(
     assert len(err.splitlines()) == 1 and extra[0] in err
 
 
+@pytest.mark.parametrize("name", ["in.csv", "in.tsv"])
+def test_csv_input_is_told_to_write_its_rows_as_jsonl_or_parquet_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    (tmp_path / name).write_text(
+        "id,text\na,some text\n".replace(",", "\t" if "tsv" in name else ",")
+    )
+    assert (
+        main(["dedup", str(tmp_path / name), "--unit", "paragraph", "-o", str(tmp_path / "x.csv")])
+        == 1
+    )
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "-o NAME.jsonl or -o NAME.parquet" in err, err
+    assert "pages" not in err
+
+
 def test_min_paragraph_tokens_needs_a_unit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -136,6 +136,17 @@ def _eligible(found: Units, min_tokens: int) -> IntArray:
     return np.flatnonzero(found.tokens >= min_tokens).astype(np.int64)
 
 
+def _first_step(fmt: str, unit: Unit) -> str:
+    """What to run first on input ``fmt`` that ``--unit`` cannot rewrite: a run of whole
+    documents whose output it can (the order PARAGRAPHS.md advises anyway)."""
+    if fmt in ("csv", "tsv"):  # rows can be written as JSONL or Parquet, every column kept
+        return (
+            f"run dedup on the rows first with -o NAME.jsonl or -o NAME.parquet (every "
+            f"column is kept), then --unit {unit} on that output"
+        )
+    return f"run dedup on the pages first, then --unit {unit} on its JSONL output"
+
+
 def _check_outputs(
     inputs: str | Sequence[str], outputs: DedupOutputs, source: Source, unit: Unit
 ) -> tuple[OutputPlan, OutFmt | None]:
@@ -144,8 +155,7 @@ def _check_outputs(
     if source.fmt not in EDITABLE:
         raise ParamError(
             f"--unit {unit} rewrites documents in their own format: JSONL, Parquet "
-            f"or text files, not {source.fmt}; run dedup on the pages first, then on its "
-            "JSONL output"
+            f"or text files, not {source.fmt}; {_first_step(source.fmt, unit)}"
         )
     plan, kept_fmt = plan_dedup_outputs(inputs, outputs, source.fmt)
     native = {"jsonl": "jsonl", "parquet": "parquet", "text": "folder"}[source.fmt]
