@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import json
 from pathlib import Path
 
@@ -13,6 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from neardup.cli import main
+from neardup.errors import OutputError
+from neardup.io._sinks import make_sink
 from neardup.testing.synth import random_documents
 
 
@@ -288,3 +291,19 @@ def test_remote_paths_without_a_cluster_are_one_line_that_names_the_way(
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "remote path" in err[0] and "--dask" in err[0], err
     assert not (tmp_path / "k.jsonl").exists()
+
+
+def test_a_field_of_two_types_is_named_when_parquet_cannot_hold_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _records(3)[:3]
+    rows[0] = {**rows[0], "id": 7}  # ids 7 and "d1": one batch
+    src = _write(tmp_path / "in.jsonl", rows)
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.parquet")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "field 'id' holds values of different types" in err[0], err
+    sink = make_sink("parquet", io.BytesIO(), ("id", "text"))  # each batch of one type
+    sink.write([{"id": 1, "text": "a", "n": 1}])
+    sink.write([{"id": 2, "text": "b", "n": "two"}])
+    with pytest.raises(OutputError, match="field 'n' holds values of different types"):
+        sink.close()

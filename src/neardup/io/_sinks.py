@@ -104,7 +104,8 @@ class TableSink(ABC):
         try:
             return from_records(records)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise OutputError(_type_problem(self.fmt, str(exc))) from None
+            problem = _type_problem(self.fmt, str(exc), _mixed_fields(records)[:1])
+            raise OutputError(problem) from None
 
     def write_arrow(self, table: Any) -> None:
         """An Arrow table or record batch of records, spilled as it is."""
@@ -124,16 +125,26 @@ class TableSink(ABC):
         import pyarrow.feather as feather
 
         try:
-            schema = self._schema()
+            schema = self._checked_schema()
             writer = self._writer(schema)
             for path, _ in self.parts:
                 table = feather.read_table(path, memory_map=True)
                 writer(_conform(table, schema))
             writer(None)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise OutputError(_type_problem(self.fmt, str(exc))) from None
+            raise OutputError(_type_problem(self.fmt, str(exc), [])) from None
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
+
+    def _checked_schema(self) -> Any:
+        """``_schema()``, or OutputError naming a field the parts typed differently."""
+        import pyarrow as pa
+
+        try:
+            return self._schema()
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            fields = _unmerged_fields([s for _, s in self.parts])
+            raise OutputError(_type_problem(self.fmt, str(exc), fields[:1])) from None
 
     def _schema(self) -> Any:
         import pyarrow as pa
@@ -248,15 +259,22 @@ def from_records(records: list[dict[str, Any]]) -> Any:
 
 def _mixed_as_text(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``records`` with the values of each field that no one Arrow type holds as CSV text."""
+
+    mixed = set(_mixed_fields(records))
+    return [{k: _cell(v) if k in mixed else v for k, v in r.items()} for r in records]
+
+
+def _mixed_fields(records: list[dict[str, Any]]) -> list[str]:
+    """The fields of ``records`` whose values no one Arrow type holds (or past 64 bits)."""
     import pyarrow as pa
 
-    mixed = set()
+    mixed = []
     for name in dict.fromkeys(k for r in records for k in r):
         try:
             pa.array([r.get(name) for r in records])
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # or past 64 bits
-            mixed.add(name)
-    return [{k: _cell(v) if k in mixed else v for k, v in r.items()} for r in records]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            mixed.append(name)
+    return mixed
 
 
 def _cell(value: Any) -> str | None:
@@ -277,17 +295,33 @@ def _text_where_mixed(schemas: list[Any]) -> Any:
     """The union of ``schemas``, a field whose types do not unify typed string (CSV text)."""
     import pyarrow as pa
 
+    return pa.schema(
+        pa.field(name, pa.string()) if field is None else field
+        for name, field in _field_unions(schemas).items()
+    )
+
+
+def _unmerged_fields(schemas: list[Any]) -> list[str]:
+    """The fields whose types in ``schemas`` do not unify."""
+    return [name for name, field in _field_unions(schemas).items() if field is None]
+
+
+def _field_unions(schemas: list[Any]) -> dict[str, Any]:
+    """Each field of ``schemas`` (first seen first) unified over them, or None when its types
+    do not unify."""
+    import pyarrow as pa
+
     fields: dict[str, list[Any]] = {}
     for schema in schemas:
         for field in schema:
             fields.setdefault(field.name, []).append(pa.schema([field]))
-    unified = []
+    unified: dict[str, Any] = {}
     for name, each in fields.items():
         try:
-            unified.append(pa.unify_schemas(each, promote_options="permissive").field(0))
+            unified[name] = pa.unify_schemas(each, promote_options="permissive").field(0)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
-            unified.append(pa.field(name, pa.string()))
-    return pa.schema(unified)
+            unified[name] = None
+    return unified
 
 
 def _conform(table: Any, schema: Any) -> Any:
@@ -318,15 +352,18 @@ def _conform(table: Any, schema: Any) -> Any:
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def _type_problem(fmt: OutFmt, detail: str) -> str:
+def _type_problem(fmt: OutFmt, detail: str, fields: list[str]) -> str:
+    """The one line for records ``fmt`` cannot hold, naming the field (``fields``: it, or
+    none found) so that it can be fixed."""
     first = detail.strip().splitlines()[0] if detail.strip() else "mixed types"
+    field = f"field '{fields[0]}'" if fields else "a field"
     if "too large" in first:  # Python's OverflowError: an integer past 64 bits
         return (
-            f"cannot write the kept records as {fmt}: a field holds an integer beyond 64 bits; "
+            f"cannot write the kept records as {fmt}: {field} holds an integer beyond 64 bits; "
             "write JSONL or CSV instead (-o kept.jsonl), or store such numbers as text"
         )
     return (
-        f"cannot write the kept records as {fmt}: a field holds values of different types "
+        f"cannot write the kept records as {fmt}: {field} holds values of different types "
         f"({first}); write JSONL instead (-o kept.jsonl), or give the field one type"
     )
 
