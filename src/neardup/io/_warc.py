@@ -5,7 +5,8 @@ Only ``response`` and ``resource`` records can be documents; the others (warcinf
 metadata, revisit, conversion) are passed over without a word, as every crawl has them.
 
 A response becomes a document when its HTTP status is 2xx and its Content-Type is HTML
-(``text/html``, ``application/xhtml+xml``; a ``resource`` record's own Content-Type is used).
+(``text/html``, ``application/xhtml+xml``; a ``resource`` record's own Content-Type is used,
+its charset too).
 Its text is the page's main content (``_html.extract_text``); id = the WARC-Record-ID (without
 ``<urn:uuid:...>`` brackets), or the URL with ``--id-field url``; the URL (WARC-Target-URI) and
 crawl date (WARC-Date) are kept as fields.
@@ -136,6 +137,16 @@ def _decode_body(body: bytes, headers: object, limit: int) -> bytes:
     elif encoding not in ("", "identity"):
         raise ValueError(f"unknown content encoding {encoding!r}")
     return body
+
+
+def _charset(ctype: str) -> str | None:
+    """The charset a Content-Type value names (``text/html; charset=iso-8859-2``), or None: a
+    record's own declaration is trusted before a guess from its bytes."""
+    for param in ctype.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset":
+            return value.strip().strip("\"'") or None
+    return None
 
 
 def _strip_urn(record_id: str) -> str:
@@ -308,7 +319,7 @@ def _block(
             code = int(parts[1])
         else:
             ctype = (rec.headers.get("Content-Type") or "").lower()
-            charset = None
+            charset = _charset(ctype)
             code = 200
         expected = rec.content_length
         body = rec.reader.read()
