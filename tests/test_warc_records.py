@@ -4,6 +4,7 @@ that stay unique across files, and broken or cut records named as such."""
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,39 @@ def test_resource_record_is_decoded_by_its_own_declared_charset(tmp_path: Path) 
     path.write_bytes(buf.getvalue())
     _, texts, counts = _texts(path)
     assert [t.strip() for t in texts] == [_POLISH, _JAPANESE] and counts == {}
+
+
+def _wet(path: Path, texts: list[str]) -> None:
+    """A WET file as Common Crawl writes it: a warcinfo record, then one ``conversion`` record
+    (the page's extracted text, UTF-8 ``text/plain``) per page."""
+    from warcio.warcwriter import WARCWriter
+
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        w.write_record(w.create_warcinfo_record(path.name, {"software": "neardup tests"}))
+        for n, text in enumerate(texts):
+            payload = io.BytesIO(text.encode("utf-8"))
+            w.write_record(
+                w.create_warc_record(
+                    f"http://w/{n}", "conversion", payload=payload, warc_content_type="text/plain"
+                )
+            )
+
+
+def test_wet_conversion_records_are_plain_text_documents(tmp_path: Path) -> None:
+    from neardup.cli import main
+    from neardup.io import detect_format
+
+    texts = [_POLISH, "the quick brown fox jumps over the lazy dog", _JAPANESE, _POLISH]
+    path = tmp_path / "CC-MAIN-2024-10-00000.warc.wet.gz"
+    _wet(path, texts)
+    assert {detect_format(n) for n in (path.name, "a.wet.gz", "a.wet")} == {"warc"}
+    ids, got, counts = _texts(path)
+    assert got == texts and counts == {}
+    assert all(i.startswith("urn:uuid:") for i in ids)
+    out = tmp_path / "kept.jsonl"
+    assert main(["dedup", str(path), "-o", str(out), "-q"]) == 0
+    kept = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [k["text"] for k in kept] == texts[:3]
+    assert [k["url"] for k in kept] == ["http://w/0", "http://w/1", "http://w/2"]
+    assert [k["id"] for k in kept] == ids[:3] and all(k["date"] for k in kept)

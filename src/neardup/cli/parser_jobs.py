@@ -32,7 +32,7 @@ def add_dedup_parser(sub: Any) -> None:
     d.add_argument(
         "inputs",
         nargs="+",
-        help="JSONL (.jsonl/.jsonl.gz), Parquet, CSV/TSV, WARC (.warc/.warc.gz), HTML or text (.txt/.md) files or folders, or - for stdin",
+        help="JSONL (.jsonl/.jsonl.gz), Parquet, CSV/TSV, WARC (.warc/.warc.gz, WET .wet.gz), HTML or text (.txt/.md) files or folders, or - for stdin",
     )
     _add_dedup_outputs(d)
     io = add_input_options(d, DEDUP_FORMATS)

@@ -1,15 +1,18 @@
-"""WARC files (.warc, .warc.gz) -> documents: each HTML response's main text, URL and crawl date.
+"""WARC files (.warc, .warc.gz; WET: .wet, .wet.gz) -> documents: each HTML response's main text,
+or each conversion record's text, with its URL and crawl date.
 
 Reader: fastwarc (resiliparse's WARC parser, C++; plain and gzip files told apart by content).
-Only ``response`` and ``resource`` records can be documents; the others (warcinfo, request,
-metadata, revisit, conversion) are passed over without a word, as every crawl has them.
+Only ``response``, ``resource`` and ``conversion`` records can be documents; the others
+(warcinfo, request, metadata, revisit) are passed over without a word, as every crawl has them.
 
 A response becomes a document when its HTTP status is 2xx and its Content-Type is HTML
 (``text/html``, ``application/xhtml+xml``; a ``resource`` record's own Content-Type is used,
-its charset too).
-Its text is the page's main content (``_html.extract_text``); id = the WARC-Record-ID (without
-``<urn:uuid:...>`` brackets), or the URL with ``--id-field url``; the URL (WARC-Target-URI) and
-crawl date (WARC-Date) are kept as fields.
+its charset too). Its text is the page's main content (``_html.extract_text``). A
+``conversion`` record (Common Crawl's WET files: the text extracted from a page) of
+``text/plain`` (or no Content-Type) is that text as it is, UTF-8 unless its Content-Type names a
+charset; an HTML one is read as a page. Id = the WARC-Record-ID (without ``<urn:uuid:...>``
+brackets), or the URL with ``--id-field url``; the URL (WARC-Target-URI) and crawl date
+(WARC-Date) are kept as fields.
 
 Records that are not pages are counted and skipped with their reason whatever ``--on-error``
 says, since a crawl is full of them: ``not_html`` (images, scripts, JSON...) and ``http_status``
@@ -39,13 +42,17 @@ from ._html import decode_html, extract_text, require_web
 from ._report import TOO_LARGE, UNREADABLE, Entry, Problems, raise_changed, size_text, too_large
 
 #: File name endings read as WARC.
-WARC_SUFFIXES = (".warc", ".warc.gz", ".arc.gz")
+WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz", ".arc.gz")
 
 NOT_HTML = "not_html"  # a response that is not an HTML page (always skipped and counted)
 HTTP_STATUS = "http_status"  # a response with a status other than 2xx (always skipped)
 BAD_RECORD = "bad_record"  # a broken record (follows --on-error)
 
+#: The record types that can be documents (WARC-Type values).
+_DOC_RECORDS = ("response", "resource", "conversion")
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+#: The Content-Types of a conversion record whose block is the text itself (WET: text/plain).
+_TEXT_TYPES = ("text/plain", "")
 #: Bytes of a record's start kept to check where the file ends (WARC headers are shorter).
 _HEAD = 1 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -229,14 +236,14 @@ class _Checked:
 
 
 def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
-    """Every response/resource record of a WARC stream as a WarcDoc or a WarcSkip, in order;
+    """Every response, resource and conversion record of a WARC stream as a WarcDoc or a WarcSkip, in order;
     a record whose block is over ``limit`` bytes is skipped unread (``too_large``).
 
     Raises OSError (or EOFError, zlib.error) when the file cannot be read on, and OSError when
     it ends inside a record; the records before that point have been yielded.
     """
     require_web()
-    from fastwarc.warc import ArchiveIterator, WarcRecordType
+    from fastwarc.warc import ArchiveIterator
 
     checked = _Checked(stream)
     recno = 0
@@ -252,9 +259,9 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
         recno += 1
         checked.record_at(rec.stream_pos)
         length = rec.content_length
-        rtype = rec.record_type
-        if rtype in (WarcRecordType.response, WarcRecordType.resource):
-            yield _page(rec, recno, limit, rtype == WarcRecordType.response)
+        kind = (rec.headers.get("WARC-Type") or "").strip().lower()
+        if kind in _DOC_RECORDS:
+            yield _page(rec, recno, limit, kind)
     if checked.error is not None:
         raise OSError(f"reading failed after record {recno} ({checked.error})")
     if recno:
@@ -263,8 +270,9 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
             raise OSError(f"the file ends inside record {recno}, {problem}")
 
 
-def _page(rec: Any, recno: int, limit: int, response: bool) -> WarcDoc | WarcSkip:
-    """One response (``response``) or resource record -> its page, or why it gives none."""
+def _page(rec: Any, recno: int, limit: int, kind: str) -> WarcDoc | WarcSkip:
+    """One response, resource or conversion record (``kind``) -> its page or text, or why it
+    gives none."""
     head = rec.headers
     url = head.get("WARC-Target-URI")
     date = head.get("WARC-Date")
@@ -274,15 +282,19 @@ def _page(rec: Any, recno: int, limit: int, response: bool) -> WarcDoc | WarcSki
     if declared > limit:
         rec.reader.consume()
         return WarcSkip(recno, *too_large(declared, limit))
+    response = kind == "response"
     block = _block(rec, recno, response, where)
     if isinstance(block, WarcSkip):
         return block
     body, ctype, charset, code = block
     if not 200 <= code < 300:
         return WarcSkip(recno, HTTP_STATUS, f"HTTP status {code}{where}", "not a page")
-    if ctype.split(";")[0].strip() not in _HTML_TYPES:
-        kind = ctype.split(";")[0].strip() or "no Content-Type"
-        return WarcSkip(recno, NOT_HTML, f"not HTML ({kind}){where}", "not a page")
+    media = ctype.split(";")[0].strip()
+    plain = kind == "conversion" and media in _TEXT_TYPES
+    if not plain and media not in _HTML_TYPES:
+        return WarcSkip(
+            recno, NOT_HTML, f"not HTML ({media or 'no Content-Type'}){where}", "not a page"
+        )
     try:
         if response:
             body = _decode_body(body, rec.http_headers, limit)
@@ -292,8 +304,13 @@ def _page(rec: Any, recno: int, limit: int, response: bool) -> WarcDoc | WarcSki
         return WarcSkip(
             recno, BAD_RECORD, f"cannot decode the HTTP body ({exc}){where}", "repair it"
         )
-    text = extract_text(decode_html(body, charset)).text
+    text = decode_html(body, charset or "utf-8") if plain else _main_text(body, charset)
     return WarcDoc(recno, record_id, url, date, text, max(declared, len(body)))
+
+
+def _main_text(body: bytes, charset: str | None) -> str:
+    """An HTML page's main text (its boilerplate removed)."""
+    return extract_text(decode_html(body, charset)).text
 
 
 def _block(

@@ -49,7 +49,7 @@ def format_of(path: str | Path) -> Format:
 
 def detect_format(path: str | Path) -> Fmt:
     """Format from the name: .jsonl/.json/.ndjson (optionally .gz) -> "jsonl", .parquet/.pq ->
-    "parquet", .csv/.tsv (optionally .gz) -> "csv"/"tsv", .warc/.warc.gz -> "warc",
+    "parquet", .csv/.tsv (optionally .gz) -> "csv"/"tsv", .warc/.warc.gz/.wet/.wet.gz -> "warc",
     .html/.htm -> "html", .txt/.text/.md/.rst or no suffix -> "text"; ParamError for any other
     name (force a format with ``fmt``/``--format`` instead)."""
     return format_of(path).name  # type: ignore[return-value]

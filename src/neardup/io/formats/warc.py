@@ -1,5 +1,6 @@
-"""WARC archives (``.warc``, ``.warc.gz``, ``.arc.gz``): each HTML response is a document, id the
-record's id field (or its WARC-Record-ID), key its URL or date."""
+"""WARC archives (``.warc``, ``.warc.gz``, ``.arc.gz``; WET: ``.wet``, ``.wet.gz``): each HTML
+response and each conversion record's text is a document, id its WARC-Record-ID (or its URL),
+key its URL or date."""
 
 from __future__ import annotations
 
