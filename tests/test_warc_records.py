@@ -82,3 +82,55 @@ def test_wet_conversion_records_are_plain_text_documents(tmp_path: Path) -> None
     assert [k["text"] for k in kept] == texts[:3]
     assert [k["url"] for k in kept] == ["http://w/0", "http://w/1", "http://w/2"]
     assert [k["id"] for k in kept] == ids[:3] and all(k["date"] for k in kept)
+
+
+def _record(
+    block: bytes, rid: str | None = None, uri: str = "http://x/", length: int = -1
+) -> bytes:
+    """A WARC response record written by hand (warcio always adds a WARC-Record-ID and fixes
+    the Content-Length): ``rid`` None leaves the id out, ``length`` overrides the length."""
+    idl = f"WARC-Record-ID: <urn:uuid:{rid}>\r\n" if rid else ""
+    size = len(block) if length < 0 else length
+    head = (
+        f"WARC/1.0\r\nWARC-Type: response\r\n{idl}WARC-Date: 2024-01-01T00:00:00Z\r\n"
+        f"WARC-Target-URI: {uri}\r\nContent-Type: application/http; msgtype=response\r\n"
+        f"Content-Length: {size}\r\n\r\n"
+    )
+    return head.encode() + block + b"\r\n\r\n"
+
+
+def _http(text: str, eol: bytes = b"\r\n") -> bytes:
+    return (
+        eol.join([b"HTTP/1.1 200 OK", b"Content-Type: text/html", b""])
+        + eol
+        + (_page(text).encode())
+    )
+
+
+def test_records_without_an_id_are_named_by_file_and_record_across_files(
+    tmp_path: Path,
+) -> None:
+    from neardup.cli import main
+
+    paths = []
+    for name in ("n1", "n2"):
+        path = tmp_path / f"{name}.warc"
+        words = [f"page {name} {i} with words of its own {name * 3} {i * 7}" for i in range(2)]
+        path.write_bytes(b"".join(_record(_http(w), uri=f"http://{name}/") for w in words))
+        paths.append(path)
+    ids, _, counts = _texts(paths[0])
+    assert ids == ["1", "2"] and counts == {}
+    ids, _, counts = _texts(paths)
+    assert ids == [f"{p}:{n}" for p in paths for n in (1, 2)] and counts == {}
+    out = tmp_path / "kept.jsonl"
+    assert main(["dedup", *map(str, paths), "-o", str(out), "-q"]) == 0
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ids
+
+
+def test_a_duplicate_warc_id_is_reported_by_record_not_line(tmp_path: Path) -> None:
+    from neardup.errors import InputError
+
+    path = tmp_path / "dup.warc"
+    path.write_bytes(_record(_http("one two three"), "same") + _record(_http("four five"), "same"))
+    with pytest.raises(InputError, match=r"dup.warc record 2: id .* used by .*dup.warc record 1"):
+        _texts(path)

@@ -54,7 +54,7 @@ class ReadSpec:
 
     @property
     def fields(self) -> Fields:
-        return Fields(self.text_field, self.id_field)
+        return Fields(self.text_field, self.id_field, many=self.many)
 
     def memo(self) -> SchemaRef | None:
         """What the Parquet reader checks files against (None: not a Parquet run)."""

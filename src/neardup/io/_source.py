@@ -103,7 +103,7 @@ class Source:
         #: Documents of the last pass 1 whose key was missing (absent, null, NaN, NaT); 0
         #: without a key field. Equal to n_docs means the field was never found: warn.
         self.missing_keys = 0
-        self._fields = Fields(text_field, id_field, key_field)
+        self._fields = Fields(text_field, id_field, key_field, many=len(entries) > 1)
         self._entries = entries
         self._open_problems = open_problems
         self._memo = self.format.memo()  # what the last complete pass 1 learned across files
@@ -245,7 +245,6 @@ class Source:
         """Pass 1 over one input read record by record: keys checked, default and unique ids,
         batches of at most ``limits`` (documents, bytes) joined across inputs."""
         batch_size, batch_bytes = limits
-        many = len(self._entries) > 1
         ids, texts, keys = records.ids, records.texts, records.keys
         doc_key: object = None
         for recno, rid, text, size, raw_key in scan:
@@ -256,7 +255,7 @@ class Source:
                     problems.record(entry, recno, p.kind, p.problem, p.fix)
                     continue
             if rid is None:
-                rid = f"{entry.name}:{recno}" if many else str(recno)
+                rid = self._fields.default_id(entry.name, recno)
             if not self._claim(seen, rid, (index << _RECNO_BITS) | recno, entry, recno, problems):
                 continue
             ids.append(rid)
@@ -287,10 +286,9 @@ class Source:
         as it is; smaller pieces (of this file or the next) are joined first."""
         entry.stamp = _stamp(cast(Path, entry.path))
         entry.spans = []
-        many = len(self._entries) > 1
         blocks = self.format.blocks(entry, self._fields, problems, pending.chunk, memo)
         for block in blocks:
-            block = self._accept(entry, index, many, seen, problems, block)
+            block = self._accept(entry, index, seen, problems, block)
             if not len(block):
                 continue
             entry.spans.append((block.starts, block.ends, block.firsts))
@@ -301,7 +299,6 @@ class Source:
         self,
         entry: Entry,
         index: int,
-        many: bool,
         seen: Claims,
         problems: Problems,
         block: LineBlock,
@@ -312,7 +309,7 @@ class Source:
             ids = block.id_list()
             for i in np.flatnonzero(block.absent).tolist():
                 recno = int(recnos[i])
-                ids[i] = f"{entry.name}:{recno}" if many else str(recno)
+                ids[i] = self._fields.default_id(entry.name, recno)
             block.ids = Utf8Texts.from_strings(cast(list[str], ids))
             block.absent = np.zeros(len(ids), dtype=np.bool_)
         keys = (index << _RECNO_BITS) | recnos

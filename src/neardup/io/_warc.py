@@ -11,8 +11,8 @@ its charset too). Its text is the page's main content (``_html.extract_text``). 
 ``conversion`` record (Common Crawl's WET files: the text extracted from a page) of
 ``text/plain`` (or no Content-Type) is that text as it is, UTF-8 unless its Content-Type names a
 charset; an HTML one is read as a page. Id = the WARC-Record-ID (without ``<urn:uuid:...>``
-brackets), or the URL with ``--id-field url``; the URL (WARC-Target-URI) and crawl date
-(WARC-Date) are kept as fields.
+brackets; without one, the record number as ``Fields.default_id`` names it), or the URL with
+``--id-field url``; the URL (WARC-Target-URI) and crawl date (WARC-Date) are kept as fields.
 
 Records that are not pages are counted and skipped with their reason whatever ``--on-error``
 says, since a crawl is full of them: ``not_html`` (images, scripts, JSON...) and ``http_status``
@@ -32,7 +32,7 @@ import zlib
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +40,9 @@ import numpy.typing as npt
 from ..errors import InputError
 from ._html import decode_html, extract_text, require_web
 from ._report import TOO_LARGE, UNREADABLE, Entry, Problems, raise_changed, size_text, too_large
+
+if TYPE_CHECKING:
+    from .formats.base import Fields
 
 #: File name endings read as WARC.
 WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz", ".arc.gz")
@@ -63,14 +66,15 @@ class WarcDoc:
     """One page of a WARC file: record number, record id, URL, crawl date, text, block bytes."""
 
     recno: int
-    record_id: str
+    record_id: str | None  # None: the record has no WARC-Record-ID (named as JSONL lines are)
     url: str | None
     date: str | None
     text: str
     nbytes: int
 
-    def doc_id(self, id_field: str) -> str:
-        """The document id: the URL when ``id_field`` is "url" (and the record has one)."""
+    def doc_id(self, id_field: str) -> str | None:
+        """The document id: the URL when ``id_field`` is "url" (and the record has one), else
+        the record id; None when neither is there (``Fields.default_id`` names it)."""
         if id_field == "url" and self.url:
             return self.url
         return self.record_id
@@ -276,7 +280,7 @@ def _page(rec: Any, recno: int, limit: int, kind: str) -> WarcDoc | WarcSkip:
     head = rec.headers
     url = head.get("WARC-Target-URI")
     date = head.get("WARC-Date")
-    record_id = _strip_urn(head.get("WARC-Record-ID") or f"record-{recno}")
+    record_id = _strip_urn(head.get("WARC-Record-ID") or "") or None
     where = f" ({url})" if url else ""
     declared = rec.content_length
     if declared > limit:
@@ -384,14 +388,16 @@ def scan_warc(
 
 def _skip(problems: Problems, entry: Entry, item: WarcSkip) -> None:
     """Count a record that gives no document; broken ones stop the run in "stop" mode."""
-    message = f"{entry.name} record {item.recno}: {item.problem}; {item.fix}"
+    message = f"{entry.where(item.recno)}: {item.problem}; {item.fix}"
     if item.kind in (BAD_RECORD, TOO_LARGE) and problems.on_error == "stop":
         raise InputError(f"{message}, or use --on-error skip to skip and count such records")
     problems.report.add(item.kind, message)
     entry.skipped.add(item.recno)
 
 
-def copy_kept_warc(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, id_field: str) -> None:
+def copy_kept_warc(
+    entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, fields: Fields
+) -> None:
     """Pass 2: write ``{"id", "url", "date", "text"}`` for each kept page of the file."""
     remaining = entry.n_docs
     if remaining == 0:
@@ -404,7 +410,7 @@ def copy_kept_warc(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, id_
                 continue
             if flags[i]:
                 row = {
-                    "id": item.doc_id(id_field),
+                    "id": item.doc_id(fields.id) or fields.default_id(entry.name, item.recno),
                     "url": item.url,
                     "date": item.date,
                     "text": item.text,

@@ -34,11 +34,18 @@ ClusterBlocks = Literal["lines", "row groups"] | None
 
 @dataclass(frozen=True, slots=True)
 class Fields:
-    """The fields a run reads: the text, the id, and the key (--keep-field) when asked."""
+    """The fields a run reads: the text, the id, and the key (--keep-field) when asked; and
+    whether there are several inputs, which names a record without an id."""
 
     text: str = "text"
     id: str = "id"
     key: str | None = None
+    many: bool = False
+
+    def default_id(self, name: str, recno: int) -> str:
+        """The id of a record that has none: its number, ``NAME:NUMBER`` when there are several
+        inputs, so that it is unique across them and passes 1 and 2 give the same."""
+        return f"{name}:{recno}" if self.many else str(recno)
 
 
 class Format(Protocol):

@@ -20,6 +20,7 @@ class Warc(Pages):
     """Web archives, read record by record with fastwarc."""
 
     name = "warc"
+    unit = "record"
     suffixes = WARC_SUFFIXES
 
     def records(
@@ -30,7 +31,7 @@ class Warc(Pages):
     def copy_kept(
         self, entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO, fields: Fields
     ) -> None:
-        copy_kept_warc(entry, keep, out, fields.id)
+        copy_kept_warc(entry, keep, out, fields)
 
 
 WARC = Warc()
