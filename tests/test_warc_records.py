@@ -134,3 +134,27 @@ def test_a_duplicate_warc_id_is_reported_by_record_not_line(tmp_path: Path) -> N
     path.write_bytes(_record(_http("one two three"), "same") + _record(_http("four five"), "same"))
     with pytest.raises(InputError, match=r"dup.warc record 2: id .* used by .*dup.warc record 1"):
         _texts(path)
+
+
+def test_arc_files_are_not_claimed_and_forced_ones_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import gzip
+
+    from neardup.cli import main
+    from neardup.errors import ParamError
+    from neardup.io import detect_format
+
+    head = b"1 0 test\nURL IP-address Archive-date Content-type Archive-length\n"
+    info = f"filedesc://x.arc 0.0.0.0 20240101000000 text/plain {len(head)}\n".encode()
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<p>an archived page</p>"
+    page = f"http://x/0 1.2.3.4 20240101000000 text/html {len(http)}\n".encode()
+    path = tmp_path / "x.arc.gz"
+    path.write_bytes(gzip.compress(info + head + b"\n") + gzip.compress(page + http + b"\n"))
+    with pytest.raises(ParamError, match="cannot tell the format"):
+        detect_format(path)
+    out = tmp_path / "kept.jsonl"
+    assert main(["dedup", str(path), "--format", "warc", "-o", str(out)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "Traceback" not in err
+    assert "x.arc.gz: an ARC file, not WARC" in err and "warcio recompress" in err

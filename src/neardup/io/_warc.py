@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from .formats.base import Fields
 
 #: File name endings read as WARC.
-WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz", ".arc.gz")
+WARC_SUFFIXES = (".warc", ".warc.gz", ".wet", ".wet.gz")  # not ARC: fastwarc cannot read it
 
 NOT_HTML = "not_html"  # a response that is not an HTML page (always skipped and counted)
 HTTP_STATUS = "http_status"  # a response with a status other than 2xx (always skipped)
@@ -107,6 +107,10 @@ def _dechunk(data: bytes) -> bytes:
         if end + 2 + size > len(data):
             raise ValueError("chunk runs past the end of the record")
         pos = end + 2 + size + 2
+
+
+class _NotWarc(OSError):
+    """A file that is not WARC at all (an ARC file): what to do is to convert it, not repair it."""
 
 
 class _TooLarge(ValueError):
@@ -259,6 +263,8 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
         except StopIteration:
             break
         except _READ_ERRORS as exc:
+            if recno == 0 and checked.head.startswith(b"filedesc://"):
+                raise _NotWarc("an ARC file, not WARC (ARC files are not read)") from None
             raise OSError(f"reading failed after record {recno} ({exc})") from None
         recno += 1
         checked.record_at(rec.stream_pos)
@@ -382,6 +388,9 @@ def scan_warc(
                     item.nbytes,
                     item.field(key_field),
                 )
+        except _NotWarc as exc:
+            fix = "convert it to WARC first, e.g. warcio recompress IN.arc.gz OUT.warc.gz"
+            problems.file(entry, UNREADABLE, str(exc), fix)
         except _READ_ERRORS as exc:
             problems.file(entry, UNREADABLE, str(exc), "re-download or repair the file")
 

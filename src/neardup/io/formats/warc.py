@@ -1,4 +1,4 @@
-"""WARC archives (``.warc``, ``.warc.gz``, ``.arc.gz``; WET: ``.wet``, ``.wet.gz``): each HTML
+"""WARC archives (``.warc``, ``.warc.gz``; WET: ``.wet``, ``.wet.gz``): each HTML
 response and each conversion record's text is a document, id its WARC-Record-ID (or its URL),
 key its URL or date."""
 
