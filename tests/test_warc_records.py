@@ -158,3 +158,18 @@ def test_arc_files_are_not_claimed_and_forced_ones_are_refused_in_one_line(
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "Traceback" not in err
     assert "x.arc.gz: an ARC file, not WARC" in err and "warcio recompress" in err
+
+
+def test_bare_lf_http_heads_are_read_and_empty_responses_are_skipped_not_broken(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "lf.warc"
+    words = ["a page whose HTTP head ends lines with LF only", "a page after an empty response"]
+    path.write_bytes(
+        _record(_http(words[0], eol=b"\n"), "lf")
+        + _record(b"", "empty")
+        + _record(_http(words[1]), "after")
+    )
+    ids, texts, counts = _texts(path)  # stop mode: the empty response does not stop the run
+    assert ids == ["urn:uuid:lf", "urn:uuid:after"] and [t.strip() for t in texts] == words
+    assert counts == {"not_html": 1}

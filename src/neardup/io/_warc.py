@@ -7,7 +7,7 @@ Only ``response``, ``resource`` and ``conversion`` records can be documents; the
 
 A response becomes a document when its HTTP status is 2xx and its Content-Type is HTML
 (``text/html``, ``application/xhtml+xml``; a ``resource`` record's own Content-Type is used,
-its charset too). Its text is the page's main content (``_html.extract_text``). A
+its charset too); its HTTP head is parsed here, lines ending in CRLF or a bare LF. Its text is the page's main content (``_html.extract_text``). A
 ``conversion`` record (Common Crawl's WET files: the text extracted from a page) of
 ``text/plain`` (or no Content-Type) is that text as it is, UTF-8 unless its Content-Type names a
 charset; an HTML one is read as a page. Id = the WARC-Record-ID (without ``<urn:uuid:...>``
@@ -15,8 +15,8 @@ brackets; without one, the record number as ``Fields.default_id`` names it), or 
 ``--id-field url``; the URL (WARC-Target-URI) and crawl date (WARC-Date) are kept as fields.
 
 Records that are not pages are counted and skipped with their reason whatever ``--on-error``
-says, since a crawl is full of them: ``not_html`` (images, scripts, JSON...) and ``http_status``
-(redirects, errors). Broken records follow ``--on-error``: ``bad_record`` (the HTTP block is not
+says, since a crawl is full of them: ``not_html`` (images, scripts, JSON..., empty responses)
+and ``http_status`` (redirects, errors). Broken records follow ``--on-error``: ``bad_record`` (the HTTP block is not
 HTTP, the record is cut short, its content encoding cannot be undone). Record numbers count
 every record of the file from 1, so messages name the record a WARC tool would show.
 
@@ -28,9 +28,10 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import zlib
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -59,6 +60,8 @@ _TEXT_TYPES = ("text/plain", "")
 #: Bytes of a record's start kept to check where the file ends (WARC headers are shorter).
 _HEAD = 1 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
+#: The empty line that ends an HTTP head (CRLF, or a bare LF as some servers and tools write).
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
 
 
 @dataclass(frozen=True)
@@ -125,12 +128,12 @@ def _inflate(body: bytes, wbits: int, limit: int) -> bytes:
     return out
 
 
-def _decode_body(body: bytes, headers: object, limit: int) -> bytes:
+def _decode_body(body: bytes, headers: Mapping[str, str], limit: int) -> bytes:
     """Undo the HTTP transfer and content encodings (chunked; gzip, deflate, br), decoding no
-    more than ``limit`` bytes."""
-    get = getattr(headers, "get", None)
-    transfer = (get("Transfer-Encoding") or "").lower() if get else ""
-    encoding = (get("Content-Encoding") or "").lower().strip() if get else ""
+    more than ``limit`` bytes; header names in any case."""
+    named = {name.lower(): value for name, value in headers.items()}
+    transfer = named.get("transfer-encoding", "").lower()
+    encoding = named.get("content-encoding", "").lower().strip()
     if "chunked" in transfer:
         body = _dechunk(body)
     if encoding in ("gzip", "x-gzip"):
@@ -296,7 +299,7 @@ def _page(rec: Any, recno: int, limit: int, kind: str) -> WarcDoc | WarcSkip:
     block = _block(rec, recno, response, where)
     if isinstance(block, WarcSkip):
         return block
-    body, ctype, charset, code = block
+    body, ctype, charset, code, http = block
     if not 200 <= code < 300:
         return WarcSkip(recno, HTTP_STATUS, f"HTTP status {code}{where}", "not a page")
     media = ctype.split(";")[0].strip()
@@ -307,7 +310,7 @@ def _page(rec: Any, recno: int, limit: int, kind: str) -> WarcDoc | WarcSkip:
         )
     try:
         if response:
-            body = _decode_body(body, rec.http_headers, limit)
+            body = _decode_body(body, http, limit)
     except _TooLarge as exc:
         return WarcSkip(recno, TOO_LARGE, f"{exc}{where}", too_large(None, limit)[2])
     except (ValueError, zlib.error) as exc:
@@ -323,43 +326,52 @@ def _main_text(body: bytes, charset: str | None) -> str:
     return extract_text(decode_html(body, charset)).text
 
 
-def _block(
-    rec: Any, recno: int, response: bool, where: str
-) -> tuple[bytes, str, str | None, int] | WarcSkip:
-    """A record's whole block (body, Content-Type, charset, HTTP status), or a WarcSkip when
-    its HTTP head is broken or it is cut short."""
+_Block = tuple[bytes, str, str | None, int, dict[str, str]]
+
+
+def _block(rec: Any, recno: int, response: bool, where: str) -> _Block | WarcSkip:
+    """A record's block as (body, Content-Type, charset, HTTP status, HTTP headers), or a
+    WarcSkip when it is cut short, an empty response, or its HTTP head is broken."""
+    expected = rec.content_length
     try:
-        if response:
-            rec.parse_http(auto_decode="none")
-            status = (rec.http_headers.status_line or "") if rec.http_headers is not None else ""
-            parts = status.split()
-            if not status.startswith("HTTP/") or len(parts) < 2 or not parts[1].isdigit():
-                rec.reader.consume()
-                return WarcSkip(
-                    recno,
-                    BAD_RECORD,
-                    f"the HTTP block does not start with a status line{where}",
-                    "repair the record or skip it",
-                )
-            ctype = (rec.http_headers.get("Content-Type") or "").lower()
-            charset = rec.http_charset
-            code = int(parts[1])
-        else:
-            ctype = (rec.headers.get("Content-Type") or "").lower()
-            charset = _charset(ctype)
-            code = 200
-        expected = rec.content_length
-        body = rec.reader.read()
+        data = rec.reader.read()
     except _READ_ERRORS as exc:
         return WarcSkip(recno, BAD_RECORD, f"cannot parse it ({exc}){where}", "repair it")
-    if len(body) < expected:
+    if len(data) < expected:
         return WarcSkip(
             recno,
             BAD_RECORD,
-            f"the record is cut short ({len(body)} of {expected} bytes){where}",
+            f"the record is cut short ({len(data)} of {expected} bytes){where}",
             "re-download or repair the WARC file",
         )
-    return body, ctype, charset, code
+    if not response:
+        ctype = (rec.headers.get("Content-Type") or "").lower()
+        return data, ctype, _charset(ctype), 200, {}
+    if not data.strip():  # nothing was received: no page, but nothing broken either
+        return WarcSkip(recno, NOT_HTML, f"not HTML (an empty response){where}", "not a page")
+    return _http(data, recno, where)
+
+
+def _http(data: bytes, recno: int, where: str) -> _Block | WarcSkip:
+    """An HTTP response split into head and body; head lines may end in CRLF or a bare LF."""
+    end = _HEAD_END.search(data)
+    head, body = (data[: end.start()], data[end.end() :]) if end else (data, b"")
+    lines = head.decode("latin-1").split("\n")
+    parts = lines[0].split()
+    if not lines[0].startswith("HTTP/") or len(parts) < 2 or not parts[1].isdigit():
+        return WarcSkip(
+            recno,
+            BAD_RECORD,
+            f"the HTTP block does not start with a status line{where}",
+            "repair the record or skip it",
+        )
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers.setdefault(name.strip().lower(), value.strip())
+    ctype = headers.get("content-type", "").lower()
+    return body, ctype, _charset(ctype), int(parts[1]), headers
 
 
 def _open(entry: Entry) -> BinaryIO:
