@@ -132,7 +132,7 @@ def test_a_duplicate_warc_id_is_reported_by_record_not_line(tmp_path: Path) -> N
 
     path = tmp_path / "dup.warc"
     path.write_bytes(_record(_http("one two three"), "same") + _record(_http("four five"), "same"))
-    with pytest.raises(InputError, match=r"dup.warc record 2: id .* used by .*dup.warc record 1"):
+    with pytest.raises(InputError, match=r"dup\.warc record 2: id .* used by .*dup\.warc record 1"):
         _texts(path)
 
 
@@ -173,3 +173,25 @@ def test_bare_lf_http_heads_are_read_and_empty_responses_are_skipped_not_broken(
     ids, texts, counts = _texts(path)  # stop mode: the empty response does not stop the run
     assert ids == ["urn:uuid:lf", "urn:uuid:after"] and [t.strip() for t in texts] == words
     assert counts == {"not_html": 1}
+
+
+def test_a_cut_inside_a_record_says_the_file_ends_inside_that_record(tmp_path: Path) -> None:
+    import gzip
+
+    from neardup.errors import InputError
+
+    records = [_record(_http(f"page {i} " * 40), f"r{i}") for i in range(3)]
+    plain = b"".join(records)
+    path = tmp_path / "cut_header.warc"
+    path.write_bytes(plain[: plain.rindex(b"WARC/1.0") + 30])  # inside record 3's header
+    with pytest.raises(
+        InputError, match=r"cut_header\.warc: the file ends inside record 3, inside"
+    ):
+        _texts(path)
+    ids, _, counts = _texts(path, on_error="skip")
+    assert ids == ["urn:uuid:r0", "urn:uuid:r1"] and counts == {"unreadable": 1}
+    members = b"".join(gzip.compress(r) for r in records)
+    path = tmp_path / "cut_member.warc.gz"
+    path.write_bytes(members[:-40])  # inside the last member's compressed data
+    with pytest.raises(InputError, match="record 3: the file ends inside this record"):
+        _texts(path)

@@ -232,6 +232,10 @@ class _Checked:
             if at + len(data) > pos and len(self.head) < _HEAD:
                 self.head += data[max(0, pos - at) :][: _HEAD - len(self.head)]
 
+    def in_header(self) -> bool:
+        """Whether the latest record's header is incomplete: the file ends inside it."""
+        return self.head.startswith(b"WARC/") and b"\r\n\r\n" not in self.head
+
     def cut(self, content_length: int) -> str | None:
         """After the parser's last record (of ``content_length`` block bytes): what is missing
         when the file ends inside it, else None. Only for WARC (not ARC) content."""
@@ -247,8 +251,9 @@ class _Checked:
 
 
 def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
-    """Every response, resource and conversion record of a WARC stream as a WarcDoc or a WarcSkip, in order;
-    a record whose block is over ``limit`` bytes is skipped unread (``too_large``).
+    """Every response, resource and conversion record of a WARC stream as a WarcDoc or a
+    WarcSkip, in order; a record whose block is over ``limit`` bytes is skipped unread
+    (``too_large``), one whose header the file ends inside is not judged (the end is reported).
 
     Raises OSError (or EOFError, zlib.error) when the file cannot be read on, and OSError when
     it ends inside a record; the records before that point have been yielded.
@@ -272,15 +277,26 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
         recno += 1
         checked.record_at(rec.stream_pos)
         length = rec.content_length
+        if checked.in_header():  # the file ends inside this record's header: said below
+            break
         kind = (rec.headers.get("WARC-Type") or "").strip().lower()
         if kind in _DOC_RECORDS:
             yield _page(rec, recno, limit, kind)
-    if checked.error is not None:
-        raise OSError(f"reading failed after record {recno} ({checked.error})")
-    if recno:
-        problem = checked.cut(length)
-        if problem is not None:
-            raise OSError(f"the file ends inside record {recno}, {problem}")
+    problem = _end_problem(checked, recno, length)
+    if problem is not None:
+        raise OSError(problem)
+
+
+def _end_problem(checked: _Checked, recno: int, length: int) -> str | None:
+    """What is wrong with the end of the file after the parser's last record (number
+    ``recno``, of ``length`` block bytes): a read error, or the file ending inside the record."""
+    cut = checked.cut(length) if recno else None
+    inside = f"the file ends inside record {recno}, {cut}"
+    if checked.error is None:
+        return inside if cut else None
+    if cut:
+        return f"{inside} ({checked.error})"
+    return f"reading failed after record {recno} ({checked.error})"
 
 
 def _page(rec: Any, recno: int, limit: int, kind: str) -> WarcDoc | WarcSkip:
@@ -341,7 +357,7 @@ def _block(rec: Any, recno: int, response: bool, where: str) -> _Block | WarcSki
         return WarcSkip(
             recno,
             BAD_RECORD,
-            f"the record is cut short ({len(data)} of {expected} bytes){where}",
+            f"the file ends inside this record, after {len(data)} of its {expected} bytes{where}",
             "re-download or repair the WARC file",
         )
     if not response:
