@@ -195,3 +195,20 @@ def test_a_cut_inside_a_record_says_the_file_ends_inside_that_record(tmp_path: P
     path.write_bytes(members[:-40])  # inside the last member's compressed data
     with pytest.raises(InputError, match="record 3: the file ends inside this record"):
         _texts(path)
+
+
+def test_a_block_running_into_the_next_record_is_a_bad_record_not_a_page(tmp_path: Path) -> None:
+    from neardup.errors import InputError
+
+    blocks = [_http(f"page {i} with enough words of its own") for i in range(5)]
+    path = tmp_path / "long.warc"
+    path.write_bytes(
+        b"".join(
+            _record(b, f"r{i}", length=len(b) + 300 if i == 2 else -1) for i, b in enumerate(blocks)
+        )
+    )
+    with pytest.raises(InputError, match="record 3: its block runs into the next record"):
+        _texts(path)
+    ids, texts, counts = _texts(path, on_error="skip")
+    assert ids == ["urn:uuid:r0", "urn:uuid:r1"] and not any("WARC" in t for t in texts)
+    assert counts == {"bad_record": 1, "unreadable": 1}  # the records after it are lost

@@ -17,7 +17,8 @@ brackets; without one, the record number as ``Fields.default_id`` names it), or 
 Records that are not pages are counted and skipped with their reason whatever ``--on-error``
 says, since a crawl is full of them: ``not_html`` (images, scripts, JSON..., empty responses)
 and ``http_status`` (redirects, errors). Broken records follow ``--on-error``: ``bad_record`` (the HTTP block is not
-HTTP, the record is cut short, its content encoding cannot be undone). Record numbers count
+HTTP, the record is cut short, its content encoding cannot be undone, a page's block runs into
+the next record's header). Record numbers count
 every record of the file from 1, so messages name the record a WARC tool would show.
 
 Pass 2 writes the kept documents as JSON Lines: ``{"id", "url", "date", "text"}``.
@@ -62,6 +63,9 @@ _HEAD = 1 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error)
 #: The empty line that ends an HTTP head (CRLF, or a bare LF as some servers and tools write).
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
+#: A record's end and the next one's header inside a page's block: its Content-Length is too
+#: large (the records after it are lost: the parser reads on from inside the next one).
+_NEXT_RECORD = re.compile(rb"\r\n\r\nWARC/1\.[01]\r\n[!-9;-~]+:")
 
 
 @dataclass(frozen=True)
@@ -323,6 +327,14 @@ def _page(rec: Any, recno: int, limit: int, kind: str) -> WarcDoc | WarcSkip:
     if not plain and media not in _HTML_TYPES:
         return WarcSkip(
             recno, NOT_HTML, f"not HTML ({media or 'no Content-Type'}){where}", "not a page"
+        )
+    if _NEXT_RECORD.search(body):
+        return WarcSkip(
+            recno,
+            BAD_RECORD,
+            f"its block runs into the next record's header (its Content-Length, {declared}, is "
+            f"larger than its block){where}",
+            "repair the record's Content-Length",
         )
     try:
         if response:
