@@ -7,18 +7,19 @@ Only ``response``, ``resource`` and ``conversion`` records can be documents; the
 
 A response becomes a document when its HTTP status is 2xx and its Content-Type is HTML
 (``text/html``, ``application/xhtml+xml``; a ``resource`` record's own Content-Type is used,
-its charset too); its HTTP head is parsed here, lines ending in CRLF or a bare LF. Its text is the page's main content (``_html.extract_text``). A
-``conversion`` record (Common Crawl's WET files: the text extracted from a page) of
-``text/plain`` (or no Content-Type) is that text as it is, UTF-8 unless its Content-Type names a
-charset; an HTML one is read as a page. Id = the WARC-Record-ID (without ``<urn:uuid:...>``
-brackets; without one, the record number as ``Fields.default_id`` names it), or the URL with
-``--id-field url``; the URL (WARC-Target-URI) and crawl date (WARC-Date) are kept as fields.
+its charset too); its HTTP head is split here, lines ending in CRLF or a bare LF. Its text is
+the page's main content (``_html.extract_text``). A ``conversion`` record (Common Crawl's WET
+files: the text extracted from a page) of ``text/plain`` (or no Content-Type) is that text as it
+is, UTF-8 unless its Content-Type names a charset; an HTML one is read as a page. Id = the
+WARC-Record-ID (without ``<urn:uuid:...>`` brackets; without one, the record number as
+``Fields.default_id`` names it), or the URL with ``--id-field url``; the URL (WARC-Target-URI)
+and crawl date (WARC-Date) are kept as fields.
 
 Records that are not pages are counted and skipped with their reason whatever ``--on-error``
 says, since a crawl is full of them: ``not_html`` (images, scripts, JSON..., empty responses)
-and ``http_status`` (redirects, errors). Broken records follow ``--on-error``: ``bad_record`` (the HTTP block is not
-HTTP, the record is cut short, its content encoding cannot be undone, a page's block runs into
-the next record's header). Record numbers count
+and ``http_status`` (redirects, errors). Broken records follow ``--on-error``: ``bad_record``
+(the HTTP block is not HTTP, the file ends inside the record's block, its content encoding
+cannot be undone, a page's block runs into the next record's header). Record numbers count
 every record of the file from 1, so messages name the record a WARC tool would show.
 
 Pass 2 writes the kept documents as JSON Lines: ``{"id", "url", "date", "text"}``.
