@@ -388,6 +388,15 @@ def test_cli_index_commands_and_dedup_against_an_index(
     assert main(["index", "stats", str(junk)]) == 1
     assert "is not a neardup index" in capsys.readouterr().err
     assert main(["dedup", str(new), "--index", idx, "--threshold", "0.5"]) == 1
+    capsys.readouterr()
+    for given, named in [(["--tokens", "char"], "--tokens"), (["-w", "3"], "--shingle-size"),
+                         (["--nfkc"], "--nfkc"), (["--hash", "rabin"], "--hash"),
+                         (["--seed", "7"], "--seed"), (["--removal", "components"], "--removal")]:  # fmt: skip
+        # the index's own shingling, seed and removal decide: refused, never silently ignored
+        assert (
+            main(["dedup", str(new), "-o", str(tmp_path / "x.jsonl"), "--index", idx, *given]) == 1
+        )
+        assert f"drop {named}" in capsys.readouterr().err
 
 
 def test_a_text_that_is_not_unicode_stops_add_naming_it_or_is_skipped_and_counted(

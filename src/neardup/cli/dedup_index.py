@@ -28,6 +28,18 @@ _NOT_WITH_INDEX = {
 }
 
 
+#: Options with defaults that --index refuses when changed: the index's shingling, seed and
+#: removal decide (an index is created with its own: ``neardup index create``).
+_DEFAULTS_WITH_INDEX = {
+    "--shingle-size": ("shingle_size", 5),
+    "--tokens": ("tokens", "word"),
+    "--nfkc": ("nfkc", False),
+    "--hash": ("hash", "mix"),
+    "--seed": ("seed", 1),
+    "--removal": ("removal", "keep-aware"),
+}
+
+
 def run(args: argparse.Namespace) -> int:
     """dedup --index PATH [--add]: the index's parameters decide; method options are refused."""
     if args.min_paragraph_tokens is not None:
@@ -36,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
         raise ParamError("--add needs --index PATH: the index to add the kept documents to")
     given = [
         flag for flag, attr in _NOT_WITH_INDEX.items() if getattr(args, attr) not in (None, False)
+    ]
+    given += [
+        flag
+        for flag, (attr, default) in _DEFAULTS_WITH_INDEX.items()
+        if getattr(args, attr, default) != default
     ]
     if given or args.method != "minhash":
         shown = ", ".join(given) or "--method"
