@@ -307,3 +307,17 @@ def test_a_field_of_two_types_is_named_when_parquet_cannot_hold_it(
     sink.write([{"id": 2, "text": "b", "n": "two"}])
     with pytest.raises(OutputError, match="field 'n' holds values of different types"):
         sink.close()
+
+
+def test_a_conversion_that_fails_leaves_no_spill_folder_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(scratch))
+    rows = _records(3)[:3]
+    rows[0] = {**rows[0], "id": 7}  # ids 7 and "d1": Parquet cannot hold them in one column
+    src = _write(tmp_path / "in.jsonl", rows)
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.parquet")]) == 1
+    assert not (tmp_path / "k.parquet").exists()
+    assert not list(scratch.glob("neardup-convert-*"))

@@ -69,6 +69,9 @@ class JsonlSink:
     def close(self) -> None:
         """Nothing is buffered."""
 
+    def discard(self) -> None:
+        """Nothing is held."""
+
 
 def _utf8_line(line: str) -> bytes:
     try:
@@ -134,7 +137,11 @@ class TableSink(ABC):
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             raise OutputError(_type_problem(self.fmt, str(exc), [])) from None
         finally:
-            shutil.rmtree(self.folder, ignore_errors=True)
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove the spilled parts (after ``close``, or instead of it when writing failed)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
 
     def _checked_schema(self) -> Any:
         """``_schema()``, or OutputError naming a field the parts typed differently."""

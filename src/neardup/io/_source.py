@@ -482,9 +482,12 @@ class Source:
         else:
             with open_output(out) as handle:
                 sink = make_sink(target, handle, (self.id_field, self.text_field))
-                for entry in self._entries:
-                    self.format.convert_kept(entry, part(entry), sink, self._fields)
-                sink.close()
+                try:
+                    for entry in self._entries:
+                        self.format.convert_kept(entry, part(entry), sink, self._fields)
+                    sink.close()
+                finally:
+                    sink.discard()  # the spilled parts go whether the write failed or not
         return int(mask.sum())
 
     def _kept_mask(self, kept: npt.ArrayLike) -> npt.NDArray[np.bool_]:
