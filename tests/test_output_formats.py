@@ -321,3 +321,25 @@ def test_a_conversion_that_fails_leaves_no_spill_folder_behind(
     assert main(["dedup", str(src), "-o", str(tmp_path / "k.parquet")]) == 1
     assert not (tmp_path / "k.parquet").exists()
     assert not list(scratch.glob("neardup-convert-*"))
+
+
+@pytest.mark.parametrize("out_name", ["k.csv", "k.tsv", "k.parquet"])
+def test_text_that_is_not_unicode_is_refused_naming_the_record_and_field(
+    tmp_path: Path, out_name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSON escapes a lone surrogate (ids and texts may hold one, and JSONL output keeps it
+    escaped); UTF-8 tables cannot hold it: one line naming the record and the field."""
+    rows = _records(3)[:3]
+    (tmp_path / "in.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows[:2])
+        + json.dumps({**rows[2], "text": rows[2]["text"] + " \ud800"}) + "\n"
+    )  # fmt: skip
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / out_name)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert (
+        f"field 'text' of the record with id \"{rows[2]['id']}\" holds text that is not Unicode"
+        in err[0]
+    )
+    assert not (tmp_path / out_name).exists()
+    assert main(["dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "k.jsonl")]) == 0

@@ -122,6 +122,16 @@ def _build_tables() -> tuple[np.ndarray, np.ndarray]:
     return is_word, fold
 
 
+def is_unicode(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8: no lone surrogate (which a JSON escape such as
+    \\ud800 without its pair gives, and Python keeps)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _code_points(s: str) -> np.ndarray:
     return np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
 

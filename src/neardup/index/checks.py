@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import InputError, ParamError
 from ..methods import needs_fit
 from ..params import DedupParams, SimhashMethodParams
+from ..text import is_unicode
 
 
 def refuse_fit(params: DedupParams) -> None:
@@ -97,16 +98,8 @@ def not_unicode(values: Sequence[str | None]) -> list[int]:
     try:
         "".join(v for v in values if v).encode("utf-8")
     except UnicodeEncodeError:
-        return [i for i, v in enumerate(values) if v and _unencodable(v)]
+        return [i for i, v in enumerate(values) if v and not is_unicode(v)]
     return []
-
-
-def _unencodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def query_floor(params: DedupParams, threshold: float | None) -> float:

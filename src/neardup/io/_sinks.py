@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, Literal
 
 from ..errors import OutputError
+from ..text import is_unicode
 from ._json_lines import json_lines
 
 OutFmt = Literal["jsonl", "parquet", "csv", "tsv", "folder"]
@@ -109,6 +110,8 @@ class TableSink(ABC):
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             problem = _type_problem(self.fmt, str(exc), _mixed_fields(records)[:1])
             raise OutputError(problem) from None
+        except UnicodeEncodeError:
+            raise OutputError(_not_unicode(self.fmt, records, self.fields[0])) from None
 
     def write_arrow(self, table: Any) -> None:
         """An Arrow table or record batch of records, spilled as it is."""
@@ -217,6 +220,8 @@ class CsvTableSink(TableSink):
             return from_records(records)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             return super()._table(_mixed_as_text(records))
+        except UnicodeEncodeError:
+            raise OutputError(_not_unicode(self.fmt, records, self.fields[0])) from None
 
     def _unified(self, schemas: list[Any]) -> Any:
         """One schema of every part's fields, a field typed differently by parts as text."""
@@ -357,6 +362,22 @@ def _conform(table: Any, schema: Any) -> Any:
                 )
         columns.append(column.cast(field.type) if column.type != field.type else column)
     return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _not_unicode(fmt: OutFmt, records: list[dict[str, Any]], id_field: str) -> str:
+    """The one line for a record holding text that is not Unicode (a lone surrogate, which
+    JSON escapes as \\uXXXX but UTF-8 cannot hold), naming the record by its id and the field."""
+    for record in records:
+        for name, value in record.items():
+            if isinstance(value, str) and not is_unicode(value):
+                rid = json.dumps(record.get(id_field))  # escaped: the id may be the culprit
+                return (
+                    f"cannot write the kept records as {fmt}: field '{name}' of the record with "
+                    f"{id_field} {rid} holds text that is not Unicode (a lone surrogate, as JSON's "
+                    "\\udXXX escapes can write); write JSONL instead (-o kept.jsonl), which keeps "
+                    "it escaped, or mend the input"
+                )
+    return f"cannot write the kept records as {fmt}: a field holds text that is not Unicode"
 
 
 def _type_problem(fmt: OutFmt, detail: str, fields: list[str]) -> str:
