@@ -288,6 +288,16 @@ def test_skipped_records_are_the_local_run_s(
     )
 
 
+def test_an_id_field_no_record_has_is_refused_as_on_one_machine(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    inputs, _ = _one_file_on_two_workers(client, lines, tmp_path)
+    options = JobOptions(block_bytes=5000, id_field="uid")
+    with pytest.raises(ParamError, match="no record has the field 'uid' that --id-field names"):
+        dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    assert not (tmp_path / "kept" / "manifest.json").exists()
+
+
 def test_a_work_folder_resumes_and_refuses_another_run(
     client: object, lines: list[str], tmp_path: Path
 ) -> None:

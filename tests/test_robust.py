@@ -842,3 +842,37 @@ def test_results_printed_to_a_redirected_text_stdout_arrive_whole() -> None:
     with contextlib.redirect_stdout(captured):
         assert main(["plan", "--threshold", "0.8"]) == 0
     assert "threshold" in captured.getvalue().lower() and captured.getvalue().endswith("\n")
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet", ".csv"])
+def test_an_id_field_no_record_has_is_refused_not_read_as_line_numbers(
+    tmp_path: Path, suffix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt --id-field named every record by its line, silently, in every output; the
+    default field may be absent (records are then named by line), a named one may not."""
+    rows = [{"id": f"d{i}", "text": f"document number {i} with a few words"} for i in range(6)]
+    src = tmp_path / f"in{suffix}"
+    if suffix == ".jsonl":
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elif suffix == ".parquet":
+        pq.write_table(pa.Table.from_pylist(rows), src)
+    else:
+        src.write_text("id,text\n" + "".join(f"{r['id']},{r['text']}\n" for r in rows))
+    out = tmp_path / f"k{suffix}"
+    assert main(["dedup", str(src), "-o", str(out), "--id-field", "uid", "-q"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "neardup: error: no record has the field 'uid' that --id-field names; check its name, "
+        "or leave --id-field out to name records by their line (or row)"
+    ]
+    assert not out.exists()
+    assert main(["dedup", str(src), "-o", str(out), "--id-field", "text", "-q"]) == 0
+    assert main(["dedup", str(src), "-o", str(out), "--id-field", "id", "-q"]) == 0
+
+
+def test_an_id_field_some_records_have_names_the_others_by_line(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "one two three"}\n{"uid": "b", "text": "four five six"}\n')
+    clusters = tmp_path / "c.jsonl"
+    args = ["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--id-field", "uid", "-q"]
+    assert main([*args, "--pairs", str(clusters)]) == 0

@@ -58,6 +58,7 @@ from .job import (
     _problems,
     _stage,
     fit_to_workers,
+    refuse_missing_id_field,
     sizes_started_with,
     start_work,
     work_folder,
@@ -412,6 +413,7 @@ def _run_in(
     names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
     empty_items = client.submit(_without_shingles, finder, pure=False)
     metas = _scan(client, layout, finder)
+    refuse_missing_id_field(options.id_field, metas)
     layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
     clock.start("ids: finding repeated ids")

@@ -46,7 +46,7 @@ from ..io._report import (
     MAX_RECORD_SIZE,
     ErrorReport,
 )
-from ..io._source import _DUPLICATE_FIX
+from ..io._source import _DUPLICATE_FIX, DEFAULT_ID_FIELD, missing_id_field
 from ..io.formats import format_of
 from ..methods import make_method, needs_fit
 from ..params import DedupParams, params_json
@@ -251,6 +251,15 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
     frame = dd.from_map(one, layout.blocks, meta=meta, label="neardup-scan")
     values = frame.compute()["value"].tolist()
     return [json.loads(v) for v in values]
+
+
+def refuse_missing_id_field(id_field: str, metas: list[dict[str, Any]]) -> None:
+    """ParamError when an id field other than the default was named and no record has it
+    (as one machine refuses it: ``Source._refuse_missing_id_field``)."""
+    records = sum(int(m["records"]) for m in metas)
+    absent = sum(int(m["absent"]) for m in metas)
+    if id_field != DEFAULT_ID_FIELD and records and absent == records:
+        raise ParamError(missing_id_field(id_field))
 
 
 def _line_offsets(layout: Placed, metas: list[dict[str, Any]]) -> list[int]:
@@ -505,6 +514,7 @@ def _run(
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
     metas = _scan(layout, client)
     work.mark("scan")
+    refuse_missing_id_field(options.id_field, metas)
     layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
     n_graph = n_dests

@@ -40,6 +40,8 @@ __all__ = ["DocBatch", "Fmt", "Inputs", "Source"]
 
 Inputs = str | Path | BinaryIO | Sequence[str | Path]
 _RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
+#: The id field read when none is named: records without it are named by their place, quietly.
+DEFAULT_ID_FIELD = "id"
 _DUPLICATE_FIX = (
     "make the ids unique (with --on-error skip the first record with an id is kept and later "
     "ones are dropped)"
@@ -67,6 +69,14 @@ def _check_unchanged(entry: Entry) -> None:
             f"{entry.name}: the file changed between the two passes; do not modify "
             "the input while neardup runs"
         )
+
+
+def missing_id_field(id_field: str) -> str:
+    """What a run says when no record has the id field it was told to read."""
+    return (
+        f"no record has the field {id_field!r} that --id-field names; check its name, or leave "
+        "--id-field out to name records by their line (or row)"
+    )
 
 
 class Source:
@@ -103,6 +113,8 @@ class Source:
         #: Documents of the last pass 1 whose key was missing (absent, null, NaN, NaT); 0
         #: without a key field. Equal to n_docs means the field was never found: warn.
         self.missing_keys = 0
+        #: Documents of the last pass 1 without the id field, named by their line or row.
+        self.named_by_place = 0
         self._fields = Fields(text_field, id_field, key_field, many=len(entries) > 1)
         self._entries = entries
         self._open_problems = open_problems
@@ -202,6 +214,7 @@ class Source:
         for kind, message in self._open_problems:
             self.errors.add(kind, message)
         self.missing_keys = 0
+        self.named_by_place = 0  # records without the id field, named by their line or row
         problems = Problems(self.on_error, self.errors)
         memo = self.format.memo()
         seen = Claims()
@@ -229,7 +242,16 @@ class Source:
             yield records.take(pos)
         self._memo = memo
         self.ids = seen.close()
+        self._refuse_missing_id_field(pos)
         self.n_docs = pos
+
+    def _refuse_missing_id_field(self, n_docs: int) -> None:
+        """ParamError when an id field other than the default was named and no record has it:
+        a misspelt --id-field named every record by its place, silently, in every output."""
+        if self.id_field == DEFAULT_ID_FIELD or not self.format.has_fields:
+            return
+        if n_docs and self.named_by_place == n_docs:
+            raise ParamError(missing_id_field(self.id_field))
 
     def _pass1_records(
         self,
@@ -256,6 +278,7 @@ class Source:
                     continue
             if rid is None:
                 rid = self._fields.default_id(entry.name, recno)
+                self.named_by_place += 1
             if not self._claim(seen, rid, (index << _RECNO_BITS) | recno, entry, recno, problems):
                 continue
             ids.append(rid)
@@ -306,6 +329,7 @@ class Source:
         """Default ids, unique ids and the block's bad lines, reported in line order."""
         recnos = block.recnos
         if block.absent.any():
+            self.named_by_place += int(block.absent.sum())
             ids = block.id_list()
             for i in np.flatnonzero(block.absent).tolist():
                 recno = int(recnos[i])
