@@ -440,6 +440,32 @@ def test_ctrl_c_stops_the_run_without_a_traceback_or_a_work_folder_left(
     assert not (tmp_path / "kept" / "manifest.json").exists()
 
 
+def test_a_lost_worker_says_where_the_finished_stages_are_kept(tmp_path: Path) -> None:
+    """Without --work-dir the message said they were kept "in the work folder", which a rerun
+    does not read: it names the folder to resume from."""
+    from neardup.dask.cluster import cluster_errors
+    from neardup.dask.job import work_folder
+    from neardup.errors import NeardupError
+
+    lost = distributed.KilledWorker("neardup-scan-0", "tcp://w", 3)
+    with (
+        pytest.raises(NeardupError) as raised,
+        cluster_errors(),
+        work_folder(JobOptions(), None) as work,
+    ):
+        work.write_json("run.json", {})  # the run started: its folder is kept
+        raise lost
+    kept = str(raised.value).rsplit("--work-dir ", 1)[1].split(":")[0]
+    assert "run again with --work-dir" in str(raised.value) and Path(kept).is_dir()
+    shutil.rmtree(kept)
+    with (
+        pytest.raises(NeardupError, match=r"nothing of this run was kept"),
+        cluster_errors(),
+        work_folder(JobOptions(), None),  # failed before it started: nothing to keep
+    ):
+        raise distributed.KilledWorker("neardup-scan-0", "tcp://w", 3)
+
+
 def test_a_worker_killed_mid_run_changes_nothing(lines: list[str], tmp_path: Path) -> None:
     import threading
 

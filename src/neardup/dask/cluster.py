@@ -54,13 +54,22 @@ def cluster_errors() -> Iterator[None]:
         raise NeardupError(
             f"a Dask worker died while running {exc.task!r} (and again on each retry). Check "
             "the workers' logs (out of memory? give the workers more memory or use smaller "
-            "blocks) and run again: finished stages are kept in the work folder"
+            f"blocks) and run again{_resume(exc)}"
         ) from exc
     except (CommClosedError, distributed.client.FutureCancelledError) as exc:
         raise NeardupError(
             f"the connection to the Dask cluster was lost ({exc}). Check that the scheduler "
-            "is still running and run again: finished stages are kept in the work folder"
+            f"is still running and run again{_resume(exc)}"
         ) from exc
+
+
+def _resume(exc: BaseException) -> str:
+    """How the run again resumes: the work folder its finished stages are kept in (the job
+    marks the failure with it), else nothing kept."""
+    where = getattr(exc, "neardup_work_dir", None)
+    if where is None:
+        return " (nothing of this run was kept)"
+    return f" with --work-dir {where}: its finished stages are kept there"
 
 
 class _NotAllExit(logging.Filter):

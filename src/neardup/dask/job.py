@@ -380,12 +380,21 @@ def work_folder(options: JobOptions, info: Any, client: Any = None) -> Iterator[
             settle(client)
             work.remove()
         raise
-    except BaseException:
-        if temporary and info is not None:  # never lose work: say where it is
-            info(f"finished stages are kept in {work_url}; add --work-dir {work_url} to resume")
+    except BaseException as exc:
+        if not temporary or _started(work):  # said by cluster_errors: where to resume from
+            exc.neardup_work_dir = work_url  # type: ignore[attr-defined]
+            if temporary and info is not None:  # never lose work: say where it is
+                info(f"finished stages are kept in {work_url}; add --work-dir {work_url} to resume")
         raise
     if temporary:
         work.remove()
+
+
+def _started(work: WorkDir) -> bool:
+    """Whether the run got as far as binding the work folder (what a rerun resumes from)."""
+    with suppress(Exception):  # the folder's storage may be what failed
+        return work.exists(RUN_FILE)
+    return False
 
 
 #: Seconds an interrupted run waits for its running tasks to end before removing its work folder.
