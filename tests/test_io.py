@@ -185,6 +185,27 @@ def test_bad_record_is_skipped_and_counted_without_shifting_positions(
     assert (tmp_path / "o.jsonl").read_bytes() == good[1] + good[3]
 
 
+JSON_ERROR_LINES = [  # a bad line and the message's problem: said once, at Python's column
+    ('{"id":"a","text":"tab\there"}', "Invalid control character at column 22"),
+    ('{"id":"zz","text":"abc', "Unterminated string starting at column 19"),
+    ('{"id":"zz","text":', "Expecting value at column 19"),
+]
+
+
+@pytest.mark.parametrize(("line", "said"), JSON_ERROR_LINES)
+def test_bad_json_message_says_the_problem_once_at_the_column_json_gives(
+    tmp_path: Path, line: str, said: str
+) -> None:
+    with pytest.raises(json.JSONDecodeError) as parsed:
+        json.loads(line)
+    assert f"at column {parsed.value.colno}" in said
+    src = write_lines(tmp_path / "c.jsonl", [record(text="ok"), (line + "\n").encode()])
+    with pytest.raises(InputError) as info:
+        collect(open_source(src))
+    assert f"line 2: not valid JSON ({said})" in str(info.value)
+    assert " at at " not in str(info.value)
+
+
 def test_duplicate_id_stops_naming_both_records(tmp_path: Path) -> None:
     src = write_lines(
         tmp_path / "c.jsonl",

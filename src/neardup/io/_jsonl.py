@@ -109,12 +109,12 @@ def _loads_explained(line: bytes) -> Any:
             f"invalid UTF-8 at byte {exc.start + 1} of the line",
             "re-encode the file as UTF-8",
         ) from None
-    try:
-        return json.loads(decoded.removeprefix("\ufeff"))
+    try:  # without the line's end, so a line cut short is wrong where the line ends
+        return json.loads(decoded.removeprefix("\ufeff").removesuffix("\n").removesuffix("\r"))
     except json.JSONDecodeError as exc:
         raise RecordProblem(
             BAD_JSON,
-            f"not valid JSON ({exc.msg} at column {exc.colno})",
+            f"not valid JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})",
             "fix the line so it holds exactly one JSON object",
         ) from None
     except RecursionError:  # hostile records are bad records, never a crash
