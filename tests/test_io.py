@@ -217,6 +217,18 @@ def test_duplicate_id_stops_naming_both_records(tmp_path: Path) -> None:
         collect(open_source(src))
 
 
+def test_duplicate_id_message_mentions_skipping_once(tmp_path: Path) -> None:
+    src = write_lines(tmp_path / "c.jsonl", [record(id="x", text="a"), record(id="x", text="b")])
+    with pytest.raises(InputError) as info:
+        collect(open_source(src))
+    message = str(info.value)
+    assert message.count("--on-error skip") == 1, message
+    assert message.endswith(
+        "make the ids unique, or use --on-error skip to keep the first record with each id and "
+        "drop and count the later ones"
+    )
+
+
 def test_duplicate_id_in_skip_mode_keeps_the_first_record(tmp_path: Path) -> None:
     a = write_lines(tmp_path / "a.jsonl", [record(id="x", text="first"), record(id="y", text="b")])
     b = write_lines(tmp_path / "b.jsonl", [record(id="x", text="later"), record(id="z", text="c")])

@@ -39,12 +39,11 @@ from .._heap import trim
 from ..engine import DedupStats
 from ..errors import InputError, ParamError
 from ..io._report import (
-    _NO_SKIP_HINT,
-    _SKIP_HINT,
     DUPLICATE_ID,
     MAX_EXAMPLES,
     MAX_RECORD_SIZE,
     ErrorReport,
+    stop_message,
 )
 from ..io._source import _DUPLICATE_FIX, DEFAULT_ID_FIELD, missing_id_field
 from ..io.formats import format_of
@@ -196,7 +195,7 @@ def _problems(
     found.sort(key=lambda f: f[0])
     if found and on_error == "stop":
         _, kind, message = found[0]
-        raise InputError(message if kind in _NO_SKIP_HINT else f"{message}, {_SKIP_HINT}")
+        raise InputError(stop_message(kind, message))
     report = ErrorReport()
     report.counts = counts
     report.examples = [message for _, _, message in found[:MAX_EXAMPLES]]

@@ -45,6 +45,18 @@ _SKIP_HINT = "or use --on-error skip to skip and count such records"
 #: Problems for which skipping is the wrong fix (a mistyped --text-field or path would skip
 #: every record): their messages say only how to fix them.
 _NO_SKIP_HINT = frozenset({"missing_text", "missing_file"})
+#: Problems whose skipping does more than drop the record: their stop messages say what.
+_KIND_SKIP_HINTS = {
+    DUPLICATE_ID: "or use --on-error skip to keep the first record with each id and drop and "
+    "count the later ones",
+}
+
+
+def stop_message(kind: str, message: str, skip_hint: bool = True) -> str:
+    """The message a stop-mode problem raises: ``message`` and, when skipping is a fix, how."""
+    if not skip_hint or kind in _NO_SKIP_HINT:
+        return message
+    return f"{message}, {_KIND_SKIP_HINTS.get(kind, _SKIP_HINT)}"
 
 
 @dataclass
@@ -135,7 +147,7 @@ class Problems:
         """A bad record: raises in stop mode, else counts it and marks it skipped for pass 2."""
         message = f"{entry.where(recno)}: {problem}; {fix}"
         if self.on_error == "stop":
-            raise InputError(message if kind in _NO_SKIP_HINT else f"{message}, {_SKIP_HINT}")
+            raise InputError(stop_message(kind, message))
         self.report.add(kind, message)
         entry.skipped.add(recno)
 
@@ -144,8 +156,7 @@ class Problems:
         ``skip_hint`` False: skipping is the wrong fix (a column named by an option is absent)."""
         message = f"{entry.name}: {problem}; {fix}"
         if self.on_error == "stop":
-            hint = skip_hint and kind not in _NO_SKIP_HINT
-            raise InputError(f"{message}, {_SKIP_HINT}" if hint else message)
+            raise InputError(stop_message(kind, message, skip_hint))
         self.report.add(kind, message)
 
     def opened(self, entry: Entry, opener: Callable[[], _T]) -> _T | None:

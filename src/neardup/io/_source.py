@@ -42,10 +42,7 @@ Inputs = str | Path | BinaryIO | Sequence[str | Path]
 _RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
 #: The id field read when none is named: records without it are named by their place, quietly.
 DEFAULT_ID_FIELD = "id"
-_DUPLICATE_FIX = (
-    "make the ids unique (with --on-error skip the first record with an id is kept and later "
-    "ones are dropped)"
-)
+_DUPLICATE_FIX = "make the ids unique"
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:
