@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from neardup.cli import main
+from neardup.errors import InputError
 from neardup.io import _csv, open_source
 from neardup.testing.synth import random_documents
 
@@ -153,3 +154,14 @@ def test_a_long_quoted_value_left_open_is_found_by_its_end(
     src.write_text(f"id,text\n1,{long_line}")
     with open_source(src) as source:
         assert [t for batch in source.batches(10) for t in batch.texts] == [long_line]
+
+
+@pytest.mark.parametrize(("row", "has"), [("only", "1 column"), ("a,b,c", "3 columns")])
+def test_a_row_of_the_wrong_width_is_counted_in_singular_or_plural(
+    tmp_path: Path, row: str, has: str
+) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text(f"id,text\nr1,fine\n{row}\n")
+    match = rf"line 3: the row has {has}, the header 2 "
+    with pytest.raises(InputError, match=match), open_source(src) as source:
+        list(source.batches(10))

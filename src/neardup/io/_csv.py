@@ -140,8 +140,9 @@ class _BadRows:
         number = row.number if row.number is not None else _line_of(self.entry, row.text)
         line = f" line {number}" if number is not None else ""
         text = row.text if len(row.text) <= 40 else row.text[:37] + "..."
+        has = f"{row.actual_columns} column" + ("" if row.actual_columns == 1 else "s")
         message = (
-            f"{self.entry.name}{line}: the row has {row.actual_columns} columns, the header "
+            f"{self.entry.name}{line}: the row has {has}, the header "
             f"{row.expected_columns} ({text!r}); quote values that hold the delimiter, or fix "
             "the row"
         )
