@@ -271,6 +271,29 @@ def test_bad_records_stop_at_the_first_in_input_order_with_the_local_message(
     assert not (tmp_path / "kept").exists()  # nothing written
 
 
+@pytest.mark.parametrize("order", ["named first", "named later"])
+def test_an_id_equal_to_a_line_number_is_said_to_collide_with_a_record_without_id(
+    client: object,
+    lines: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    order: str,
+) -> None:
+    """A record without an id is named by its line number: the cluster run says so in the
+    local run's words, whichever of the two comes first."""
+    rows = [json.dumps({"text": json.loads(x)["text"]}) + "\n" for x in lines[:150]]
+    at = 90 if order == "named first" else 5  # the explicit id's line
+    rows[at] = json.dumps({"id": 12 if order == "named first" else 150, "text": "x"}) + "\n"
+    (tmp_path / "n.jsonl").write_text("".join(rows))
+    inputs = [str(tmp_path / "n.jsonl")]
+    assert main(["dedup", *inputs, "-o", str(tmp_path / "x.jsonl"), "-q"]) == 1
+    local = capsys.readouterr().err.strip().removeprefix("neardup: error: ")
+    assert "has no id and is named by its line number" in local
+    with pytest.raises(InputError) as err:
+        dedup(inputs, DedupParams(), _outputs(tmp_path), JobOptions(block_bytes=6000), client)
+    assert str(err.value) == local
+
+
 def test_skipped_records_are_the_local_run_s(
     client: object, lines: list[str], tmp_path: Path
 ) -> None:

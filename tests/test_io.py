@@ -242,8 +242,37 @@ def test_duplicate_id_in_skip_mode_keeps_the_first_record(tmp_path: Path) -> Non
 
 def test_line_number_id_colliding_with_explicit_id_is_a_duplicate(tmp_path: Path) -> None:
     src = write_lines(tmp_path / "c.jsonl", [record(id="2", text="a"), record(text="b")])
-    with pytest.raises(InputError, match="id '2' is already used"):
+    with pytest.raises(InputError, match="'2', which is already the id of"):
         collect(open_source(src))
+
+
+@pytest.mark.parametrize("blocks", [True, False], ids=["blocks", "line by line"])
+def test_duplicate_id_message_says_which_record_has_no_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blocks: bool
+) -> None:
+    """A record without an id is named by its line number, which an explicit id can equal:
+    the message says which of the two has no id."""
+    from neardup.io.formats.jsonl import Jsonl
+
+    if not blocks:
+        monkeypatch.setattr(Jsonl, "reads_blocks", lambda self, entry, fields: False)
+    src = write_lines(tmp_path / "c.jsonl", [record(text="a"), record(id=1, text="b")])
+    with pytest.raises(InputError) as info:
+        collect(open_source(src))
+    assert str(info.value).startswith(
+        f"{src} line 2: id '1' is already used by {src} line 1 (which has no id and is named "
+        "by its line number); make the ids unique"
+    )
+    src = write_lines(tmp_path / "d.jsonl", [record(id="2", text="a"), record(text="b")])
+    with pytest.raises(InputError) as info:
+        collect(open_source(src))
+    assert str(info.value).startswith(
+        f"{src} line 2: the record has no id and is named by its line number, '2', which is "
+        f"already the id of {src} line 1; make the ids unique"
+    )
+    src = write_lines(tmp_path / "e.jsonl", [record(id="1", text="a"), record(id=1, text="b")])
+    with pytest.raises(InputError, match=r"line 2: id '1' is already used by \S+ line 1; "):
+        collect(open_source(src))  # both have ids: nothing said about numbers
 
 
 def test_missing_file_stops_at_open_or_is_counted_in_skip_mode(tmp_path: Path) -> None:

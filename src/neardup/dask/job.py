@@ -43,6 +43,7 @@ from ..io._report import (
     MAX_EXAMPLES,
     MAX_RECORD_SIZE,
     ErrorReport,
+    duplicate_problem,
     stop_message,
 )
 from ..io._source import _DUPLICATE_FIX, DEFAULT_ID_FIELD, missing_id_field
@@ -216,15 +217,20 @@ def _dup_problems(
         if not layout.work.exists(f"{stage}/dups-{d:05d}.parquet"):  # no id was sent there
             continue
         t = layout.work.read_table(f"{stage}/dups-{d:05d}.parquet")
-        for doc, earlier, line, eline, rid in zip(
+        flags = [  # whether each has no id (a work folder of an older run has no flags)
+            t.column(c).to_pylist() if c in t.column_names else [False] * t.num_rows
+            for c in ("absent", "earlier_absent")
+        ]
+        for doc, earlier, line, eline, rid, absent, eabsent in zip(
             t.column("doc").to_pylist(), t.column("earlier").to_pylist(),
             t.column("line").to_pylist(), t.column("earlier_line").to_pylist(),
-            t.column("id").to_pylist(), strict=True,
+            t.column("id").to_pylist(), *flags, strict=True,
         ):  # fmt: skip
             b, eb = doc >> 32, earlier >> 32
             name = layout.files[layout.blocks[b].file].name
             ename = layout.files[layout.blocks[eb].file].name
-            problem = f"id {rid!r} is already used by {_where(ename, eline)}"
+            unit = format_of(name).unit or "line"
+            problem = duplicate_problem(rid, _where(ename, eline), unit, (absent, eabsent))
             out.append((b, line, f"{_where(name, line)}: {problem}; {_DUPLICATE_FIX}", doc))
     return out
 

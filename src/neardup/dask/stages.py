@@ -97,14 +97,15 @@ def load_docs(layout: Layout, block: int, columns: list[str] | None = None) -> D
 
 def fill_ids(docs: Docs, name: str, line_offset: int, many: bool) -> Docs:
     """``docs`` with each absent id set to its line (``NAME:LINE`` when there are several
-    files), as the single-machine reader names them; ``line_offset``: lines before the block."""
+    files), as the single-machine reader names them; ``line_offset``: lines before the block.
+    ``absent`` still says which ids were filled (duplicate-id messages say so)."""
     if not docs.absent.any():
         return docs
     ids: list[str] = list(docs.ids)
     for i in np.flatnonzero(docs.absent).tolist():
         line = int(docs.recno[i]) + line_offset
         ids[i] = f"{name}:{line}" if many else str(line)
-    return replace(docs, ids=Utf8Texts.from_strings(ids), absent=np.zeros(len(docs), np.bool_))
+    return replace(docs, ids=Utf8Texts.from_strings(ids))
 
 
 def _id_hashes(ids: Utf8Texts) -> npt.NDArray[np.uint64]:
@@ -162,6 +163,7 @@ def id_records(docs: Docs, line_offset: int, n_dests: int) -> dict[int, Any]:
                     "doc": docs.key[mine],
                     "line": line,
                     "id": binary_column(docs.ids.take(mine)),
+                    "absent": docs.absent[mine],
                 }
             )
     return out
@@ -221,37 +223,52 @@ def link_columns(tables: list[Any]) -> tuple[npt.NDArray[np.uint64], IntArray]:
 
 
 def duplicates(parts: list[Any]) -> Any:
-    """Records whose id an earlier record (input order) has: (doc, earlier doc, id)."""
-    none = np.zeros(0, np.int64)
-    empty = _table({"doc": none, "earlier": none, "line": none, "earlier_line": none, "id": []})
+    """Records whose id an earlier record (input order) has: (doc, earlier doc, their lines, id,
+    and whether each has no id and is named by its line)."""
     if not parts:
-        return empty
+        return _dups_table([])
     ids = concat_tables(parts)
     h = ids.column("hash").to_numpy()
     doc = ids.column("doc").to_numpy()
     lines = ids.column("line").to_numpy()
+    absent = (
+        ids.column("absent").to_numpy(zero_copy_only=False)
+        if "absent" in ids.column_names  # id tables of an older run resumed
+        else np.zeros(len(doc), np.bool_)
+    )
     order = np.lexsort((doc, h))
-    h, doc, lines = h[order], doc[order], lines[order]
+    h, doc, lines, absent = h[order], doc[order], lines[order], absent[order]
     repeated = np.flatnonzero(np.r_[h[1:] == h[:-1], False] | np.r_[False, h[1:] == h[:-1]])
-    if not len(repeated):
-        return empty
     names = ids.column("id").take(order[repeated]).to_pylist()  # UTF-8 bytes
-    first: dict[str, tuple[int, int]] = {}
-    out: list[tuple[int, int, int, int, str]] = []
+    first: dict[str, int] = {}
+    out: list[tuple[int, int, int, int, str, bool, bool]] = []
     for i, name in zip(repeated.tolist(), names, strict=True):  # repeated id hashes: a handful
         rid = name.decode("utf-8", "surrogatepass")
         if rid in first:
-            out.append((int(doc[i]), *first[rid][:1], int(lines[i]), first[rid][1], rid))
+            e = first[rid]
+            out.append((int(doc[i]), int(doc[e]), int(lines[i]), int(lines[e]), rid,
+                        bool(absent[i]), bool(absent[e])))  # fmt: skip
         else:
-            first[rid] = (int(doc[i]), int(lines[i]))
-    columns: list[Any] = list(zip(*out, strict=True)) if out else [(), (), (), (), ()]
-    return _table(
+            first[rid] = i
+    return _dups_table(out)
+
+
+def _dups_table(rows: list[tuple[int, int, int, int, str, bool, bool]]) -> Any:
+    """The table of ``duplicates``' rows, one column each."""
+    import pyarrow as pa
+
+    cols: list[Any] = list(zip(*rows, strict=True)) if rows else [()] * 7
+    ints = [np.asarray(c, np.int64) for c in cols[:4]]
+    flags = [pa.array(c, pa.bool_()) for c in cols[5:]]
+    return pa.table(
         {
-            "doc": np.asarray(columns[0], np.int64),
-            "earlier": np.asarray(columns[1], np.int64),
-            "line": np.asarray(columns[2], np.int64),
-            "earlier_line": np.asarray(columns[3], np.int64),
-            "id": list(columns[4]),
+            "doc": ints[0],
+            "earlier": ints[1],
+            "line": ints[2],
+            "earlier_line": ints[3],
+            "id": list(cols[4]),
+            "absent": flags[0],
+            "earlier_absent": flags[1],
         }
     )
 

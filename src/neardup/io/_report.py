@@ -192,6 +192,17 @@ def too_large(size: int | None, limit: int) -> tuple[str, str, str]:
     return TOO_LARGE, problem, "raise --max-record-size if such records are expected"
 
 
+def duplicate_problem(rid: str, earlier: str, unit: str, absent: tuple[bool, bool]) -> str:
+    """The problem of a record whose id (or name, when it has none) record ``earlier`` has;
+    ``absent``: whether (this record, the earlier one) have no id and are named by number."""
+    named = f"has no id and is named by its {unit} number"
+    if absent[0]:
+        return f"the record {named}, {rid!r}, which is already the id of {earlier}"
+    if absent[1]:
+        return f"id {rid!r} is already used by {earlier} (which {named})"
+    return f"id {rid!r} is already used by {earlier}"
+
+
 class RecordProblem(Exception):
     """Raised by a record parser; the scanner turns it into Problems.record(...)."""
 

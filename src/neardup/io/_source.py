@@ -30,7 +30,15 @@ from ._edit import Edit
 from ._ids import Claims
 from ._jsonl_blocks import LineBlock
 from ._keys import KeyCheck
-from ._report import DUPLICATE_ID, Entry, ErrorReport, OnError, Problems, RecordProblem
+from ._report import (
+    DUPLICATE_ID,
+    Entry,
+    ErrorReport,
+    OnError,
+    Problems,
+    RecordProblem,
+    duplicate_problem,
+)
 from ._sinks import OutFmt, make_sink
 from ._targets import open_guarded
 from ._text_spool import TextSpool
@@ -42,6 +50,7 @@ Inputs = str | Path | BinaryIO | Sequence[str | Path]
 _RECNO_BITS = 40  # a seen-id key packs (file index, record number) into one int
 #: The id field read when none is named: records without it are named by their place, quietly.
 DEFAULT_ID_FIELD = "id"
+_ABSENT = 1 << 62  # and this bit when the record has no id (it is named by its number)
 _DUPLICATE_FIX = "make the ids unique"
 
 
@@ -273,10 +282,11 @@ class Source:
                 except RecordProblem as p:
                     problems.record(entry, recno, p.kind, p.problem, p.fix)
                     continue
+            key = (index << _RECNO_BITS) | recno
             if rid is None:
-                rid = self._fields.default_id(entry.name, recno)
+                rid, key = self._fields.default_id(entry.name, recno), key | _ABSENT
                 self.named_by_place += 1
-            if not self._claim(seen, rid, (index << _RECNO_BITS) | recno, entry, recno, problems):
+            if not self._claim(seen, rid, key, problems):
                 continue
             ids.append(rid)
             texts.append(text)
@@ -325,6 +335,7 @@ class Source:
     ) -> LineBlock:
         """Default ids, unique ids and the block's bad lines, reported in line order."""
         recnos = block.recnos
+        keys = (index << _RECNO_BITS) | recnos | np.where(block.absent, _ABSENT, 0)
         if block.absent.any():
             self.named_by_place += int(block.absent.sum())
             ids = block.id_list()
@@ -333,7 +344,6 @@ class Source:
                 ids[i] = self._fields.default_id(entry.name, recno)
             block.ids = Utf8Texts.from_strings(cast(list[str], ids))
             block.absent = np.zeros(len(ids), dtype=np.bool_)
-        keys = (index << _RECNO_BITS) | recnos
         earlier = seen.block(block.ids, keys)
         if not (earlier >= 0).any():  # every id new: no Python step per record
             for recno, kind, problem, fix in block.problems:
@@ -348,7 +358,7 @@ class Source:
                 problems.record(entry, *nxt)
                 nxt = next(bad, None)
             if i in dup:
-                self._duplicate(block.ids[i], int(earlier[i]), entry, recno, problems)
+                self._duplicate(block.ids[i], int(earlier[i]), int(keys[i]), problems)
                 continue
             rows.append(i)
         while nxt is not None:
@@ -356,31 +366,30 @@ class Source:
             nxt = next(bad, None)
         return block.take(np.asarray(rows, dtype=np.int64))
 
-    def _claim(
-        self, seen: Claims, rid: str, key: int, entry: Entry, recno: int, problems: Problems
-    ) -> bool:
+    def _claim(self, seen: Claims, rid: str, key: int, problems: Problems) -> bool:
         """Record ``rid`` as the id of the record at ``key``; False (and a bad record) when an
         earlier record has it."""
         earlier = seen.one(rid, key)
         if earlier < 0:
             return True
-        self._duplicate(rid, earlier, entry, recno, problems)
+        self._duplicate(rid, earlier, key, problems)
         return False
 
-    def _duplicate(
-        self, rid: str, earlier: int, entry: Entry, recno: int, problems: Problems
-    ) -> None:
-        problems.record(
-            entry,
-            recno,
-            DUPLICATE_ID,
-            f"id {rid!r} is already used by {self._where(earlier)}",
-            _DUPLICATE_FIX,
-        )
+    def _duplicate(self, rid: str, earlier: int, key: int, problems: Problems) -> None:
+        """Report the record at ``key`` whose id (or name) the record at ``earlier`` has."""
+        entry, recno = self._entry_of(key)
+        absent = (bool(key & _ABSENT), bool(earlier & _ABSENT))
+        where = self._where(earlier)
+        problem = duplicate_problem(rid, where, entry.unit or "record", absent)
+        problems.record(entry, recno, DUPLICATE_ID, problem, _DUPLICATE_FIX)
+
+    def _entry_of(self, key: int) -> tuple[Entry, int]:
+        """The input and record number a seen-id key packs."""
+        return self._entries[(key & ~_ABSENT) >> _RECNO_BITS], key & ((1 << _RECNO_BITS) - 1)
 
     def _where(self, key: int) -> str:
-        entry = self._entries[key >> _RECNO_BITS]
-        return entry.where(key & ((1 << _RECNO_BITS) - 1))
+        entry, recno = self._entry_of(key)
+        return entry.where(recno)
 
     def _scan(self, entry: Entry, problems: Problems, memo: object) -> Iterator[Record]:
         if entry.stream is not None:
