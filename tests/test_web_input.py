@@ -187,6 +187,24 @@ def test_compare_reads_html_pages(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert out["containment_b_in_a"] == 1.0 and out["resemblance"] > 0.9
 
 
+def test_compare_reads_stdin_as_plain_text_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    page = random_pages(1, seed=9)[0]
+    (tmp_path / "b.html").write_text(page.html, encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(page.html.encode())))
+    assert main(["compare", "-", str(tmp_path / "b.html"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["resemblance"] < 1.0  # the markup is compared too: the page is not extracted
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert "standard input: plain text" in " ".join(capsys.readouterr().out.split())
+    tools = (Path(__file__).parents[1] / "docs" / "TOOLS.md").read_text(encoding="utf-8")
+    assert "standard input (`-`) always, is read as plain UTF-8 text" in " ".join(tools.split())
+
+
 def test_keep_field_date_keeps_the_latest_crawl(tmp_path: Path) -> None:
     path, pages, dups = _crawl(tmp_path, broken=0)
     out = tmp_path / "kept.jsonl"

@@ -85,10 +85,11 @@ def _add_compare_parser(sub: Any) -> None:
     c = sub.add_parser(
         "compare",
         help="every similarity measure of two documents side by side, and a word diff",
-        description="Compare two documents (text or .html files, or - for stdin) by every measure.",
+        description="Compare two documents (text or .html files, or - for stdin, read as plain "
+        "text) by every measure.",
     )
-    c.add_argument("a", help="first document (a file, or - for standard input)")
-    c.add_argument("b", help="second document (a file, or - for standard input)")
+    c.add_argument("a", help="first document (a file, or - for standard input: plain text)")
+    c.add_argument("b", help="second document (a file, or - for standard input: plain text)")
     c.add_argument("--json", action="store_true", help="print the measures and diff as JSON")
     c.add_argument("--num-perm", type=int, default=128, help="MinHash sketch length [128]")
     c.add_argument("--sketch", choices=["oph", "classic", "bottomk"], default="oph")

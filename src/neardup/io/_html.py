@@ -142,8 +142,8 @@ def copy_kept_html(entry: Entry, keep: npt.NDArray[np.bool_], out: BinaryIO) -> 
 
 
 def read_document(path: str) -> str:
-    """The text of one input for ``neardup compare``: ``-`` is standard input, an ``.html``
-    file is extracted, anything else is read as UTF-8 text."""
+    """The text of one input for ``neardup compare``: an ``.html`` file is extracted, anything
+    else and ``-`` (standard input, never sniffed for HTML) is read as UTF-8 text."""
     if path == "-":
         return sys.stdin.read()
     try:
