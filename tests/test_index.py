@@ -18,6 +18,7 @@ import pytest
 
 from neardup import Deduplicator, Index, IndexMismatchError, InputError, NeardupError, ParamError
 from neardup.cli import main
+from neardup.errors import UnknownIdError
 from neardup.index import SCHEMA_VERSION
 from neardup.params import DedupParams, SampledParams, SimhashMethodParams
 from neardup.testing.synth import near_duplicate_corpus, random_documents
@@ -234,6 +235,18 @@ def test_lost_and_found_updates_urls_retires_them_and_finds_where_content_moved(
         index.moved("http://never/seen")
     with pytest.raises(InputError, match="not in the index"):
         index.retire(["http://never/seen"])
+
+
+def test_moved_for_an_unknown_url_says_it_is_not_in_the_index_without_nothing_was_changed(
+    tmp_path: Path,
+) -> None:
+    index = Index.create(str(tmp_path / "m.db"))
+    index.add(["http://a/1"], random_documents(1, seed=2, words=(30, 40)))
+    with pytest.raises(UnknownIdError) as info:
+        index.moved("http://nope.com")
+    assert str(info.value) == "URL 'http://nope.com' is not in the index"  # a query changes nothing
+    with pytest.raises(UnknownIdError, match=r"; nothing was changed$"):
+        index.retire(["http://nope.com"])  # a change refused says so
 
 
 def test_bad_paths_versions_parameters_and_writers_give_one_clear_error(tmp_path: Path) -> None:

@@ -458,7 +458,9 @@ class Index:
             return self._moved(url, limit)
 
     def _moved(self, url: str, limit: int | None) -> list[Match]:
-        docs = self._known([url])
+        docs = self.store.find_ids([url])
+        if docs[0] < 0:  # a query: no "nothing was changed" as a removal says
+            raise UnknownIdError(f"URL {url!r} is not in the index")
         stored = self.store.load(docs)
         sigs = decode_signatures(stored.sigs, self._like_sigs)
         ev = decode_evidence(stored.evidence, self._like_ev)
