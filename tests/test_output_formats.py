@@ -343,3 +343,26 @@ def test_text_that_is_not_unicode_is_refused_naming_the_record_and_field(
     )
     assert not (tmp_path / out_name).exists()
     assert main(["dedup", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "k.jsonl")]) == 0
+
+
+@pytest.mark.parametrize("out_name", ["k.parquet", "k.csv"])
+def test_a_table_output_whose_temporary_parts_cannot_be_written_is_named(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    out_name: str,
+) -> None:
+    import errno
+
+    import pyarrow.feather as feather
+
+    def too_large(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.EFBIG, "File too large")
+
+    monkeypatch.setattr(feather, "write_feather", too_large)  # as under `ulimit -f`
+    src = _write(tmp_path / "in.jsonl", _records())
+    out = tmp_path / out_name
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"neardup: error: cannot write the records converted for {out} (")
+    assert "TMPDIR chooses its folder): the file is too large for this file system" in err

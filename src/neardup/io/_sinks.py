@@ -20,6 +20,7 @@ from typing import Any, BinaryIO, Literal
 from ..errors import OutputError
 from ..text import is_unicode
 from ._json_lines import json_lines
+from ._targets import describe_os_error
 
 OutFmt = Literal["jsonl", "parquet", "csv", "tsv", "folder"]
 
@@ -82,6 +83,12 @@ def _utf8_line(line: str) -> bytes:
         return (json.dumps(record, default=jsonable) + "\n").encode("ascii")
 
 
+def _label(out: BinaryIO) -> str:
+    """The name an output's messages give it (a guarded file's label)."""
+    label = getattr(getattr(out, "raw", out), "label", None)
+    return label if isinstance(label, str) else "the output"
+
+
 class TableSink(ABC):
     """Records as Parquet, CSV or TSV: each batch an Arrow table spilled to a temporary
     folder; at ``close`` one schema (every field of every record) and the file written by
@@ -123,7 +130,14 @@ class TableSink(ABC):
         if isinstance(table, pa.RecordBatch):
             table = pa.Table.from_batches([table])
         path = os.path.join(self.folder, f"{len(self.parts):06d}.arrow")
-        feather.write_feather(table, path, compression="uncompressed")
+        try:
+            feather.write_feather(table, path, compression="uncompressed")
+        except OSError as exc:
+            where = f"{path}; TMPDIR chooses its folder"
+            raise OutputError(
+                f"cannot write the records converted for {_label(self.out)} ({where}): "
+                f"{describe_os_error(exc)}"
+            ) from None
         self.parts.append((path, table.schema))
 
     def close(self) -> None:
