@@ -165,3 +165,25 @@ def test_a_row_of_the_wrong_width_is_counted_in_singular_or_plural(
     match = rf"line 3: the row has {has}, the header 2 "
     with pytest.raises(InputError, match=match), open_source(src) as source:
         list(source.batches(10))
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"id,text\n"], ids=["empty", "blank", "header"])
+@pytest.mark.parametrize("name", ["in.csv", "in.tsv", "in.csv.gz"])
+def test_a_csv_file_without_rows_is_zero_records_as_an_empty_jsonl_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: bytes
+) -> None:
+    src = tmp_path / name
+    content = content.replace(b",", b"\t") if name.endswith(".tsv") else content
+    src.write_bytes(gzip.compress(content) if name.endswith(".gz") else content)
+    with open_source(src) as source:
+        assert [t for batch in source.batches(10) for t in batch.texts] == []
+    bench = tmp_path / "bench.jsonl"
+    bench.write_text(json.dumps({"text": "one two three four five six"}) + "\n")
+    for args in (
+        ["dedup", str(src), "-o", str(tmp_path / "k.jsonl")],
+        ["decontaminate", str(src), "--against", str(bench), "-o", str(tmp_path / "c.jsonl")],
+    ):
+        assert main([*args, "-q", "--summary-json", str(tmp_path / "s.json")]) == 0, args
+        assert json.loads((tmp_path / "s.json").read_text())["documents"] == 0
+        assert (tmp_path / args[-1]).read_bytes() == b""
+    assert capsys.readouterr().err == ""

@@ -94,6 +94,19 @@ def _reader(
     )
 
 
+def _blank(entry: Entry) -> bool:
+    """Whether the file (decompressed) holds nothing but line breaks, which pyarrow refuses
+    as an empty CSV file."""
+    try:
+        with _input(entry) as stream:
+            while chunk := stream.read(_BLOCK):
+                if chunk.strip(b"\r\n"):
+                    return False
+    except _read_errors():
+        return False
+    return True
+
+
 class _Tail:
     """A binary stream that keeps its last ``TAIL`` bytes as they are read (for
     ``_unclosed_quote``, which looks at how the file ends)."""
@@ -232,7 +245,8 @@ def _read(
     except read_errors as exc:
         if bad.first is not None:  # the reader reads its first block at once
             raise InputError(f"{bad.first}, {_SKIP_HINT}") from None
-        problems.file(entry, UNREADABLE, f"not a readable CSV file ({exc})", "check the file")
+        if not _blank(entry):  # no header and no rows: no records, as an empty JSONL file
+            problems.file(entry, UNREADABLE, f"not a readable CSV file ({exc})", "check the file")
         return
     names = reader.schema.names
     if repeated_columns(entry, names, problems) or _missing_column(
