@@ -310,9 +310,8 @@ class Index:
         if missing:
             shown = ", ".join(repr(m) for m in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-            raise UnknownIdError(
-                f"{len(missing)} id(s) not in the index: {shown}{more}; nothing was changed"
-            )
+            said = f"{shown}{more}; nothing was changed"
+            raise UnknownIdError(f"{len(missing)} id(s) not in the index: {said}")
         return docs
 
     def _delete(self, stored: StoredDocs) -> None:
@@ -458,8 +457,7 @@ class Index:
             return self._moved(url, limit)
 
     def _moved(self, url: str, limit: int | None) -> list[Match]:
-        docs = self.store.find_ids([url])
-        if docs[0] < 0:  # a query: no "nothing was changed" as a removal says
+        if (docs := self.store.find_ids([url]))[0] < 0:  # a query: nothing to change
             raise UnknownIdError(f"URL {url!r} is not in the index")
         stored = self.store.load(docs)
         sigs = decode_signatures(stored.sigs, self._like_sigs)
