@@ -467,14 +467,14 @@ def test_a_lost_worker_says_where_the_finished_stages_are_kept(tmp_path: Path) -
     """Without --work-dir the message said they were kept "in the work folder", which a rerun
     does not read: it names the folder to resume from."""
     from neardup.dask.cluster import cluster_errors
-    from neardup.dask.job import work_folder
+    from neardup.dask.workdir import work_folder
     from neardup.errors import NeardupError
 
     lost = distributed.KilledWorker("neardup-scan-0", "tcp://w", 3)
     with (
         pytest.raises(NeardupError) as raised,
         cluster_errors(),
-        work_folder(JobOptions(), None) as work,
+        work_folder(None, {}, None) as work,
     ):
         work.write_json("run.json", {})  # the run started: its folder is kept
         raise lost
@@ -484,7 +484,7 @@ def test_a_lost_worker_says_where_the_finished_stages_are_kept(tmp_path: Path) -
     with (
         pytest.raises(NeardupError, match=r"nothing of this run was kept"),
         cluster_errors(),
-        work_folder(JobOptions(), None),  # failed before it started: nothing to keep
+        work_folder(None, {}, None),  # failed before it started: nothing to keep
     ):
         raise distributed.KilledWorker("neardup-scan-0", "tcp://w", 3)
 

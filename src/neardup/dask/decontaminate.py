@@ -61,7 +61,6 @@ from .job import (
     refuse_missing_id_field,
     sizes_started_with,
     start_work,
-    work_folder,
 )
 from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block
 from .stages import (
@@ -74,7 +73,7 @@ from .stages import (
     put_part,
 )
 from .tables import Docs
-from .workdir import WorkDir
+from .workdir import WorkDir, work_folder
 from .worker_heap import keep_heap_on_workers
 
 #: Input bytes per destination of the ids shuffle, in destination sizes (``dest_bytes``): ids
@@ -378,7 +377,7 @@ def run_decontaminate(
     options = fit_to_workers(options, client)
     keep_heap_on_workers(client)
     with (
-        work_folder(options, info, client) as work,
+        work_folder(options.work_dir, options.storage_options, info, client) as work,
         performance_report(client, options.performance_report, storage),
     ):
         options = sizes_started_with(work, options)
@@ -413,7 +412,7 @@ def _run_in(
     names = client.submit(_names, Utf8Texts.from_strings(bench_ids), pure=False)
     empty_items = client.submit(_without_shingles, finder, pure=False)
     metas = _scan(client, layout, finder)
-    refuse_missing_id_field(options.id_field, metas)
+    refuse_missing_id_field(layout.spec.id_field, metas)
     layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
     clock.start("ids: finding repeated ids")

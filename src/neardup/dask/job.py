@@ -25,11 +25,7 @@ parts are concatenated in order (gzip parts decompressed).
 from __future__ import annotations
 
 import json
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Protocol
 
@@ -78,7 +74,7 @@ from .stages import (
     write_pieces,
     write_take,
 )
-from .workdir import RUN_FILE, WorkDir
+from .workdir import RUN_FILE, WorkDir, work_folder
 from .worker_heap import keep_heap_on_workers
 
 
@@ -242,7 +238,9 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
     import pandas as pd
 
     if layout.work.done("scan"):
-        return layout.work.read_jsons([f"scan/part-{b.index:05d}.json" for b in layout.blocks])
+        metas = layout.work.read_jsons([f"scan/part-{b.index:05d}.json" for b in layout.blocks])
+        refuse_missing_id_field(layout.spec.id_field, metas)
+        return metas
 
     def one(block: Any) -> Any:
         meta = scan_block(
@@ -254,8 +252,9 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
 
     meta = pd.DataFrame({"value": pd.Series([], dtype=str)})
     frame = dd.from_map(one, layout.blocks, meta=meta, label="neardup-scan")
-    values = frame.compute()["value"].tolist()
-    return [json.loads(v) for v in values]
+    metas = [json.loads(v) for v in frame.compute()["value"].tolist()]
+    refuse_missing_id_field(layout.spec.id_field, metas)
+    return metas
 
 
 def refuse_missing_id_field(id_field: str, metas: list[dict[str, Any]]) -> None:
@@ -318,7 +317,7 @@ def run_job(
     options = fit_to_workers(options, client)
     keep_heap_on_workers(client)
     with (
-        work_folder(options, info, client) as work,
+        work_folder(options.work_dir, options.storage_options, info, client) as work,
         performance_report(client, options.performance_report, dict(options.storage_options)),
     ):
         options = sizes_started_with(work, options)
@@ -367,62 +366,6 @@ def fit_to_workers(options: JobOptions, client: Any) -> JobOptions:
         block_bytes=min(options.block_bytes, size),
         dest_bytes=min(options.dest_bytes, size),
     )
-
-
-@contextmanager
-def work_folder(options: JobOptions, info: Any, client: Any = None) -> Iterator[WorkDir]:
-    """The run's work folder: ``options.work_dir``, or a temporary one removed when the run
-    ends or stops on bad input or Ctrl-C (once ``client``'s running tasks, which would write
-    into it again, are over), but kept (and its place said) on any other failure, so that the
-    run can resume from it."""
-    temporary = options.work_dir is None
-    work_url = options.work_dir or f"{tempfile.gettempdir()}/neardup-work-{uuid.uuid4().hex}"
-    work = WorkDir(work_url, dict(options.storage_options))
-    try:
-        yield work
-    except (InputError, ParamError, KeyboardInterrupt):
-        if temporary:
-            settle(client)
-            work.remove()
-        raise
-    except BaseException as exc:
-        if not temporary or _started(work):  # said by cluster_errors: where to resume from
-            exc.neardup_work_dir = work_url  # type: ignore[attr-defined]
-            if temporary and info is not None:  # never lose work: say where it is
-                info(f"finished stages are kept in {work_url}; add --work-dir {work_url} to resume")
-        raise
-    if temporary:
-        work.remove()
-
-
-def _started(work: WorkDir) -> bool:
-    """Whether the run got as far as binding the work folder (what a rerun resumes from)."""
-    with suppress(Exception):  # the folder's storage may be what failed
-        return work.exists(RUN_FILE)
-    return False
-
-
-#: Seconds an interrupted run waits for its running tasks to end before removing its work folder.
-SETTLE_SECONDS = 10.0
-
-
-def settle(client: Any, seconds: float = SETTLE_SECONDS) -> None:
-    """Cancel ``client``'s tasks and wait, up to ``seconds``, until no worker runs one: Dask
-    cannot stop a running task, which would write into a work folder removed under it."""
-    if client is None:
-        return
-    from distributed import Future
-
-    with suppress(Exception):  # best effort: the cluster may be gone already
-        client.cancel([Future(key, client) for key in list(client.futures)], force=True)
-        deadline = time.monotonic() + seconds
-        while any(client.run(_running).values()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-
-
-def _running(dask_worker: Any) -> int:
-    """Tasks a worker is running (cancelled ones still running included)."""
-    return len(dask_worker.state.executing) + len(dask_worker.state.long_running)
 
 
 def start_work(
@@ -528,7 +471,6 @@ def _run(
     clock.start(f"scan: {len(blocks)} blocks of {len(files)} files")
     metas = _scan(layout, client)
     work.mark("scan")
-    refuse_missing_id_field(options.id_field, metas)
     layout = replace(layout, line_offsets=_line_offsets(layout, metas))
 
     n_graph = n_dests

@@ -7,16 +7,21 @@ subfolder per stage: the stage's per-partition files and, once every partition i
 their marker and, in the others, the partitions whose files exist; with anything different it
 stops with a line saying what changed (``restart=True`` discards the folder instead). Files
 are written under a temporary name and renamed (object stores: one PUT, whole or absent), so a
-file that exists is complete.
+file that exists is complete. ``work_folder`` is a run's folder for its lifetime: a temporary
+one goes when the run ends or stops on bad input or Ctrl-C, once no task can write into it.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, ParamError
 from .inputs import filesystem, is_url
 
 RUN_FILE = "run.json"
@@ -200,3 +205,61 @@ def _difference(before: dict[str, Any], now: dict[str, Any]) -> str | None:
     if before.get("options") != now.get("options"):
         return "the block size changed"
     return None
+
+
+@contextmanager
+def work_folder(
+    work_dir: str | None, storage_options: dict[str, Any], info: Any, client: Any = None
+) -> Iterator[WorkDir]:
+    """The run's work folder: ``work_dir``, or a temporary one removed when the run ends or
+    stops on bad input or Ctrl-C (once ``client``'s running tasks, which would write into it
+    again, are over), but kept (and its place said) on any other failure, so that the run can
+    resume from it."""
+    temporary = work_dir is None
+    work_url = work_dir or f"{tempfile.gettempdir()}/neardup-work-{uuid.uuid4().hex}"
+    work = WorkDir(work_url, dict(storage_options))
+    try:
+        yield work
+    except (InputError, ParamError, KeyboardInterrupt):
+        if temporary:
+            settle(client)
+            work.remove()
+        raise
+    except BaseException as exc:
+        if not temporary or _started(work):  # said by cluster_errors: where to resume from
+            exc.neardup_work_dir = work_url  # type: ignore[attr-defined]
+            if temporary and info is not None:  # never lose work: say where it is
+                info(f"finished stages are kept in {work_url}; add --work-dir {work_url} to resume")
+        raise
+    if temporary:
+        work.remove()
+
+
+def _started(work: WorkDir) -> bool:
+    """Whether the run got as far as binding the work folder (what a rerun resumes from)."""
+    with suppress(Exception):  # the folder's storage may be what failed
+        return work.exists(RUN_FILE)
+    return False
+
+
+#: Seconds an interrupted run waits for its running tasks to end before removing its work folder.
+SETTLE_SECONDS = 10.0
+
+
+def settle(client: Any, seconds: float = SETTLE_SECONDS) -> None:
+    """Cancel ``client``'s tasks and wait, up to ``seconds``, until no worker runs one: Dask
+    cannot stop a running task, which would write into a work folder removed under it."""
+    if client is None:
+        return
+    from distributed import Future
+
+    with suppress(Exception):  # best effort: the cluster may be gone already
+        client.cancel([Future(key, client) for key in list(client.futures)], force=True)
+        deadline = time.monotonic() + seconds
+        while any(client.run(_running).values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def _running(dask_worker: Any) -> int:
+    """Tasks a worker is running (cancelled ones still running included)."""
+    return len(dask_worker.state.executing) + len(dask_worker.state.long_running)
