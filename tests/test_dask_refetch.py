@@ -83,3 +83,23 @@ def test_a_parquet_block_s_texts_are_read_again_from_its_spool(tmp_path: Path) -
         assert refetch(wanted) == [TEXTS[i] for i in wanted.tolist()]
     last = np.arange(len(TEXTS) - 4, len(TEXTS), dtype=np.int64)  # "", and the empty text's
     assert refetch(last) == TEXTS[-4:]  # neighbours share its start: read by key, not by start
+
+
+def test_a_spool_read_gathers_runs_of_texts_and_seeks_over_long_gaps(tmp_path: Path) -> None:
+    from neardup.dask.scan import SKIP_BYTES, spool_name, spool_texts, spooled_texts
+    from neardup.dask.tables import Docs
+    from neardup.dask.workdir import WorkDir
+    from neardup.text import Utf8Texts
+
+    filler = "x" * (SKIP_BYTES + 7)  # a gap longer than SKIP_BYTES between wanted texts
+    texts = ["", "naïve", filler, "日本語", "", "emoji 😀", filler, filler, "end", ""]
+    work = WorkDir(str(tmp_path / "work"))
+    n = len(texts)
+    none = np.zeros(n, np.int64)
+    docs = Docs(none, none, Utf8Texts.from_strings([""] * n), np.zeros(n, np.bool_), none, none,
+                np.zeros(n, np.uint8), none.astype(np.uint64), none, None, None)  # type: ignore[arg-type]  # fmt: skip
+    placed = spool_texts(work, 3, docs, Utf8Texts.from_strings(texts))
+    assert (tmp_path / "work" / spool_name(3)).stat().st_size == sum(len(t.encode()) for t in texts)
+    for wanted in ([0, 1, 3, 4, 5, 8, 9], [1, 8], [9], [2, 6], list(range(n))):
+        got = spooled_texts(work, 3, placed.start, placed.end, np.asarray(wanted, np.int64))
+        assert list(got) == [texts[i] for i in wanted]
