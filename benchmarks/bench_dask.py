@@ -7,6 +7,10 @@ Run from the repository root (``pip install -e '.[test,bench]'``), on corpora wr
     python benchmarks/make_corpus.py /tmp/synth_4m.jsonl --n 4000000 --dup-fraction 0.3
     python benchmarks/bench_dask.py --corpus /tmp/synth_1m.jsonl --big /tmp/synth_4m.jsonl \\
         --json /tmp/bench_dask.json
+    # the same corpus as Parquet (zstd, row groups of 50,000): parts compared as tables
+    python -c "import pyarrow.json as j, pyarrow.parquet as q; q.write_table(j.read_json(
+        '/tmp/synth_1m.jsonl'), '/tmp/synth_1m.parquet', compression='zstd', row_group_size=50000)"
+    python benchmarks/bench_dask.py --corpus /tmp/synth_1m.parquet
 
 Every run is the ``neardup dedup`` command line in its own process, watched with psutil:
 
@@ -78,10 +82,36 @@ def watch(args: list[str], kill_after: float | None = None) -> dict[str, Any]:
 
 
 def concat(folder: Path) -> bytes:
-    """An output folder's parts in manifest order (gzip parts decompressed)."""
-    from neardup.dask import read_output
+    """An output folder's parts in manifest order (gzip parts decompressed; Parquet parts as
+    one table's rows, in Arrow's IPC bytes, to compare with a local file's)."""
+    from neardup.dask import output_parts, read_output
 
+    parts = output_parts(str(folder))
+    if parts and parts[0].endswith(".parquet"):
+        return _table_bytes([pq_read(p) for p in parts])
     return read_output(str(folder))
+
+
+def pq_read(path: str | Path) -> Any:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path)
+
+
+def _table_bytes(tables: list[Any]) -> bytes:
+    """Tables' rows, concatenated, as Arrow IPC bytes (equal rows and schema: equal bytes)."""
+    import pyarrow as pa
+
+    table = pa.concat_tables(tables).combine_chunks()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table, max_chunksize=1 << 30)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def local_output(path: Path) -> bytes:
+    """A local output's bytes (a Parquet file as ``concat`` gives Parquet parts)."""
+    return _table_bytes([pq_read(path)]) if path.suffix == ".parquet" else path.read_bytes()
 
 
 def dedup_cmd(corpus: str, out: Path, extra: list[str]) -> list[str]:
@@ -125,7 +155,9 @@ def cluster_options(args: argparse.Namespace, name: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", required=True, help="JSONL corpus (about 1M documents)")
+    parser.add_argument(
+        "--corpus", required=True, help="JSONL or Parquet corpus (about 1M documents)"
+    )
     parser.add_argument("--big", help="a corpus with 4x the documents, for the client's memory")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--kill-at", type=float, default=0.7, help="share of the full run")
@@ -143,12 +175,14 @@ def main() -> None:
     local_out = tmp / "local"
     local_out.mkdir(parents=True)
     names = {o: local_out / f"{o}.jsonl" for o in OUTPUTS}
+    if args.corpus.endswith(".parquet"):  # kept rows as Parquet, compared as tables
+        names["kept"] = local_out / "kept.parquet"
     cmd = [sys.executable, "-m", "neardup.cli", "dedup", args.corpus, "-o", str(names["kept"]),
            "--clusters", str(names["clusters"]), "--pairs", str(names["pairs"]),
            "--jobs", str(args.workers)]  # fmt: skip
     report["local"] = watch(cmd)
     print("local --jobs", args.workers, report["local"], flush=True)
-    want = [names[o].read_bytes() for o in OUTPUTS]
+    want = [local_output(names[o]) for o in OUTPUTS]
 
     report["dask"] = dask_run(
         args.corpus, tmp / "dask", args.workers, cluster_options(args, "dask")

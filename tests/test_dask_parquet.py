@@ -16,17 +16,9 @@ distributed = pytest.importorskip("distributed")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
+import neardup.dask as cluster  # noqa: E402
 from neardup.cli import main  # noqa: E402
-from neardup.dask import (  # noqa: E402
-    ClusterOutputs,
-    DecontaminateFolders,
-    JobOptions,
-    connect,
-    decontaminate,
-    dedup,
-    output_parts,
-    read_output,
-)
+from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, output_parts  # noqa: E402
 from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DecontaminateParams, DedupParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
@@ -107,8 +99,8 @@ def test_parquet_parts_hold_the_local_kept_rows_and_the_local_lines(
     got = dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
     kept = _table(tmp_path / "kept")
     assert kept.equals(table) and kept.schema.equals(table.schema, check_metadata=True)
-    assert read_output(str(tmp_path / "clusters")) == clusters
-    assert read_output(str(tmp_path / "pairs")) == pairs
+    assert cluster.read_output(str(tmp_path / "clusters")) == clusters
+    assert cluster.read_output(str(tmp_path / "pairs")) == pairs
     assert summary["removed"] > 50 and summary["skipped_records"] == len(NULL_ROWS)
     for key in ("documents", "removed", "kept", "skipped_records", "bytes_in"):
         assert got[key] == summary[key], key
@@ -143,7 +135,7 @@ def test_borderline_texts_are_read_again_from_the_blocks_spools(
     options = JobOptions(block_bytes=9000, on_error="skip", work_dir=str(work))
     got = dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
     assert _table(tmp_path / "kept").equals(table)
-    assert read_output(str(tmp_path / "clusters")) == clusters
+    assert cluster.read_output(str(tmp_path / "clusters")) == clusters
     assert got["exact_sets"] == summary["exact_sets"] > 10  # texts read again
     assert len(list((work / "scan").glob("texts-*.bin"))) == got["blocks"]
 
@@ -202,12 +194,12 @@ def test_decontaminate_writes_the_local_clean_rows_as_parquet_parts(
     clean, matches = tmp_path / "lc.parquet", tmp_path / "lm.jsonl"
     args = ["decontaminate", *inputs, "--against", str(bench), "--on-error", "skip", "-q"]
     assert main([*args, "-o", str(clean), "--matches", str(matches)]) == 0
-    folders = DecontaminateFolders(str(tmp_path / "clean"), str(tmp_path / "matches"))
+    folders = cluster.DecontaminateFolders(str(tmp_path / "clean"), str(tmp_path / "matches"))
     options = JobOptions(block_bytes=9000, on_error="skip")
-    got = decontaminate(inputs, str(bench), DecontaminateParams(), folders, options, client)
+    got = cluster.decontaminate(inputs, str(bench), DecontaminateParams(), folders, options, client)
     assert got["contaminated"] >= len(items)
     assert _table(tmp_path / "clean").equals(pq.read_table(clean))
-    assert read_output(str(tmp_path / "matches")) == matches.read_bytes()
+    assert cluster.read_output(str(tmp_path / "matches")) == matches.read_bytes()
 
 
 def test_parquet_on_s3_gives_the_local_kept_rows(
@@ -225,4 +217,4 @@ def test_parquet_on_s3_gives_the_local_kept_rows(
     options = JobOptions(block_bytes=9000, on_error="skip", storage_options=dict(s3))
     dedup(["s3://corpus/in/*.parquet"], DedupParams(), outputs, options, client)
     assert _table("s3://corpus/out/kept", s3).equals(table)
-    assert read_output("s3://corpus/out/clusters", s3) == clusters
+    assert cluster.read_output("s3://corpus/out/clusters", s3) == clusters

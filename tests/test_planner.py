@@ -60,9 +60,8 @@ def test_bigger_budget_never_gives_a_worse_plan() -> None:
 
 @pytest.mark.parametrize("cost_fn", sorted(KNOWN_PLANS))
 def test_known_plans_are_what_the_search_finds(cost_fn: float) -> None:
-    k_max, max_t, max_r = KNOWN_LIMITS
     for threshold, known in KNOWN_PLANS[cost_fn].items():
-        assert _exhaustive_search(threshold, 1.0, cost_fn, k_max, max_t, max_r) == known
+        assert _exhaustive_search(threshold, 1.0, cost_fn, KNOWN_LIMITS) == known
 
 
 def test_default_runs_take_their_features_from_the_known_plans_without_searching() -> None:

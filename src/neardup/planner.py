@@ -224,7 +224,7 @@ def planned(
     cfn = _check_cost("cost_fn", cost_fn)
     if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
-    k, s, r = _search(rho0, 1.0, cfn, max_t, max_t, 3, max_keys)
+    k, s, r = _search(rho0, 1.0, cfn, (max_t, max_t, 3), max_keys)
     return FeatureParams(k, s, r)
 
 
@@ -261,7 +261,7 @@ def plan(
             )
         k_max = min(k_max, max_bytes // 8)
 
-    k, s, r = _search(rho0, cfp, cfn, k_max, max_t, max_r)
+    k, s, r = _search(rho0, cfp, cfn, (k_max, max_t, max_r))
     return evaluate(FeatureParams(k, s, r), rho0, cost_fp=cfp, cost_fn=cfn)
 
 
@@ -393,39 +393,30 @@ KNOWN_PLANS: dict[float, dict[float, tuple[int, int, int]]] = {
         0.9: (25, 10, 3), 0.95: (17, 15, 3), 0.99: (9, 28, 3),
     },
 }  # fmt: skip
-KNOWN_LIMITS = (256, 256, 3)  # (k_max, max_t, max_r) of KNOWN_PLANS
+#: The search's limits: (k_max, max_t, max_r).
+Limits = tuple[int, int, int]
+KNOWN_LIMITS: Limits = (256, 256, 3)  # the limits of KNOWN_PLANS
 
 
 def _search(
-    rho0: float,
-    cfp: float,
-    cfn: float,
-    k_max: int,
-    max_t: int,
-    max_r: int,
-    max_keys: int | None = None,
+    rho0: float, cfp: float, cfn: float, limits: Limits, max_keys: int | None = None
 ) -> tuple[int, int, int]:
     """The (k, s, r) of smallest normalised error (with at most ``max_keys`` C(k, r), if
     given): from KNOWN_PLANS when it has the answer."""
-    if cfp == 1.0 and (k_max, max_t, max_r) == KNOWN_LIMITS:
+    if cfp == 1.0 and limits == KNOWN_LIMITS:
         known = KNOWN_PLANS.get(cfn, {}).get(rho0)
         if known is not None and (max_keys is None or math.comb(known[0], known[2]) <= max_keys):
             return known
-    return _exhaustive_search(rho0, cfp, cfn, k_max, max_t, max_r, max_keys)
+    return _exhaustive_search(rho0, cfp, cfn, limits, max_keys)
 
 
 @functools.lru_cache(maxsize=64)
 def _exhaustive_search(
-    rho0: float,
-    cfp: float,
-    cfn: float,
-    k_max: int,
-    max_t: int,
-    max_r: int,
-    max_keys: int | None = None,
+    rho0: float, cfp: float, cfn: float, limits: Limits, max_keys: int | None = None
 ) -> tuple[int, int, int]:
     """The (k, s, r) of smallest normalised error over every candidate (those of at most
     ``max_keys`` C(k, r), if given); cached because engines re-plan per call."""
+    k_max, max_t, max_r = limits
     lo_x, lo_w = _quadrature(0.0, rho0)
     hi_x, hi_w = _quadrature(rho0, 1.0)
     x = np.concatenate([lo_x, hi_x])
