@@ -19,7 +19,7 @@ FEATURES_HELP = (
 #: The input formats each command reads.
 DEDUP_FORMATS = ["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"]
 INDEX_FORMATS = ["jsonl", "parquet", "csv", "tsv", "text"]
-DECONTAMINATE_FORMATS = ["jsonl", "parquet", "text", "warc", "html"]
+DECONTAMINATE_FORMATS = ["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"]
 
 
 class RenamedOption(argparse.Action):

@@ -131,7 +131,7 @@ def _add_dedup_method(m: Any) -> None:
     m.add_argument(
         "--keep-field",
         metavar="NAME",
-        help="keep the cluster member with the largest value of this field (JSONL/Parquet)",
+        help="keep the cluster member with the largest value of this field (any input with fields: JSONL, Parquet, CSV/TSV, WARC)",
     )
     m.add_argument(
         "--keep-prefer",
@@ -252,7 +252,7 @@ def add_decontaminate_parser(sub: Any) -> None:
         nargs="+",
         required=True,
         metavar="BENCH",
-        help="benchmark items: JSONL, Parquet or text files or folders (format from the names)",
+        help="benchmark items: JSONL, Parquet, CSV/TSV or text files or folders (format from the names)",
     )
     x.add_argument(
         "--containment",
