@@ -170,6 +170,18 @@ def test_text_and_parquet_records_over_the_limit_are_bad_records(tmp_path: Path)
         list(source.batches(10))
 
 
+def test_a_file_that_is_one_record_is_named_alone_not_by_a_line(tmp_path: Path) -> None:
+    """An HTML or text file is one record: "a.html line 1" named a line the file has not."""
+    pytest.importorskip("resiliparse")
+    for name in ("a.html", "a.txt"):
+        (tmp_path / name).write_text("<html><body><p>" + "big " * 400 + "</p></body></html>")
+        with (
+            pytest.raises(InputError, match=rf"/{name}: the record is 1\.6 KiB"),
+            open_source(tmp_path / name, max_record_size=1000) as source,
+        ):
+            list(source.batches(10))
+
+
 def test_a_bad_max_record_size_is_one_line_before_reading(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
