@@ -86,9 +86,10 @@ def test_a_parquet_block_s_texts_are_read_again_from_its_spool(tmp_path: Path) -
 
 
 def test_a_spool_read_gathers_runs_of_texts_and_seeks_over_long_gaps(tmp_path: Path) -> None:
-    from neardup.dask.scan import SKIP_BYTES, spool_name, spool_texts, spooled_texts
+    from neardup.dask.scan import spool_name, spool_texts, spooled_texts
     from neardup.dask.tables import Docs
     from neardup.dask.workdir import WorkDir
+    from neardup.io._jsonl_blocks import SKIP_BYTES
     from neardup.text import Utf8Texts
 
     filler = "x" * (SKIP_BYTES + 7)  # a gap longer than SKIP_BYTES between wanted texts

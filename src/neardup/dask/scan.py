@@ -17,9 +17,10 @@ from typing import Any, BinaryIO, cast
 import numpy as np
 import numpy.typing as npt
 
+from .._kernels.ranges import gather_ranges
 from .._types import IntArray
 from ..engine import Deduplicator
-from ..io._jsonl_blocks import SKIP_BYTES, LineBlock
+from ..io._jsonl_blocks import LineBlock, read_runs
 from ..io._parquet import (
     ParquetSink,
     SchemaRef,
@@ -313,27 +314,25 @@ def spooled_texts(
     work: WorkDir, block: int, starts: IntArray, ends: IntArray, wanted: IntArray
 ) -> Utf8Texts:
     """The texts of records ``wanted`` (indices into the spans, ascending) from the block's
-    spool (``spool_texts``): runs of them at most ``SKIP_BYTES`` apart read back to back, a
-    longer gap sought over (a finish task asks for a few texts of a block dozens of times)."""
+    spool (``spool_texts``): runs of them read back to back, longer gaps sought over
+    (``read_runs``: a finish task asks for a few texts of a block dozens of times)."""
     if not len(wanted):
         return Utf8Texts.from_strings([])
     s, e = starts[wanted], ends[wanted]
-    first = np.r_[0, np.flatnonzero(s[1:] - e[:-1] > SKIP_BYTES) + 1]
-    last = np.r_[first[1:] - 1, len(s) - 1]
-    pieces = []
+    run_s, run_e, run = read_runs(s, e)
+    data = np.empty(int((run_e - run_s).sum()), dtype=np.uint8)
+    at = 0
     with work.fs.open(work.path(spool_name(block)), "rb") as fh:
-        for lo, hi in zip(s[first].tolist(), e[last].tolist(), strict=True):
+        for lo, hi in zip(run_s.tolist(), run_e.tolist(), strict=True):
             fh.seek(lo)
-            pieces.append(np.frombuffer(fh.read(hi - lo), dtype=np.uint8))
-    data = np.concatenate(pieces)
-    # where each text starts in ``data``: its run's place there, plus its offset in the run
-    run = np.repeat(np.arange(len(first)), last - first + 1)
-    base = np.r_[0, np.cumsum(e[last] - s[first])[:-1]] - s[first]
-    sizes = e - s
+            data[at : at + hi - lo] = np.frombuffer(fh.read(hi - lo), dtype=np.uint8)
+            at += hi - lo
+    shift = (np.cumsum(run_e - run_s) - run_e)[run]  # a spool offset -> its place in ``data``
     offsets = np.zeros(len(wanted) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    at = np.repeat(s + base[run] - offsets[:-1], sizes) + np.arange(offsets[-1])
-    return Utf8Texts(data[at], offsets)
+    np.cumsum(e - s, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), dtype=np.uint8)
+    gather_ranges(data, s + shift, e + shift, out)
+    return Utf8Texts(out, offsets)
 
 
 def _signed(docs: Docs, texts: Utf8Texts, dedup: Deduplicator) -> Docs:

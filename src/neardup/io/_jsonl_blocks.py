@@ -81,6 +81,16 @@ def _key_bytes(name: str) -> npt.NDArray[np.uint8]:
     return np.frombuffer(name.encode("utf-8", "surrogatepass"), dtype=np.uint8)
 
 
+def read_runs(starts: IntArray, ends: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """(run starts, run ends, each range's run) of byte ranges (ascending, not overlapping)
+    grouped into runs whose ranges are at most SKIP_BYTES apart: each run is read in one go,
+    a longer gap sought over."""
+    new = np.r_[True, starts[1:] - ends[:-1] > SKIP_BYTES]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(ends) - 1]
+    return starts[first], ends[last], np.cumsum(new) - 1
+
+
 def _kernels() -> tuple[ModuleType, ModuleType, ModuleType]:
     """The kernel modules this reader calls (``_jit``, ``jsonl``, ``ranges``), imported when
     the first block is read: Numba loads then, not at import, and after the kernel mode is set."""
@@ -402,10 +412,7 @@ def _gather(
     checked and gathered at once, so a run costs Python only a seek and a read."""
     if not len(starts):
         return
-    # Runs of ranges separated by gaps of at most SKIP_BYTES: a read never passes its run's end.
-    first = np.r_[0, np.flatnonzero(starts[1:] - ends[:-1] > SKIP_BYTES) + 1]
-    run_s = starts[first]
-    run_e = ends[np.r_[first[1:] - 1, len(ends) - 1]]
+    run_s, run_e, _ = read_runs(starts, ends)  # a read never passes its run's end
     buffer = _Buffer(entry, starts, ends, lines, firsts, min(CHUNK, int((run_e - run_s).sum())))
     view = buffer.data.data
     size = len(view)
