@@ -205,17 +205,13 @@ def binomial_band(
     lo = np.full(t + 1, -1.0)
     hi = np.full(t + 1, 2.0)
     half = alpha / 2
+    lg = np.array([math.lgamma(i + 1) for i in range(t + 1)])  # log i!, once, not per n
     for n in range(1, t + 1):
         k = np.arange(n + 1, dtype=np.float64)
         if threshold <= 0.0 or threshold >= 1.0:
             pmf = (k == (n if threshold >= 1.0 else 0)).astype(np.float64)
         else:
-            logc = np.array(
-                [
-                    math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
-                    for i in range(n + 1)
-                ]
-            )
+            logc = lg[n] - lg[: n + 1] - lg[n::-1]  # log C(n, i), the same float operations
             pmf = np.exp(logc + k * math.log(threshold) + (n - k) * math.log1p(-threshold))
         below = np.concatenate([[0.0], np.cumsum(pmf)[:-1]])  # P(X < k)
         above = 1.0 - np.cumsum(pmf)  # P(X > k)
