@@ -430,6 +430,12 @@ def test_a_text_that_is_not_unicode_stops_add_naming_it_or_is_skipped_and_counte
     assert main(["index", "add", path, str(src), "--on-error", "skip"]) == 0
     assert "added 1, replaced 0" in (err := capsys.readouterr().err)
     assert "skipped 2 bad records" in err
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text('{"id": "odd \\udc80", "text": "another text of enough words to sign"}\n')
+    assert main(["index", "add", path, str(ids)]) == 1  # an id too: stops, or is skipped
+    assert "its id holds a lone surrogate" in capsys.readouterr().err
+    assert main(["index", "add", path, str(ids), "--on-error", "skip"]) == 0
+    assert "skipped 1 bad record" in capsys.readouterr().err
     assert main(["index", "query", path, str(src), "--on-error", "skip", "-o", os.devnull]) == 0
     assert "2 queries, 1 with matches; skipped 1 bad record" in capsys.readouterr().err
     with Index.open(path) as index:
@@ -485,3 +491,66 @@ def test_a_truncated_index_is_called_damaged_and_to_be_rebuilt(
     assert main(["index", "query", str(path), str(src), "-o", os.devnull]) == 1
     err = capsys.readouterr().err
     assert "the file itself is damaged" in err and "rebuild the index from its corpus" in err, err
+
+
+_KILLED_BEFORE_OUTPUT = textwrap.dedent(
+    """
+    import sys, time
+    from neardup.index import jobs
+    from neardup.run import ReadOptions
+    def stalled(*args, **kwargs):  # every batch deduplicated and added; the outputs not written
+        print("outputs", flush=True)
+        time.sleep(600)
+    jobs._write_deduplicated = stalled
+    jobs.dedup_source(sys.argv[1], sys.argv[2], sys.argv[3], ReadOptions(batch_size=50), add=True)
+    """
+)
+
+
+def _lone_surrogate_corpus(path: Path, n: int, bad_at: int | None, bad_field: str = "text") -> None:
+    """``n`` near-copy-rich records as JSONL; record ``bad_at`` gets a lone surrogate."""
+    texts = _corpus(n, seed=4)
+    with open(path, "w", encoding="utf-8") as fh:
+        for i, text in enumerate(texts):
+            rec = {"id": f"d{i}", "text": text}
+            if i == bad_at:
+                rec[bad_field] = rec[bad_field] + " \\ud800"
+            fh.write(json.dumps(rec).replace("\\\\ud800", "\\ud800") + "\n")
+
+
+def test_dedup_index_add_killed_before_its_outputs_leaves_the_index_as_it_was(
+    tmp_path: Path,
+) -> None:
+    src, idx, kept = tmp_path / "in.jsonl", str(tmp_path / "idx.db"), tmp_path / "kept.jsonl"
+    _lone_surrogate_corpus(src, 300, None)
+    assert main(["index", "create", idx]) == 0
+    env = {**os.environ, "PYTHONPATH": SRC}
+    args = [sys.executable, "-c", _KILLED_BEFORE_OUTPUT, str(src), idx, str(kept)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None and proc.stdout.readline() == "outputs\n"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert len(Index.open(idx)) == 0  # not the kept documents of a kept file never written
+    assert not kept.exists()
+    assert main(["dedup", str(src), "--index", idx, "--add", "-o", str(kept), "-q"]) == 0
+    alone = Deduplicator(DedupParams()).fit([json.loads(x)["text"] for x in src.open()])
+    assert len(kept.read_text().splitlines()) == int(alone.kept_.sum()) == len(Index.open(idx))
+
+
+@pytest.mark.parametrize("field", ["text", "id"])
+def test_dedup_index_add_stops_before_adding_anything_or_skips_a_record_not_unicode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    src, idx, kept = tmp_path / "in.jsonl", str(tmp_path / "idx.db"), tmp_path / "kept.jsonl"
+    _lone_surrogate_corpus(src, 300, 250, field)
+    assert main(["index", "create", idx]) == 0
+    args = ["dedup", str(src), "--index", idx, "--add", "-o", str(kept), "--batch-size", "50"]
+    capsys.readouterr()
+    assert main(args) == 1  # stops at batch 6, after five batches that were kept and added
+    assert "lone surrogate" in capsys.readouterr().err
+    assert len(Index.open(idx)) == 0 and not kept.exists()
+    assert main([*args, "--on-error", "skip"]) == 0
+    assert "skipped 1 problems" in capsys.readouterr().err
+    kept_ids = [json.loads(line.replace("\\ud800", ""))["id"] for line in kept.open()]
+    assert "d250" not in kept_ids and not any("\ud800" in i for i in kept_ids)
+    assert len(kept_ids) == len(Index.open(idx))

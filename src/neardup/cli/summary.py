@@ -137,5 +137,5 @@ def dedup_index_summary(s: Mapping[str, Any], added: bool) -> str:
         f"neardup dedup --index: {s['documents']:,} documents, "
         f"{s['duplicates_of_index']:,} duplicate the index, "
         f"{s['duplicates_in_input']:,} duplicate earlier input, {s['kept']:,} kept"
-        f"{', added to the index' if added else ''}\n"
+        f"{', added to the index' if added else ''}\n" + _problems(s.get("problems"), "")
     )

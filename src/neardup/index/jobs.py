@@ -8,6 +8,7 @@ input byte is read (never an input or the index) and appear together at the end,
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -16,6 +17,8 @@ from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from .._prefetch import prefetch
 from .._processes import process_map
@@ -28,6 +31,7 @@ from ..progress import Progress
 from ..run import ReadOptions, _check_jobs, _kept_format, _paths, default_memory_limit
 from . import Index
 from .checks import SURROGATE, check_limit, not_unicode
+from .results import Deduplicated
 
 
 def _open(
@@ -68,6 +72,27 @@ def index_files(path: str, outputs: Mapping[str, str | None]) -> list[str]:
     return [path, *(path + suffix for suffix in SQLITE_FILES)]
 
 
+def _not_unicode(
+    ids: Sequence[str], texts: Sequence[str], dates: Sequence[str | None] | None
+) -> dict[int, str]:
+    """Rows whose id, stored text or date is not Unicode (a lone surrogate), and which."""
+    bad = {i: "id" for i in not_unicode(ids)}
+    for what, values in (("text", texts), ("date", dates or [])):
+        bad.update({i: what for i in not_unicode(values) if i not in bad})
+    return bad
+
+
+def _skip_or_stop(
+    bad: dict[int, str], ids: Sequence[str], on_error: str, report: ErrorReport
+) -> None:
+    """Each bad row one line, counted under ``--on-error skip``, else the run stops there."""
+    messages = {i: f"document {ids[i]!r}: {SURROGATE.format(what=what)}" for i, what in bad.items()}
+    if on_error == "stop":
+        raise InputError(f"{messages[min(bad)]}, or use --on-error skip to skip such records")
+    for i in sorted(bad):
+        report.add(BAD_TEXT, messages[i])
+
+
 def _unicode_only(
     ids: list[str],
     texts: Sequence[str],
@@ -76,17 +101,12 @@ def _unicode_only(
     on_error: str,
     report: ErrorReport,
 ) -> tuple[list[str], Sequence[str], None, list[str | None] | None]:
-    """A batch to add without the records whose stored text or date is not Unicode (a lone
-    surrogate): each one line, counted under ``--on-error skip``, else the run stops there."""
-    bad = {i: "text" for i in not_unicode(texts if store_text else [])}
-    bad.update({i: "date" for i in not_unicode(dates or []) if i not in bad})
+    """A batch to add without the records whose id, stored text or date is not Unicode (a
+    lone surrogate): each one line, counted under ``--on-error skip``, else the run stops."""
+    bad = _not_unicode(ids, texts if store_text else [], dates)
     if not bad:
         return ids, texts, None, dates
-    messages = {i: f"document {ids[i]!r}: {SURROGATE.format(what=what)}" for i, what in bad.items()}
-    if on_error == "stop":
-        raise InputError(f"{messages[min(bad)]}, or use --on-error skip to skip such records")
-    for i in sorted(bad):
-        report.add(BAD_TEXT, messages[i])
+    _skip_or_stop(bad, ids, on_error, report)
     rows = [i for i in range(len(ids)) if i not in bad]
     kept_dates = None if dates is None else [dates[i] for i in rows]
     return [ids[i] for i in rows], [texts[i] for i in rows], None, kept_dates
@@ -289,7 +309,9 @@ def dedup_source(
 ) -> dict[str, Any]:
     """Drop documents that duplicate one in the index or a kept one earlier in the input; write
     the rest (``Index.dedup_stream`` over the input's batches). With ``add``, the kept documents
-    join the index (one transaction per batch). Returns the summary."""
+    join the index in one transaction, committed after the outputs are in place: a failed or
+    killed run leaves the index as it was (never documents added whose kept file is missing,
+    which a second run would then remove as duplicates of the index). Returns the summary."""
     read = read or ReadOptions()
     started = time.perf_counter()
     index = Index.open(index_path)
@@ -306,22 +328,57 @@ def dedup_source(
                 folders={"-o"} if kept_fmt == "folder" else (),
             )
             kept_fmt = _kept_format(kept_output, source.fmt, strict=True)
-            batches: Iterator[DocBatch] = prefetch(read.batches(source))
-            done = index.dedup_stream(((b.ids, b.texts) for b in batches), add=add)
-            with plan.commit():  # the kept file and the summary appear together, or neither
-                written = (
-                    source.write_kept(done.kept, plan["-o"], kept_fmt) if kept_output else None
-                )
-                summary = {
-                    **done.summary(),
-                    "written": written,
-                    "skipped_records": source.errors.total,
-                    "seconds": round(time.perf_counter() - started, 3),
-                }
-                if summary_json:
-                    with atomic_write(plan["--summary-json"], "w") as fh:
-                        json.dump(summary, fh, indent=1)
-                        fh.write("\n")
+            with index if add else contextlib.nullcontext():  # the run's one transaction
+                batches = _UnicodeBatches(prefetch(read.batches(source)), add and index.store_text,
+                                           read.on_error, source.errors)  # fmt: skip
+                done = index.dedup_stream(batches, add=add)
+                with plan.commit():  # the kept file and the summary appear together, or neither
+                    out = plan["-o"] if kept_output else None
+                    summary = _write_deduplicated(source, done, batches.skipped, out, kept_fmt)
+                    summary["seconds"] = round(time.perf_counter() - started, 3)
+                    if summary_json:
+                        with atomic_write(plan["--summary-json"], "w") as fh:
+                            json.dump(summary, fh, indent=1)
+                            fh.write("\n")
     finally:
         index.close()
     return summary
+
+
+class _UnicodeBatches:
+    """A source's batches as (ids, texts) without the records whose id (or stored text) is not
+    Unicode, each one line, counted under ``--on-error skip``; ``skipped``: their positions."""
+
+    def __init__(
+        self, batches: Iterator[DocBatch], stored: bool, on_error: str, report: ErrorReport
+    ) -> None:
+        self.batches, self.stored, self.on_error, self.report = batches, stored, on_error, report
+        self.skipped: list[int] = []
+
+    def __iter__(self) -> Iterator[tuple[list[str], Sequence[str]]]:
+        for b in self.batches:
+            ids, texts = list(b.ids), b.texts
+            bad = _not_unicode(ids, texts if self.stored else [], None)
+            if bad:
+                _skip_or_stop(bad, ids, self.on_error, self.report)
+                self.skipped.extend(int(b.positions[i]) for i in sorted(bad))
+                rows = [i for i in range(len(ids)) if i not in bad]
+                ids, texts = [ids[i] for i in rows], [texts[i] for i in rows]
+            yield ids, texts
+
+
+def _write_deduplicated(
+    source: Source, done: Deduplicated, skipped: list[int], out: Any, kept_fmt: Any
+) -> dict[str, Any]:
+    """The kept records written (none of the ``skipped`` positions) and the run's summary."""
+    kept = done.kept
+    if skipped:  # the mask over every record read, the skipped ones not kept
+        kept = np.zeros(len(done.kept) + len(skipped), dtype=np.bool_)
+        kept[np.setdiff1d(np.arange(len(kept)), np.asarray(skipped, dtype=np.int64))] = done.kept
+    written = source.write_kept(kept, out, kept_fmt) if out is not None else None
+    return {
+        **done.summary(),
+        "written": written,
+        "skipped_records": source.errors.total,
+        "problems": source.errors.as_dict(),
+    }
