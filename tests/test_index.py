@@ -554,3 +554,18 @@ def test_dedup_index_add_stops_before_adding_anything_or_skips_a_record_not_unic
     kept_ids = [json.loads(line.replace("\\ud800", ""))["id"] for line in kept.open()]
     assert "d250" not in kept_ids and not any("\ud800" in i for i in kept_ids)
     assert len(kept_ids) == len(Index.open(idx))
+
+
+def test_index_add_warns_when_records_are_stored_under_their_line_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, src = str(tmp_path / "idx.db"), tmp_path / "in.jsonl"
+    assert main(["index", "create", path]) == 0
+    src.write_text('{"text": "alpha beta gamma delta"}\n{"id": "b", "text": "one two three"}\n')
+    capsys.readouterr()
+    assert main(["index", "add", path, str(src)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 1 record had no 'id' field and was stored under its line number" in err
+    src.write_text('{"id": "a", "text": "alpha beta gamma delta"}\n')
+    assert main(["index", "add", path, str(src)]) == 0
+    assert "warning" not in capsys.readouterr().err

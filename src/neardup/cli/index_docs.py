@@ -30,8 +30,22 @@ def _add(args: argparse.Namespace) -> int:
     sys.stderr.write(
         f"neardup: added {done['added']:,}, replaced {done['replaced']:,} "
         f"({done['documents']:,} in the index; {done['docs_per_s']:,} docs/s){_skipped(done)}\n"
+        + _unnamed(done.get("named_by_line", 0), args.url_field or args.id_field)
     )
     return 0
+
+
+def _unnamed(n: int, id_field: str) -> str:
+    """A warning for records stored under their line number: a standing index keeps ids, and
+    the next add of another file names its records 1, 2, ... again, replacing these."""
+    if not n:
+        return ""
+    return (
+        f"neardup: warning: {n:,} record{'s' * (n != 1)} had no {id_field!r} field and "
+        f"{'were' if n != 1 else 'was'} stored under {'their' if n != 1 else 'its'} line number "
+        "(NAME:LINE with several files); adding another file later reuses those ids and replaces "
+        "them: give every record an id (--id-field)\n"
+    )
 
 
 def _skipped(done: dict[str, int]) -> str:

@@ -154,6 +154,7 @@ def add_source(
             finally:
                 bar.close()
             skipped = source.errors.total
+            unnamed = source.named_by_place
         size = len(index)
     finally:
         index.close()
@@ -163,6 +164,7 @@ def add_source(
         "added": done.added,
         "replaced": done.replaced,
         "skipped_records": skipped,
+        "named_by_line": unnamed,
         "documents": size,
         "seconds": round(seconds, 3),
         "docs_per_s": round(docs / max(seconds, 1e-9)),
