@@ -477,6 +477,31 @@ def test_an_output_named_as_the_index_s_own_sqlite_files_is_refused(tmp_path: Pa
         assert not os.path.exists(path + suffix)
 
 
+def test_outputs_named_as_the_sqlite_files_beside_a_symlinked_index_s_target_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SQLite opens link.db at real.db and keeps its log beside that: real.db-wal is the log."""
+    real = tmp_path / "real.db"
+    with Index.create(str(real)) as index:
+        index.add(["u1"], ["some words to look up in the index and then some more"])
+    link = tmp_path / "link.db"
+    link.symlink_to(real.name)
+    src = tmp_path / "q.jsonl"
+    src.write_text('{"id": "q", "text": "some words to look up in the index"}\n')
+    kept = str(tmp_path / "k.jsonl")
+    for suffix in ("-wal", "-shm", "-journal"):
+        side = str(real) + suffix
+        assert main(["index", "query", str(link), str(src), "-o", side]) == 1
+        assert "is a file SQLite keeps beside the index" in capsys.readouterr().err
+        assert (
+            main(["dedup", str(src), "--index", str(link), "-o", kept, "--summary-json", side]) == 1
+        )
+        assert "is a file SQLite keeps beside the index" in capsys.readouterr().err
+        assert not os.path.exists(kept)
+    with Index.open(str(link)) as index:
+        assert "u1" in index
+
+
 def test_a_truncated_index_is_called_damaged_and_to_be_rebuilt(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -62,9 +62,14 @@ SQLITE_FILES = ("-journal", "-wal", "-shm")
 def index_files(path: str, outputs: Mapping[str, str | None]) -> list[str]:
     """The index and its SQLite files, as inputs no output may be; ParamError for an output
     named as one of the SQLite files, whether or not it exists now."""
-    beside = {os.path.abspath(path + suffix) for suffix in SQLITE_FILES}
+    # SQLite opens an index through a symlink at its target, and keeps its files beside that.
+    beside = {
+        os.path.abspath(where + suffix)
+        for where in (path, os.path.realpath(path))
+        for suffix in SQLITE_FILES
+    }
     for role, value in outputs.items():
-        if value and value != "-" and os.path.abspath(value) in beside:
+        if value and value != "-" and beside & {os.path.abspath(value), os.path.realpath(value)}:
             raise ParamError(
                 f"{role} {value} is a file SQLite keeps beside the index {path}; name another "
                 "output file"
