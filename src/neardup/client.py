@@ -12,6 +12,7 @@ decimals, as ``neardup index query`` writes them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -22,6 +23,7 @@ import numpy as np
 from . import errors
 from .errors import NeardupError, ServiceError
 from .index import AddResult, Deduplicated, Match
+from .index.checks import check_limit, not_unicode
 
 #: Error types the service names, raised again here by name.
 _ERRORS: dict[str, type[NeardupError]] = {
@@ -84,6 +86,14 @@ class Client:
             return response.json()
         raise self._error(response)
 
+    def _post(self, path: str, body: dict[str, Any]) -> Any:
+        """POST ``body`` as JSON escaped to ASCII: a lone surrogate (which ``Index`` takes in a
+        query and refuses in what it stores) travels as ``\\ud800`` for the service to answer
+        as ``Index`` does; httpx's ``json=`` writes UTF-8, which cannot hold one."""
+        content = json.dumps(body, ensure_ascii=True, separators=(",", ":"))
+        headers = {"Content-Type": "application/json"}
+        return self._request("POST", path, content=content.encode("ascii"), headers=headers)
+
     def _error(self, response: Any) -> NeardupError:
         try:
             body = response.json()["error"]
@@ -130,7 +140,7 @@ class Client:
             for doc, value in zip(docs, values, strict=True):
                 if value is not None:
                     doc[name] = value
-        done = self._request("POST", "/add", json={"documents": docs})
+        done = self._post("/add", {"documents": docs})
         return AddResult(added=int(done["added"]), replaced=int(done["replaced"]))
 
     def query(
@@ -142,7 +152,7 @@ class Client:
             body["threshold"] = threshold
         if limit is not None:
             body["limit"] = limit
-        found = self._request("POST", "/query", json=body)
+        found = self._post("/query", body)
         return [[_match(m) for m in r["matches"]] for r in found["results"]]
 
     def dedup(self, ids: Sequence[str], texts: Sequence[str], *, add: bool = False) -> Deduplicated:
@@ -152,7 +162,7 @@ class Client:
         if len(ids) != len(texts):
             raise errors.InputError(f"{len(ids)} ids for {len(texts)} texts; give one id per text")
         docs = [{"id": i, "text": t} for i, t in zip(ids, texts, strict=True)]
-        done = self._request("POST", "/dedup", json={"documents": docs, "add": add})
+        done = self._post("/dedup", {"documents": docs, "add": add})
         return Deduplicated(
             kept=np.array([bool(r["kept"]) for r in done["results"]], dtype=bool),
             duplicates_of_index=int(done["duplicates_of_index"]),
@@ -162,15 +172,18 @@ class Client:
 
     def remove(self, ids: Sequence[str]) -> int:
         """Remove documents by id; an unknown id raises UnknownIdError and nothing changes."""
-        return int(self._request("POST", "/remove", json={"ids": _sequence(ids, "ids")})["removed"])
+        return int(self._post("/remove", {"ids": _sequence(ids, "ids")})["removed"])
 
     def retire(self, urls: Sequence[str], date: str | None = None) -> int:
         """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
         body = {"urls": _sequence(urls, "urls"), "date": date}
-        return int(self._request("POST", "/retire", json=body)["retired"])
+        return int(self._post("/retire", body)["retired"])
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first."""
+        if not_unicode([url]):  # no URL can carry it, and no stored id holds one
+            check_limit(limit)
+            raise errors.UnknownIdError(f"URL {url!r} is not in the index")
         params: dict[str, Any] = {"url": url}
         if limit is not None:
             params["limit"] = limit
@@ -179,6 +192,8 @@ class Client:
 
     def get(self, id: str) -> dict[str, Any] | None:
         """A stored document's id, text (when kept), metadata and dates, or None."""
+        if not_unicode([id]):  # no URL can carry it, and no stored id holds one
+            return None
         try:
             found: dict[str, Any] = self._request("GET", f"/documents/{quote(id, safe='')}")
         except errors.UnknownIdError:
