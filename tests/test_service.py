@@ -420,7 +420,6 @@ def test_a_query_threshold_that_is_not_finite_or_above_1_is_400_about_the_query(
         (b'{"documents": {"text": "a"}}', 422, "documents: Input should be a valid list, got an object"),
         (b'{"documents": [{"text": 7}]}', 422, "documents.0.text: Input should be a valid string, got the number 7"),
         (b'{"documents": [{"txt": "a"}]}', 422, "documents.0.txt: unknown field (check its spelling); the fields are id, text (required)"),
-        (b'{"documents": [], "limit": "ten"}', 422, "limit: Input should be a valid integer, unable to parse string as an integer, got the string 'ten'"),
     ],
 )  # fmt: skip
 def test_a_body_that_cannot_be_read_says_where_and_what_fits(

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from neardup import Client, Index, InputError
+from neardup import Client, Index, InputError, ParamError
 from neardup.errors import UnknownIdError
 
 from .test_service import TOKEN, Server
@@ -57,3 +58,45 @@ def test_a_lone_surrogate_gets_the_client_the_answer_or_error_index_gives(
             index.moved(ODD)
         assert index.get(ODD) is None and ODD not in index
         assert len(index) == 1 and "x" not in index
+
+
+@pytest.mark.parametrize(
+    ("threshold", "limit"), [(True, None), ("0.9", None), (None, True), (None, 2.0), (None, 0)]
+)
+def test_a_threshold_or_limit_of_the_wrong_type_or_range_is_param_error_as_index_raises(
+    both: tuple[Index, Client], threshold: object, limit: object
+) -> None:
+    embedded, client = both
+    for index in (embedded, client):
+        with pytest.raises(ParamError, match=r"threshold|limit"):
+            index.query(["the quick brown fox"], threshold, limit)  # type: ignore[arg-type]
+        if limit is not None:
+            with pytest.raises(ParamError, match="limit"):
+                index.moved("a", limit)  # type: ignore[arg-type]
+    body = {"documents": [{"text": "a b c"}], "threshold": threshold, "limit": limit}
+    r = _post(client, "/query", body)
+    assert (r.status_code, r.json()["error"]["type"]) == (400, "ParamError"), r.text
+    assert r.json()["error"]["message"].startswith(("threshold", "the query threshold", "limit"))
+
+
+def _post(client: Client, route: str, body: object) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    return httpx.post(client.url + route, json=body, headers=headers, timeout=60)
+
+
+def test_a_query_id_is_echoed_as_sent_and_any_other_value_refused_in_plain_words(
+    both: tuple[Index, Client],
+) -> None:
+    _, client = both
+    docs = [{"id": 7, "text": "a b c"}, {"id": "q", "text": "a b c"}, {"text": "a b c"}]
+    r = _post(client, "/query", {"documents": docs})
+    assert [a["id"] for a in r.json()["results"]] == [7, "q", None]
+    for value, shown in ((True, "true"), (1.5, "the number 1.5"), ([1], "a list")):
+        r = _post(client, "/query", {"documents": [{"id": value, "text": "a b c"}]})
+        assert (r.status_code, r.json()["error"]["type"]) == (422, "InputError")
+        message = r.json()["error"]["message"]
+        assert message.startswith(
+            f"documents.0.id: should be a string, a whole number or null, got {shown};"
+        ), message
+    r = _post(client, "/query", {"documents": [{"text": 7}]})
+    assert "documents.0.text: Input should be a valid string, got the number 7" in r.text

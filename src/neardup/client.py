@@ -181,8 +181,8 @@ class Client:
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first."""
+        check_limit(limit)  # here: a URL's query string cannot say 2.0 from 2 or true from 1
         if not_unicode([url]):  # no URL can carry it, and no stored id holds one
-            check_limit(limit)
             raise errors.UnknownIdError(f"URL {url!r} is not in the index")
         params: dict[str, Any] = {"url": url}
         if limit is not None:

@@ -23,6 +23,7 @@ from ..errors import (
     ParamError,
     UnknownIdError,
 )
+from .models import PARAMETERS
 
 log = logging.getLogger("neardup.service")
 
@@ -51,8 +52,10 @@ def _status_of(exc: NeardupError) -> int:
 
 def _validation_message(
     exc: RequestValidationError, model: type[BaseModel] | None
-) -> tuple[int, str]:
-    """(status, message) for a body FastAPI refused: where it is wrong, what came, what fits."""
+) -> tuple[int, str, str]:
+    """(status, error type, message) for a request FastAPI refused: where it is wrong, what
+    came, what fits. Parameters of the call (``models.PARAMETERS``) are ParamError, 400, as
+    ``Index`` raises; documents and the body itself are InputError."""
     problems = exc.errors()
     first = problems[0] if problems else {}
     if first.get("type") == "json_invalid":
@@ -62,35 +65,48 @@ def _validation_message(
         if isinstance(exc.body, str) and isinstance(pos, int):
             line = exc.body.count("\n", 0, pos) + 1
             where = f"line {line}, column {pos - exc.body.rfind(chr(10), 0, pos)}"
-        return (
-            400,
-            f"the request body is not valid JSON ({reason} at {where}); send one JSON object",
-        )
+        message = f"the request body is not valid JSON ({reason} at {where}); send one JSON object"
+        return 400, "InputError", message
     if isinstance(exc.body, bytes | bytearray):
-        return 400, "the request body must be JSON; send it with Content-Type: application/json"
+        message = "the request body must be JSON; send it with Content-Type: application/json"
+        return 400, "InputError", message
     if tuple(first.get("loc", ())) == ("body",) and model is not None:
         what = "empty" if first.get("type") == "missing" else _json_kind(first.get("input"))
+        fields = _field_names(model)
         return (
             422,
-            f"the request body is {what}; send a JSON object with the fields {_field_names(model)}",
+            "InputError",
+            f"the request body is {what}; send a JSON object with the fields {fields}",
         )
-    shown = []
-    for p in problems[:5]:
-        loc = [x for x in p.get("loc", ()) if x != "body"]
-        where = ".".join(str(x) for x in loc) or "body"
-        kind = p.get("type")
-        if kind == "extra_forbidden":
-            what = "unknown field (check its spelling)"
-            fits = _model_at(model, loc[:-1])
-            if fits is not None:
-                what += f"; the fields are {_field_names(fits)}"
-        elif kind == "missing":
-            what = "Field required"
-        else:
-            what = f"{p.get('msg', 'invalid')}, got {_json_kind(p.get('input'))}"
-        shown.append(f"{where}: {what}")
+    shown = [_problem(p, model) for p in problems[:5]]
     more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-    return 422, "; ".join(shown) + more + "; see /docs for the request schema"
+    message = "; ".join(shown) + more + "; see /docs for the request schema"
+    if problems and all(_is_parameter(p.get("loc", ())) for p in problems):
+        return 400, "ParamError", message
+    return 422, "InputError", message
+
+
+def _is_parameter(loc: tuple[Any, ...]) -> bool:
+    """Whether ``loc`` is a parameter of the call (a top-level field or query parameter)."""
+    return len(loc) == 2 and loc[0] in ("body", "query") and loc[1] in PARAMETERS
+
+
+def _problem(p: Mapping[str, Any], model: type[BaseModel] | None) -> str:
+    """One refused field: where (``documents.0.id``), what is wrong with it, what came."""
+    loc = [x for x in p.get("loc", ()) if x != "body"]
+    where = ".".join(str(x) for x in loc) or "body"
+    kind = p.get("type")
+    if kind == "extra_forbidden":
+        what = "unknown field (check its spelling)"
+        fits = _model_at(model, loc[:-1])
+        if fits is not None:
+            what += f"; the fields are {_field_names(fits)}"
+    elif kind == "missing":
+        what = "Field required"
+    else:
+        msg = str(p.get("msg", "invalid")).removeprefix("Value error, ")
+        what = f"{msg}, got {_json_kind(p.get('input'))}"
+    return f"{where}: {what}"
 
 
 def _json_kind(value: object) -> str:
@@ -171,8 +187,8 @@ def handle_errors(app: FastAPI, bodies: Mapping[str, type[BaseModel]]) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> Any:
-        status, message = _validation_message(exc, bodies.get(request.url.path))
-        return error_response(status, "InputError", message)
+        status, kind, message = _validation_message(exc, bodies.get(request.url.path))
+        return error_response(status, kind, message)
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Any:

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
 
 from ..index.checks import not_unicode
+
+#: The fields that are parameters of a call, not documents: a value of the wrong type is a
+#: ParamError (400), as ``Index`` refuses it; ``Index`` itself checks their range.
+PARAMETERS = frozenset({"threshold", "limit"})
 
 
 class _Strict(BaseModel):
@@ -24,7 +37,22 @@ def _unicode(value: str) -> str:
 
 
 #: A string of Unicode text: ids, texts, URLs and dates the index keeps or the answer echoes.
-Unicode = Annotated[str, AfterValidator(_unicode)]
+Unicode = Annotated[StrictStr, AfterValidator(_unicode)]
+
+
+def _query_id(value: object) -> str | int | None:
+    """A query's id, echoed as sent: Unicode text, a whole number (never true or false) or null;
+    one plain message for anything else (a union would list each of its members)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, str):
+        return _unicode(value)
+    raise ValueError("should be a string, a whole number or null")
+
+
+QueryId = Annotated[
+    str | int | None, PlainValidator(_query_id, json_schema_input_type=str | int | None)
+]
 
 
 class Document(_Strict):
@@ -43,14 +71,18 @@ class AddRequest(_Strict):
 class QueryDocument(_Strict):
     """A query: its text, and an id echoed in the answer."""
 
-    id: Unicode | int | None = None
-    text: str
+    id: QueryId = None
+    text: StrictStr
 
 
 class QueryRequest(_Strict):
     documents: list[QueryDocument]
-    threshold: float | None = Field(None, description="at least the index's own threshold")
-    limit: int | None = Field(None, ge=1, description="at most this many matches per query")
+    threshold: StrictFloat | None = Field(
+        None, description="from the index's own threshold to 1", json_schema_extra={"maximum": 1}
+    )
+    limit: StrictInt | None = Field(
+        None, description="at most this many matches per query", json_schema_extra={"minimum": 1}
+    )
 
 
 class IdsRequest(_Strict):
@@ -80,7 +112,7 @@ class DedupDocument(_Strict):
     """A document to deduplicate: its id (echoed; its id in the index once added) and text."""
 
     id: Unicode
-    text: str
+    text: StrictStr
 
 
 class DedupRequest(_Strict):

@@ -97,7 +97,7 @@ async def retire(req: RetireRequest, lanes: Served) -> dict[str, int]:
 async def moved(
     lanes: Served,
     url: str = Query(..., description="a URL (id) in the index"),
-    limit: int | None = Query(None, ge=1),
+    limit: int | None = Query(None, json_schema_extra={"minimum": 1}),
 ) -> dict[str, Any]:
     found = await lanes.call("reader", lambda index: index.moved(url, limit))
     return {"url": url, "moved": [m.as_dict() for m in found]}
