@@ -237,6 +237,42 @@ def test_lost_and_found_updates_urls_retires_them_and_finds_where_content_moved(
         index.retire(["http://never/seen"])
 
 
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_retiring_a_url_again_without_a_date_keeps_the_date_it_was_retired_with(
+    on_disk: bool, tmp_path: Path
+) -> None:
+    index = Index.create(str(tmp_path / "lf.db") if on_disk else None)
+    index.add(["http://a/1", "http://a/2"], random_documents(2, seed=4), dates=["2024-01-01"] * 2)
+    index.retire(["http://a/1"], date="2024-04-01")
+    assert index.retire(["http://a/1", "http://a/2"]) == 2  # a/2 had no date: it has none now
+    assert [_gone(index, u) for u in ("http://a/1", "http://a/2")] == ["2024-04-01", "gone"]
+    index.retire(["http://a/1"], date="2024-05-01")  # a date given is the date recorded
+    assert _gone(index, "http://a/1") == "2024-05-01"
+
+
+def _gone(index: Index, url: str) -> object:
+    doc = index.get(url)
+    assert doc is not None
+    return doc["gone"]
+
+
+def test_index_retire_again_without_date_keeps_the_recorded_date(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "lf.db")
+    src = tmp_path / "c.jsonl"
+    src.write_text(
+        '{"url": "http://a/1", "date": "2024-01-01", "text": "some text about a fox and a dog"}\n'
+    )
+    assert main(["index", "create", path]) == 0
+    assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "date"]) == 0
+    assert main(["index", "retire", path, "http://a/1", "--date", "2024-04-01"]) == 0
+    assert main(["index", "retire", path, "http://a/1"]) == 0
+    assert "retired 1 URLs" in capsys.readouterr().err
+    with Index.open(path) as index:
+        assert _gone(index, "http://a/1") == "2024-04-01"
+
+
 def test_moved_for_an_unknown_url_says_it_is_not_in_the_index_without_nothing_was_changed(
     tmp_path: Path,
 ) -> None:

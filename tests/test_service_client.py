@@ -100,3 +100,15 @@ def test_a_query_id_is_echoed_as_sent_and_any_other_value_refused_in_plain_words
         ), message
     r = _post(client, "/query", {"documents": [{"text": 7}]})
     assert "documents.0.text: Input should be a valid string, got the number 7" in r.text
+
+
+def test_retiring_a_url_again_without_a_date_keeps_its_date_through_the_service(
+    both: tuple[Index, Client],
+) -> None:
+    for index in both:
+        index.add(["http://r/1"], ["some text about a fox and a dog by the river"])
+        index.retire(["http://r/1"], date="2024-04-01")
+        assert index.retire(["http://r/1"]) == 1
+        doc = index.get("http://r/1")
+        assert doc is not None and doc["gone"] == "2024-04-01"
+        index.remove(["http://r/1"])

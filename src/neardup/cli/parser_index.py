@@ -34,7 +34,9 @@ def add_index_parser(sub: Any) -> None:
     rt = isub.add_parser("retire", help="mark URLs gone (found again by moved)")
     rt.add_argument("path", help="the index")
     rt.add_argument("urls", nargs="+", help="URLs (ids) that disappeared")
-    rt.add_argument("--date", help="when they disappeared")
+    rt.add_argument(
+        "--date", help="when they disappeared [none: 'gone'; a URL retired before keeps its date]"
+    )
 
     mv = isub.add_parser("moved", help="live URLs holding near-copies of a URL's last content")
     mv.add_argument("path", help="the index")

@@ -288,21 +288,21 @@ class Index:
             self._delete(self.store.load(docs))
             return len(docs)
 
-        removed: int = self._write(work)
-        return removed
+        return int(self._write(work))
 
     def retire(self, urls: Sequence[str], date: str | None = None) -> int:
-        """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
+        """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``. Without
+        a date, a URL retired before keeps the date it was retired with."""
         urls = check_ids(urls, None)
         stored_as_unicode(urls, None, None, None if date is None else [date] * len(urls))
 
         def work() -> int:
             docs = self._known(urls)
-            self.store.set_gone(docs, date or "gone")
+            live = docs if date else docs[[g is None for g in self.store.load(docs).gone]]
+            self.store.set_gone(live, date or "gone")
             return len(docs)
 
-        retired: int = self._write(work)
-        return retired
+        return int(self._write(work))
 
     def _known(self, ids: list[str]) -> IntArray:
         docs = self.store.find_ids(ids)
