@@ -483,6 +483,21 @@ def test_a_text_that_is_not_unicode_stops_add_naming_it_or_is_skipped_and_counte
     Index.create(None).add(["odd"], ["abc \ud800 def"])  # in memory: nothing to encode
 
 
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_metadata_holding_nan_or_infinity_is_refused_naming_the_field(
+    on_disk: bool, tmp_path: Path
+) -> None:
+    """JSON has no such number: ``get`` and the service's answers could not give it back."""
+    index = Index.create(str(tmp_path / "m.db") if on_disk else None)
+    for meta, field in (({"x": float("inf")}, "x"), ({"y": [1, {"z": float("nan")}]}, "y.1.z")):
+        with pytest.raises(InputError, match=rf"'m': its metadata field {field} holds (inf|nan)"):
+            index.add(["ok", "m"], ["fine words", "more words"], meta=[{"n": 1}, meta])
+    assert len(index) == 0
+    index.add(["m"], ["fine words"], meta=[{"x": 1e308, "s": "NaN and Infinity"}])
+    doc = index.get("m")
+    assert doc is not None and doc["meta"] == {"x": 1e308, "s": "NaN and Infinity"}
+
+
 def test_a_match_limit_below_1_is_refused_as_the_service_refuses_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

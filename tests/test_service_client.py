@@ -112,3 +112,24 @@ def test_retiring_a_url_again_without_a_date_keeps_its_date_through_the_service(
         doc = index.get("http://r/1")
         assert doc is not None and doc["gone"] == "2024-04-01"
         index.remove(["http://r/1"])
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [("1e999", "inf"), ("NaN", "nan"), ("-Infinity", "-inf")]
+)
+def test_metadata_holding_nan_or_infinity_is_422_naming_the_field_as_index_refuses_it(
+    both: tuple[Index, Client], value: str, shown: str
+) -> None:
+    """Python's JSON reader takes these; no answer could give them back (GET said null)."""
+    embedded, client = both
+    body = f'{{"documents": [{{"id": "m", "text": "t t t", "meta": {{"y": [{value}]}}}}]}}'
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    r = httpx.post(client.url + "/add", content=body.encode(), headers=headers)
+    assert (r.status_code, r.json()["error"]["type"]) == (422, "InputError"), r.text
+    assert r.json()["error"]["message"].startswith(
+        f"documents.0.meta: field y.0 holds {shown}, a number JSON cannot hold;"
+    )
+    for index in (embedded, client):
+        with pytest.raises(InputError, match=f"field y.0 holds {shown}"):
+            index.add(["m"], ["t t t"], meta=[{"y": [float(value)]}])
+        assert "m" not in index

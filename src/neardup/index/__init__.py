@@ -44,6 +44,7 @@ from ..verify import Evidence, Verifier, make_verifier
 from .checks import (
     check_ids,
     check_limit,
+    meta_json,
     query_floor,
     refuse_conflicts,
     refuse_fit,
@@ -236,8 +237,7 @@ class Index:
         """
         texts = check_texts(texts)
         ids = check_ids(ids, len(texts))
-        if meta is not None and len(meta) != len(texts):
-            raise InputError(f"meta has {len(meta)} entries for {len(texts)} texts")
+        stored_meta = meta_json(ids, meta)
         if dates is not None and len(dates) != len(texts):
             raise InputError(f"dates has {len(dates)} entries for {len(texts)} texts")
         if self.store.unicode_only:
@@ -253,7 +253,7 @@ class Index:
             sigs=encode_signatures(sigs),
             evidence=encode_evidence(signed.evidence),
             texts=list(texts) if self.store_text else [None] * n,
-            meta=[None if m is None else json.dumps(m) for m in meta] if meta else [None] * n,
+            meta=stored_meta,
             first_seen=list(date_list),
             last_seen=date_list,
             posting_row=row,

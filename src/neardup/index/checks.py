@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -100,6 +100,42 @@ def not_unicode(values: Sequence[str | None]) -> list[int]:
     except UnicodeEncodeError:
         return [i for i, v in enumerate(values) if v and not is_unicode(v)]
     return []
+
+
+def non_finite(value: object, path: str = "") -> tuple[str, float] | None:
+    """The path (``x``, ``y.1.z``) and value of the first NaN or infinity in a JSON-like value:
+    JSON has no such number, so an answer would turn it into null (or not be JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if isinstance(value, dict):
+        items: Iterable[tuple[object, object]] = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, inner in items:
+        found = non_finite(inner, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+def meta_json(ids: Sequence[str], meta: Sequence[dict[str, Any] | None] | None) -> list[str | None]:
+    """Each document's metadata as the JSON the index keeps, or InputError: not one per
+    document, or a NaN or infinity (JSON has neither: an answer would turn it into null)."""
+    if meta is None:
+        return [None] * len(ids)
+    if len(meta) != len(ids):
+        raise InputError(f"meta has {len(meta)} entries for {len(ids)} texts")
+    stored = [None if m is None else json.dumps(m) for m in meta]
+    for id_, m, text in zip(ids, meta, stored, strict=True):
+        if text and ("NaN" in text or "Infinity" in text) and (found := non_finite(m)):
+            raise InputError(f"document {id_!r}: its metadata {NON_FINITE.format(*found)}")
+    return stored
+
+
+#: What is wrong with metadata holding a NaN or an infinity (path, value), and what to do.
+NON_FINITE = "field {0} holds {1!r}, a number JSON cannot hold; give a finite number or null"
 
 
 def query_floor(params: DedupParams, threshold: float | None) -> float:

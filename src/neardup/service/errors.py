@@ -23,7 +23,7 @@ from ..errors import (
     ParamError,
     UnknownIdError,
 )
-from .models import PARAMETERS
+from .models import PARAMETERS, WHERE_INSIDE
 
 log = logging.getLogger("neardup.service")
 
@@ -104,8 +104,9 @@ def _problem(p: Mapping[str, Any], model: type[BaseModel] | None) -> str:
     elif kind == "missing":
         what = "Field required"
     else:
-        msg = str(p.get("msg", "invalid")).removeprefix("Value error, ")
-        what = f"{msg}, got {_json_kind(p.get('input'))}"
+        what = str(p.get("msg", "invalid")).removeprefix("Value error, ")
+        if kind not in WHERE_INSIDE:
+            what += f", got {_json_kind(p.get('input'))}"
     return f"{where}: {what}"
 
 

@@ -14,8 +14,9 @@ from pydantic import (
     StrictInt,
     StrictStr,
 )
+from pydantic_core import PydanticCustomError
 
-from ..index.checks import not_unicode
+from ..index.checks import NON_FINITE, non_finite, not_unicode
 
 #: The fields that are parameters of a call, not documents: a value of the wrong type is a
 #: ParamError (400), as ``Index`` refuses it; ``Index`` itself checks their range.
@@ -55,12 +56,24 @@ QueryId = Annotated[
 ]
 
 
+#: Error types whose message says where inside the value it is wrong (no "got an object").
+WHERE_INSIDE = frozenset({"non_finite"})
+
+
+def _finite(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Metadata without NaN or infinity: Python's JSON reader takes them (``NaN``, ``1e999``),
+    but no answer could give them back."""
+    if value is not None and (found := non_finite(value)):
+        raise PydanticCustomError("non_finite", NON_FINITE.format(*found))
+    return value
+
+
 class Document(_Strict):
     """A document to add: its id (a URL for lost and found), text, metadata, last-seen date."""
 
     id: Unicode
     text: Unicode
-    meta: dict[str, Any] | None = None
+    meta: Annotated[dict[str, Any] | None, AfterValidator(_finite)] = None
     date: Unicode | None = None
 
 
