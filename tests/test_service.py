@@ -488,8 +488,8 @@ def test_a_wrong_index_path_port_or_token_file_stops_at_start_up_in_one_line(
             "is not a neardup index": [str(not_index)],
             "cannot listen on 127.0.0.1": [str(real), "--port", port],
             "cannot read --token-file": [str(real), "--token-file", str(tmp_path / "no-token")],
-            "max_batch must be a positive integer": [str(real), "--max-batch", "0"],
-            "header_timeout must be a number of seconds": [str(real), "--header-timeout", "0"],
+            "max_batch (--max-batch) must be a positive integer": [str(real), "--max-batch", "0"],
+            "(--header-timeout) must be a number of seconds": [str(real), "--header-timeout", "0"],
         }
         for expected, args in cases.items():
             done = _run_serve(*args)

@@ -50,15 +50,18 @@ class ConnectionLimits:
     def __post_init__(self) -> None:
         if not isinstance(self.header_timeout, int | float) or not 0 < self.header_timeout < 3600:
             raise ParamError(
-                "header_timeout must be a number of seconds above 0 and below an hour, "
-                f"got {self.header_timeout!r}"
+                "header_timeout (--header-timeout) must be a number of seconds above 0 and "
+                f"below an hour, got {self.header_timeout!r}"
             )
-        for name in ("per_client", "total"):
+        for name, flag in (
+            ("per_client", "--max-client-connections"),
+            ("total", "--max-connections"),
+        ):
             value = getattr(self, name)
             if value is None and name == "total":
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ParamError(f"{name} must be a positive integer, got {value!r}")
+                raise ParamError(f"{name} ({flag}) must be a positive integer, got {value!r}")
 
 
 def raise_open_file_limit(needed: int | None = None) -> int:

@@ -147,9 +147,9 @@ def _add_serve_limits(s: argparse.ArgumentParser) -> None:
     """What one request, one client and all clients may hold of the service."""
     s.add_argument(
         "--max-body",
-        type=int,
-        default=16 * 1024 * 1024,
-        help="largest request body, bytes [16 MiB]",
+        metavar="SIZE",
+        default="16M",
+        help="largest request body: bytes, or a size such as 512K or 64M [16M, 16 MiB]",
     )
     s.add_argument(
         "--max-batch", type=int, default=1000, help="most documents or ids per request [1000]"

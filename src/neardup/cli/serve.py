@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from ..errors import NeardupError, ParamError
+from ..run import parse_size
 from .output import warn
 
 try:
@@ -35,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     """Check the index, listen, serve until SIGTERM or Ctrl-C; exit 0 after a clean stop."""
     token = _token(args)
     limits = Limits(
-        max_body=args.max_body, max_batch=args.max_batch, timeout=args.timeout, readers=args.readers
+        max_body=_size("--max-body", args.max_body),
+        max_batch=args.max_batch,
+        timeout=args.timeout,
+        readers=args.readers,
     )
     connection_limits = ConnectionLimits(
         header_timeout=args.header_timeout,
@@ -68,6 +72,14 @@ def run(args: argparse.Namespace) -> int:
         raise NeardupError(f"the service over {args.path} could not start; see the log above")
     sys.stderr.write("neardup: serve stopped; every answered write is committed\n")
     return 0
+
+
+def _size(flag: str, text: str) -> int:
+    """A size option (16M, 512K, bytes) in bytes, as the other size options read them."""
+    try:
+        return parse_size(text)
+    except ParamError as exc:
+        raise ParamError(f"{flag}: {exc}") from None
 
 
 def _token(args: argparse.Namespace) -> str | None:

@@ -30,11 +30,17 @@ class Limits:
         for name in ("max_body", "max_batch", "readers"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ParamError(f"{name} must be a positive integer, got {value!r}")
+                raise ParamError(f"{_named(name)} must be a positive integer, got {value!r}")
         if not isinstance(self.timeout, int | float) or not 0 < self.timeout < 86400:
             raise ParamError(
-                f"timeout must be a number of seconds above 0 and below a day, got {self.timeout!r}"
+                f"{_named('timeout')} must be a number of seconds above 0 and below a day, got "
+                f"{self.timeout!r}"
             )
+
+
+def _named(field: str) -> str:
+    """A limit as messages name it: the field and the ``neardup serve`` option that sets it."""
+    return f"{field} (--{field.replace('_', '-')})"
 
 
 class _Refused(HTTPException):
