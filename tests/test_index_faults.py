@@ -259,6 +259,20 @@ def test_an_index_of_schema_3_is_refused_in_one_line_and_upgrades_in_place(
     index.close()
 
 
+def test_upgrading_an_index_at_the_current_schema_says_it_had_nothing_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "idx.db")
+    with Index.create(path) as index:
+        index.add(["a", "b"], ["some words in a row", "other words in a line"])
+    assert main(["index", "upgrade", path]) == 0
+    err = capsys.readouterr().err
+    assert err == (
+        f"neardup: {path}: already at the current index schema (version {SCHEMA_VERSION}); "
+        "nothing to do (2 documents)\n"
+    )
+
+
 def test_create_refuses_options_the_index_cannot_honour_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Callable
 
 from ..errors import IndexCorrupt, NeardupError
-from ..index import Index
+from ..index import SCHEMA_VERSION, Index
+from ..index.sqlite_store import stored_version
 from .convert import index_params
 from .output import print_json, print_out
 
@@ -78,8 +79,15 @@ def _repair(args: argparse.Namespace) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
+    """Upgrade a schema-3 index in place; one at the current schema is left as it is."""
+    current = stored_version(args.path) == str(SCHEMA_VERSION)
     n = Index.upgrade(args.path)
-    sys.stderr.write(f"neardup: {args.path}: upgraded, with record checksums ({n:,} documents)\n")
+    done = (
+        f"already at the current index schema (version {SCHEMA_VERSION}); nothing to do"
+        if current
+        else "upgraded, with record checksums"
+    )
+    sys.stderr.write(f"neardup: {args.path}: {done} ({n:,} documents)\n")
     return 0
 
 

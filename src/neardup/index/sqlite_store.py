@@ -569,6 +569,16 @@ def upgrade(path: str, timeout: float = 10.0) -> int:
         store.close()
 
 
+def stored_version(path: str, timeout: float = 10.0) -> str | None:
+    """The schema version the index at ``path`` records (None: none), read without the checks
+    of opening it: tells an index ``upgrade`` would change from one it leaves as it is."""
+    store = SqliteStore(path, timeout=timeout)
+    try:
+        return store.read_meta().get("schema_version")
+    finally:
+        store.close()
+
+
 def _quote(path: str) -> str:
     from urllib.parse import quote
 
