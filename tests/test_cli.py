@@ -585,3 +585,19 @@ def test_every_command_line_is_run_by_one_command_module(argv: list[str], module
     """The dispatcher names a module of neardup.cli that has the command's ``run``."""
     assert _module_name(parse(argv)) == module
     assert callable(importlib.import_module(f"neardup.cli.{module}").run)
+
+
+def test_plan_and_dedup_refuse_a_max_distance_the_tables_cannot_split(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "a b c"}\n')
+    dedup = ["dedup", str(src), "-o", str(tmp_path / "out.jsonl")]
+    for args in (
+        ["plan", "--max-distance", "20"],
+        [*dedup, "--method", "simhash", "--max-distance", "32"],
+    ):
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert "--max-distance" in err and "from 0 to 19" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out.jsonl").exists()

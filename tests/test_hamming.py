@@ -293,3 +293,19 @@ def test_query_plans_respect_the_memory_budget_but_batch_plans_do_not_need_one()
     assert tight.num_tables * 1_000_000 * 16 <= 100 << 20 or tight.num_blocks == 7
     assert plan_tables(6, 1_000_000, max_memory=1).num_tables == roomy.num_tables
     assert "per query" in tight.describe()
+
+
+def test_max_distance_past_what_the_tables_can_split_is_refused_and_the_limit_works() -> None:
+    from neardup import Deduplicator
+    from neardup.hamming import MAX_BLOCKS
+    from neardup.params import MAX_DISTANCE, DedupParams, SimhashMethodParams
+
+    assert MAX_DISTANCE == MAX_BLOCKS - 1  # b > k blocks, at most MAX_BLOCKS of them
+    with pytest.raises(ParamError, match="from 0 to 19"):
+        plan_tables(MAX_DISTANCE + 1, 10)
+    with pytest.raises(ParamError, match="--max-distance"):
+        SimhashMethodParams(max_distance=MAX_DISTANCE + 1)
+    assert plan_tables(MAX_DISTANCE, 10).num_blocks == MAX_BLOCKS
+    texts = ["one two three four five six", "one two three four five seven", "eight nine"]
+    fitted = Deduplicator(DedupParams(method=SimhashMethodParams(max_distance=MAX_DISTANCE)))
+    assert fitted.fit(texts).kept_.shape == (3,)

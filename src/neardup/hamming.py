@@ -130,10 +130,11 @@ class HammingPlan:
 def _check_fk(k: int, f: int) -> None:
     if not isinstance(f, int) or isinstance(f, bool) or not 1 <= f <= 64:
         raise ParamError(f"fingerprint width f must be an integer from 1 to 64, got {f!r}")
-    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < f:
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < min(f, MAX_BLOCKS):
         raise ParamError(
-            f"max distance k must be an integer from 0 to f-1={f - 1}, got {k!r}; "
-            "k is the largest number of differing bits that still counts as a near duplicate"
+            f"max distance k must be an integer from 0 to {min(f, MAX_BLOCKS) - 1}, got {k!r}; "
+            "k is the largest number of differing bits that still counts as a near duplicate, "
+            f"and the tables need more blocks than k (at most f={f} and {MAX_BLOCKS})"
         )
 
 

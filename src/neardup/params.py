@@ -28,6 +28,10 @@ MAX_T = 65536
 #: Most megashingle keys a document may have (``MinhashParams.super_features``).
 MAX_SUPER_FEATURES = 256
 
+#: Largest SimHash max_distance: the permuted tables need more blocks than differing bits, and
+#: ``hamming.MAX_BLOCKS`` (20) is the most they split a fingerprint into.
+MAX_DISTANCE = 19
+
 #: Default bucket size above which a candidate bucket is handled as a big bucket.
 DEFAULT_MAX_BUCKET = 200
 
@@ -275,7 +279,7 @@ class SimhashMethodParams:
 
     features, q, weighting: the fingerprint's features (see ``SimhashParams``); the word
     shingle size, NFKC and the seed come from ``DedupParams``.
-    max_distance: largest Hamming distance of a pair (0 to 32).
+    max_distance: largest Hamming distance of a pair (0 to ``MAX_DISTANCE`` = 19).
     """
 
     features: FeatureKind = "char"
@@ -285,7 +289,13 @@ class SimhashMethodParams:
 
     def __post_init__(self) -> None:
         SimhashParams(features=self.features, q=self.q, weighting=self.weighting)
-        check_int("max_distance", self.max_distance, 0, 32)
+        check_int(
+            "max_distance (--max-distance)",
+            self.max_distance,
+            0,
+            MAX_DISTANCE,
+            "the permuted tables need more blocks than differing bits, and at most 20 blocks",
+        )
 
     def fingerprint(self) -> str:
         return _fingerprint(self)

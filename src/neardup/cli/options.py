@@ -132,7 +132,9 @@ def add_minhash_options(m: Any) -> None:
 
 def add_simhash_options(m: Any, weightings: list[str]) -> None:
     """SimHash's own options, as dedup and index create take them (``weightings`` offered)."""
-    m.add_argument("--max-distance", type=int, help="simhash: largest Hamming distance [3]")
+    m.add_argument(
+        "--max-distance", type=int, help="simhash: largest Hamming distance, 0 to 19 [3]"
+    )
     m.add_argument(
         "--simhash-features", choices=["char", "word", "shingle"], help="simhash features [char]"
     )

@@ -207,7 +207,7 @@ def _add_plan_method(pl: argparse.ArgumentParser) -> None:
     pl.add_argument(
         "--max-distance",
         type=int,
-        help="SimHash instead: plan permuted tables for pairs within this many bits [3]",
+        help="SimHash instead: plan permuted tables for pairs within this many bits, 0 to 19 [3]",
     )
     pl.add_argument(
         "--docs", type=int, default=1_000_000, help="SimHash: collection size [1000000]"
