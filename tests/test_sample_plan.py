@@ -124,3 +124,18 @@ def test_the_dedup_forecast_uses_the_features_dedup_plans_for_its_verification()
         assert forecasts[-1].label == "neardup dedup's plan"
         assert forecasts[-1].params == features_for(DedupParams(threshold=0.8, verify=verify))  # type: ignore[arg-type]
     assert forecasts[-1].params == FeatureParams(25, 10, 3)  # unverified: equal costs
+
+
+def test_a_negative_seed_is_refused_before_the_corpus_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unread() -> Iterator[tuple[list[str], np.ndarray]]:
+        raise AssertionError("the corpus was read")
+
+    with pytest.raises(ParamError, match=r"seed must be an integer from 0 to 2\*\*63-1"):
+        estimate_from_sample(unread, n=5, seed=-3)
+    src = tmp_path / "two.jsonl"
+    src.write_text('{"text": "a b c"}\n{"text": "a b d"}\n')
+    assert main(["plan", "--threshold", "0.8", "--sample", str(src), "--seed", "-3"]) == 1
+    err = capsys.readouterr().err
+    assert "seed must be an integer from 0 to 2**63-1, got -3" in err and len(err.splitlines()) == 1

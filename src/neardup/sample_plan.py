@@ -31,7 +31,14 @@ import numpy.typing as npt
 from .errors import NeardupError, ParamError
 from .features import FeatureParams, acceptance, features
 from .minhash import sketch
-from .params import DedupParams, MinhashParams, ShingleParams, SketchParams, Verify
+from .params import (
+    DedupParams,
+    MinhashParams,
+    ShingleParams,
+    SketchParams,
+    Verify,
+    check_seed,
+)
 from .planner import features_for, plan
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
@@ -152,14 +159,19 @@ class SampleEstimate:
         return "\n".join(lines)
 
 
-def _check(n: int, floor: float) -> None:
+def check_sample(n: int, threshold: float, floor: float | None, seed: int) -> float:
+    """The floor in force (``floor``, else max(0.3, threshold / 2)); a bad sample size, floor
+    or seed refused before any of the corpus is read."""
+    floor = max(0.3, threshold / 2) if floor is None else floor
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ParamError(f"the sample size must be a positive integer, got {n!r}")
+    check_seed(seed)
     if not isinstance(floor, int | float) or not 0.1 <= floor < 1.0:
         raise ParamError(
             f"the resemblance floor must lie in [0.1, 1), got {floor!r}; below 0.1 almost every "
             "pair would be a candidate of the search"
         )
+    return float(floor)
 
 
 def _merged(a: ShingleBatch, b: ShingleBatch) -> ShingleBatch:
@@ -260,8 +272,7 @@ def estimate_from_sample(
     ``batches()`` must start a new pass over the corpus each call, yielding (texts, global
     positions) in order. ``floor`` defaults to max(0.3, threshold / 2).
     """
-    floor = max(0.3, threshold / 2) if floor is None else floor
-    _check(n, floor)
+    floor = check_sample(n, threshold, floor, seed)
     total = sum(len(texts) for texts, _ in batches())
     if total < 2:
         raise NeardupError(f"the corpus has {total} document(s); a sample needs at least 2")
@@ -283,7 +294,7 @@ def estimate_from_sample(
         sample_docs=m,
         observed_pairs=observed,
         scale=all_pairs / observed,
-        floor=float(floor),
+        floor=floor,
         rho=np.sort(measured),
         below_floor=observed - len(measured),
         search=search,

@@ -10,7 +10,7 @@ from ..io import open_source, plan_outputs
 from ..params import FeatureParams, ShingleParams
 from ..plots import check_picture, plot_sample
 from ..run import parse_size
-from ..sample_plan import plan_with_sample
+from ..sample_plan import check_sample, plan_with_sample
 from .output import print_out
 from .reading import inputs
 
@@ -19,6 +19,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the sample's estimate and forecasts (and draw them with --plot)."""
     if args.threshold is None:
         raise ParamError("neardup plan --sample needs --threshold")
+    check_sample(args.sample_size, args.threshold, args.floor, args.seed)
     plan_outputs(args.sample, {"--plot": args.plot})  # never the sample, checked before reading
     if args.plot:
         check_picture(args.plot)
