@@ -139,3 +139,13 @@ def test_a_negative_seed_is_refused_before_the_corpus_is_read(
     assert main(["plan", "--threshold", "0.8", "--sample", str(src), "--seed", "-3"]) == 1
     err = capsys.readouterr().err
     assert "seed must be an integer from 0 to 2**63-1, got -3" in err and len(err.splitlines()) == 1
+
+
+def test_a_floor_above_the_threshold_is_refused_and_the_default_never_lies_above_it() -> None:
+    texts = _texts(60)
+    with pytest.raises(ParamError, match=r"floor 0\.9 lies above the threshold 0\.8"):
+        estimate_from_sample(_batches(texts), n=20, threshold=0.8, floor=0.9)
+    assert estimate_from_sample(_batches(texts), n=20, threshold=0.2).floor == 0.2
+    assert estimate_from_sample(_batches(texts), n=20, threshold=0.8, floor=0.8).floor == 0.8
+    with pytest.raises(ParamError, match=r"threshold of 0\.1 or more"):
+        estimate_from_sample(_batches(texts), n=20, threshold=0.05)

@@ -160,16 +160,28 @@ class SampleEstimate:
 
 
 def check_sample(n: int, threshold: float, floor: float | None, seed: int) -> float:
-    """The floor in force (``floor``, else max(0.3, threshold / 2)); a bad sample size, floor
-    or seed refused before any of the corpus is read."""
-    floor = max(0.3, threshold / 2) if floor is None else floor
+    """The floor in force (``floor``, else max(0.3, threshold / 2) but never above the
+    threshold); a bad sample size, floor or seed refused before any of the corpus is read."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ParamError(f"the sample size must be a positive integer, got {n!r}")
     check_seed(seed)
+    if floor is None:
+        floor = min(threshold, max(0.3, threshold / 2))
+        if floor < 0.1:
+            raise ParamError(
+                f"a sample measures resemblance down to 0.1 at the lowest, above the threshold "
+                f"{threshold:g}; give a threshold of 0.1 or more (--threshold)"
+            )
     if not isinstance(floor, int | float) or not 0.1 <= floor < 1.0:
         raise ParamError(
             f"the resemblance floor must lie in [0.1, 1), got {floor!r}; below 0.1 almost every "
             "pair would be a candidate of the search"
+        )
+    if floor > threshold:
+        raise ParamError(
+            f"the resemblance floor {floor:g} lies above the threshold {threshold:g}: pairs "
+            "between them would be neither measured nor counted as near duplicates; give a "
+            "floor at most the threshold (--floor)"
         )
     return float(floor)
 
@@ -270,7 +282,7 @@ def estimate_from_sample(
     """Measure the resemblance distribution of the corpus from ``n`` random query documents.
 
     ``batches()`` must start a new pass over the corpus each call, yielding (texts, global
-    positions) in order. ``floor`` defaults to max(0.3, threshold / 2).
+    positions) in order. ``floor`` defaults to max(0.3, threshold / 2), at most the threshold.
     """
     floor = check_sample(n, threshold, floor, seed)
     total = sum(len(texts) for texts, _ in batches())

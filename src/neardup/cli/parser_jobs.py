@@ -226,7 +226,9 @@ def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
     g.add_argument("--sample-size", type=int, default=1000, help="random query documents [1000]")
     g.add_argument("--seed", type=int, default=1, help="random seed of the sample [1]")
     g.add_argument(
-        "--floor", type=float, help="measure pairs down to this resemblance [max(0.3, T/2)]"
+        "--floor",
+        type=float,
+        help="measure pairs down to this resemblance, 0.1 to the threshold [max(0.3, T/2), at most T]",
     )
     add_read_fields(g)
     g.add_argument("--shingle-size", "-w", type=int, default=5, help="tokens per shingle [5]")
