@@ -13,7 +13,7 @@ import pytest
 from neardup.cli import main
 from neardup.errors import ParamError
 from neardup.features import FeatureParams, acceptance
-from neardup.params import ShingleParams
+from neardup.params import DedupParams, MinhashParams, ShingleParams
 from neardup.sample_plan import estimate_from_sample, plan_with_sample
 from neardup.shingles import shingle_batch
 from neardup.testing.synth import near_duplicate_corpus, random_documents
@@ -108,21 +108,20 @@ def test_cli_plan_sample_prints_histogram_and_forecasts(
         "1 (identical)" in out and "planned (equal costs)" in out and "neardup dedup's plan" in out
     )
     assert "recall" in out and plot.read_bytes()[:4] == b"\x89PNG"
-    _, forecasts = plan_with_sample(
-        _batches(_texts(300)), 0.8, n=100, params=FeatureParams(6, 14, 2)
-    )
+    given = DedupParams(threshold=0.8, method=MinhashParams(features=FeatureParams(6, 14, 2)))
+    _, forecasts = plan_with_sample(_batches(_texts(300)), given, n=100)
     assert forecasts[0].label == "given features" and forecasts[0].params == FeatureParams(6, 14, 2)
     assert main(["plan", "--sample", str(src)]) == 1
 
 
 def test_the_dedup_forecast_uses_the_features_dedup_plans_for_its_verification() -> None:
-    from neardup.params import DedupParams
     from neardup.planner import features_for
 
     for verify in (None, "none"):
-        _, forecasts = plan_with_sample(_batches(_texts(60)), 0.8, n=20, verify=verify)  # type: ignore[arg-type]
+        params = DedupParams(threshold=0.8, verify=verify)  # type: ignore[arg-type]
+        _, forecasts = plan_with_sample(_batches(_texts(60)), params, n=20)
         assert forecasts[-1].label == "neardup dedup's plan"
-        assert forecasts[-1].params == features_for(DedupParams(threshold=0.8, verify=verify))  # type: ignore[arg-type]
+        assert forecasts[-1].params == features_for(params)
     assert forecasts[-1].params == FeatureParams(25, 10, 3)  # unverified: equal costs
 
 
@@ -149,3 +148,30 @@ def test_a_floor_above_the_threshold_is_refused_and_the_default_never_lies_above
     assert estimate_from_sample(_batches(texts), n=20, threshold=0.8, floor=0.8).floor == 0.8
     with pytest.raises(ParamError, match=r"threshold of 0\.1 or more"):
         estimate_from_sample(_batches(texts), n=20, threshold=0.05)
+
+
+def test_the_sample_forecasts_the_plan_dedup_and_plan_use_with_the_same_options(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from neardup.planner import features_for, plan_as_dedup
+
+    src = tmp_path / "c.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in _texts(60)))
+    base = ["plan", "--threshold", "0.8", "--sample", str(src), "--sample-size", "20"]
+
+    def forecasts(*options: str) -> str:
+        assert main([*base, *options]) == 0
+        return capsys.readouterr().out
+
+    out = forecasts("--super-features")
+    dedup = features_for(DedupParams(threshold=0.8, method=MinhashParams(super_features=True)))
+    assert f"neardup dedup's plan: k = {dedup.k}, s = {dedup.s}, r = {dedup.r}" in out
+    out = forecasts("--fn-cost", "5", "--budget", "64")
+    asked, _ = plan_as_dedup(DedupParams(threshold=0.8), cost_fn=5.0, max_bytes=64)
+    f = asked.params
+    assert f"planned with fn-cost 5, fp-cost 1, budget 64 bytes: k = {f.k}, s = {f.s}" in out
+    for refused in (["--method", "simhash"], ["--max-distance", "3"]):
+        assert main([*base, *refused]) == 1
+        assert "--sample forecasts MinHash features" in capsys.readouterr().err
+    assert main([*base, "--features", "6,14,2", "--budget", "64"]) == 1
+    assert "--budget" in capsys.readouterr().err

@@ -32,14 +32,14 @@ from .errors import NeardupError, ParamError
 from .features import FeatureParams, acceptance, features
 from .minhash import sketch
 from .params import (
+    MAX_SUPER_FEATURES,
     DedupParams,
     MinhashParams,
     ShingleParams,
     SketchParams,
-    Verify,
     check_seed,
 )
-from .planner import features_for, plan
+from .planner import features_for, plan, plan_as_dedup, planned, planned_threshold
 from .resemblance import pair_scores
 from .shingles import ShingleBatch, shingle_batch
 
@@ -316,30 +316,41 @@ def estimate_from_sample(
 
 def plan_with_sample(
     batches: Batches,
-    threshold: float,
+    params: DedupParams,
     *,
     n: int = 1000,
-    params: FeatureParams | None = None,
-    shingle: ShingleParams = ShingleParams(),
-    max_t: int = 256,
     seed: int = 1,
     floor: float | None = None,
-    verify: Verify | None = None,
+    cost_fp: float | None = None,
+    cost_fn: float | None = None,
+    max_bytes: int | None = None,
 ) -> tuple[SampleEstimate, list[Forecast]]:
-    """The sample's estimate and forecasts for: ``params`` if given, else the planner's choice
-    for the threshold (P = 1/2 there), and the plan ``neardup dedup`` uses with ``verify``
-    (``planner.features_for``: misses 1000 times costlier when it verifies candidates)."""
-    est = estimate_from_sample(
-        batches, n, threshold=threshold, shingle=shingle, floor=floor, seed=seed
-    )
-    out = []
-    if params is not None:
-        out.append(est.forecast(params, threshold, "given features"))
-    else:
-        out.append(
-            est.forecast(plan(threshold, max_t=max_t).params, threshold, "planned (equal costs)")
+    """The sample's estimate (shingled as ``params`` say) and two forecasts at its threshold:
+    the features asked for (``params``' given features, the search under ``cost_fp``,
+    ``cost_fn`` and ``max_bytes`` as ``neardup plan`` makes it, else the equal-cost plan),
+    then the plan ``neardup dedup`` uses with ``params`` (``planner.features_for``)."""
+    if not isinstance(params, DedupParams) or not isinstance(params.method, MinhashParams):
+        raise ParamError(
+            "a sample forecasts MinHash features (SimHash's tables have no resemblance curve); "
+            "drop --method simhash (or --max-distance) or --sample"
         )
-    run = DedupParams(threshold=threshold, method=MinhashParams(max_t=max_t), verify=verify)
-    dedup = features_for(run)
-    out.append(est.forecast(dedup, threshold, "neardup dedup's plan"))
-    return est, out
+    threshold = params.resolved_threshold
+    check_sample(n, threshold, floor, seed)  # the plans are checked before any reading too
+    asked, _ = plan_as_dedup(params, cost_fp=cost_fp, cost_fn=cost_fn, max_bytes=max_bytes)
+    m = params.method
+    if m.features is not None:
+        first, label = m.features, "given features"
+    elif (cost_fp, cost_fn, max_bytes) != (None, None, None):
+        first, label = asked.params, asked.how
+    else:
+        most = MAX_SUPER_FEATURES if m.super_features else None
+        first = planned(planned_threshold(params), m.max_t, 1.0, most)
+        label = "planned (equal costs)"
+    dedup = features_for(params)
+    est = estimate_from_sample(
+        batches, n, threshold=threshold, shingle=params.shingle, floor=floor, seed=seed
+    )
+    return est, [
+        est.forecast(first, threshold, label),
+        est.forecast(dedup, threshold, "neardup dedup's plan"),
+    ]

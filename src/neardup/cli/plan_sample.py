@@ -7,10 +7,12 @@ import argparse
 
 from ..errors import ParamError
 from ..io import open_source, plan_outputs
-from ..params import FeatureParams, ShingleParams
+from ..params import DedupParams, ShingleParams
+from ..planner import plan_as_dedup
 from ..plots import check_picture, plot_sample
 from ..run import parse_size
 from ..sample_plan import check_sample, plan_with_sample
+from .convert import minhash_params
 from .output import print_out
 from .reading import inputs
 
@@ -19,6 +21,18 @@ def run(args: argparse.Namespace) -> int:
     """Print the sample's estimate and forecasts (and draw them with --plot)."""
     if args.threshold is None:
         raise ParamError("neardup plan --sample needs --threshold")
+    if args.method == "simhash":
+        raise ParamError(
+            "--sample forecasts MinHash features (SimHash's tables have no resemblance curve); "
+            "drop --method simhash (or --max-distance) or --sample"
+        )
+    params = DedupParams(
+        threshold=args.threshold,
+        shingle=ShingleParams(w=args.shingle_size, tokens=args.tokens),
+        method=minhash_params(args),
+        verify=args.verify,
+    )
+    plan_as_dedup(params, cost_fp=args.fp_cost, cost_fn=args.fn_cost, max_bytes=args.budget)
     check_sample(args.sample_size, args.threshold, args.floor, args.seed)
     plan_outputs(args.sample, {"--plot": args.plot})  # never the sample, checked before reading
     if args.plot:
@@ -33,14 +47,13 @@ def run(args: argparse.Namespace) -> int:
     ) as source:
         est, forecasts = plan_with_sample(
             lambda: ((b.texts, b.positions) for b in source.batches(5000)),
-            args.threshold,
+            params,
             n=args.sample_size,
-            params=FeatureParams(*args.features) if args.features is not None else None,
-            shingle=ShingleParams(w=args.shingle_size, tokens=args.tokens),
-            max_t=256 if args.max_perm is None else args.max_perm,
             seed=args.seed,
             floor=args.floor,
-            verify=args.verify,
+            cost_fp=args.fp_cost,
+            cost_fn=args.fn_cost,
+            max_bytes=args.budget,
         )
     print_out(est.describe(forecasts) + "\n")
     if args.plot:
