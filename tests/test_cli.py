@@ -145,6 +145,17 @@ def test_a_plot_of_an_unknown_picture_type_stops_before_the_plan_is_printed(
     assert out == "" and "unknown picture type '.txt'" in err and not txt.exists()
 
 
+def test_a_plot_to_standard_output_is_refused_before_the_plan_is_printed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "a b c"}\n{"text": "a b d"}\n')
+    for args in (["--plot", "-"], ["--plot", "-", "--sample", str(src)]):
+        assert main(["plan", "--threshold", "0.8", *args]) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and "cannot draw to -" in err and len(err.splitlines()) == 1
+
+
 def test_console_script_reads_stdin(tmp_path: Path) -> None:
     lines = [
         json.dumps({"text": t})

@@ -87,7 +87,12 @@ PICTURE_TYPES = frozenset(
 
 def check_picture(path: str | Path) -> None:
     """ParamError for a picture name whose suffix names no picture type, before any work (and
-    without loading matplotlib)."""
+    without loading matplotlib); "-" too: the printed report goes to standard output."""
+    if str(path) == "-":
+        raise ParamError(
+            "cannot draw to -: the plan's text goes to standard output and the picture would be "
+            "mixed into it; name a .png, .svg or .pdf file (--plot)"
+        )
     out = Path(path)
     kind = out.suffix.lstrip(".").lower() or "png"
     if kind not in PICTURE_TYPES:
