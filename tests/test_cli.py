@@ -612,3 +612,26 @@ def test_plan_and_dedup_refuse_a_max_distance_the_tables_cannot_split(
         err = capsys.readouterr().err
         assert "--max-distance" in err and "from 0 to 19" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--method", "simhash", "--plot", "c.png"], "--plot only applies to --method minhash"),
+        (["--max-distance", "3", "--fn-cost", "5", "--budget", "64"], "--fn-cost, --budget only"),
+        (["--max-distance", "3", "--verify", "exact"], "--verify changes nothing in the SimHash"),
+        (["--threshold", "0.8", "--docs", "5"], "--docs only applies to --method simhash"),
+        (["--threshold", "0.8", "--floor", "7"], "--floor only applies with --sample"),
+        (["--threshold", "0.8", "--sample-size", "-1"], "--sample-size only applies with --sample"),
+        (["--threshold", "0.8", "--seed", "-3"], "--seed only applies with --sample"),
+        (["--threshold", "0.8", "--text-field", "body"], "--text-field only applies with --sample"),
+        (["--threshold", "0.8", "--fn-cost", "-1"], "cost_fn (--fn-cost) must be a positive"),
+        (["--max-distance", "3", "--docs", "-5"], "collection size n (--docs)"),
+    ],
+)
+def test_plan_refuses_options_its_plan_would_ignore_or_values_it_cannot_use(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", *args]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and message in err and len(err.splitlines()) == 1

@@ -224,7 +224,7 @@ def plan_tables(
     """
     _check_fk(k, f)
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise ParamError(f"collection size n must be a non-negative integer, got {n!r}")
+        raise ParamError(f"collection size n (--docs) must be a non-negative integer, got {n!r}")
     if mode not in ("batch", "query"):
         raise ParamError(f"plan mode must be 'batch' or 'query', got {mode!r}")
     candidates_b = _block_counts(k, n, f, mode, blocks, max_tables, max_memory)

@@ -177,7 +177,10 @@ def evaluate(
 ) -> Plan:
     """The Plan (error integrals, report points) of given feature parameters at a threshold."""
     rho0 = check_threshold(threshold)
-    cfp, cfn = _check_cost("cost_fp", cost_fp), _check_cost("cost_fn", cost_fn)
+    cfp, cfn = (
+        _check_cost("cost_fp (--fp-cost)", cost_fp),
+        _check_cost("cost_fn (--fn-cost)", cost_fn),
+    )
     k, s, r = params.k, params.s, params.r
     lo_x, lo_w = _quadrature(0.0, rho0)
     hi_x, hi_w = _quadrature(rho0, 1.0)
@@ -221,7 +224,7 @@ def planned(
     search alone, without the report ``plan`` adds (a tenth of a second at start-up).
     ``max_keys``: at most C(k, r) keys a document (super features), None: any."""
     rho0 = check_threshold(threshold)
-    cfn = _check_cost("cost_fn", cost_fn)
+    cfn = _check_cost("cost_fn (--fn-cost)", cost_fn)
     if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
     k, s, r = _search(rho0, 1.0, cfn, (max_t, max_t, 3), max_keys)
@@ -248,7 +251,10 @@ def plan(
     Returns the plan with the smallest normalised error E (module docstring), ties to smaller t.
     """
     rho0 = check_threshold(threshold)
-    cfp, cfn = _check_cost("cost_fp", cost_fp), _check_cost("cost_fn", cost_fn)
+    cfp, cfn = (
+        _check_cost("cost_fp (--fp-cost)", cost_fp),
+        _check_cost("cost_fn (--fn-cost)", cost_fn),
+    )
     if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
     if not isinstance(max_r, int) or isinstance(max_r, bool) or max_r < 1:
@@ -257,7 +263,8 @@ def plan(
     if max_bytes is not None:
         if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 8:
             raise ParamError(
-                f"max_bytes must be an integer of at least 8 (one 8-byte feature), got {max_bytes!r}"
+                f"max_bytes (--budget) must be an integer of at least 8 (one 8-byte feature), got "
+                f"{max_bytes!r}"
             )
         k_max = min(k_max, max_bytes // 8)
 

@@ -163,7 +163,7 @@ def check_sample(n: int, threshold: float, floor: float | None, seed: int) -> fl
     """The floor in force (``floor``, else max(0.3, threshold / 2) but never above the
     threshold); a bad sample size, floor or seed refused before any of the corpus is read."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ParamError(f"the sample size must be a positive integer, got {n!r}")
+        raise ParamError(f"the sample size (--sample-size) must be a positive integer, got {n!r}")
     check_seed(seed)
     if floor is None:
         floor = min(threshold, max(0.3, threshold / 2))
@@ -174,8 +174,8 @@ def check_sample(n: int, threshold: float, floor: float | None, seed: int) -> fl
             )
     if not isinstance(floor, int | float) or not 0.1 <= floor < 1.0:
         raise ParamError(
-            f"the resemblance floor must lie in [0.1, 1), got {floor!r}; below 0.1 almost every "
-            "pair would be a candidate of the search"
+            f"the resemblance floor (--floor) must lie in [0.1, 1), got {floor!r}; below 0.1 almost "
+            "every pair would be a candidate of the search"
         )
     if floor > threshold:
         raise ParamError(

@@ -57,7 +57,7 @@ def method_params(args: argparse.Namespace) -> MinhashParams | SimhashMethodPara
 
 def minhash_params(args: argparse.Namespace) -> MinhashParams:
     """MinHash's own parameters; SimHash's options are refused."""
-    _refuse_other(given(args, SIMHASH_ONLY), "simhash")
+    refuse_other(given(args, SIMHASH_ONLY), "simhash")
     values = {
         "features": FeatureParams(*args.features) if args.features is not None else None,
         "sketch": args.sketch,
@@ -70,7 +70,7 @@ def minhash_params(args: argparse.Namespace) -> MinhashParams:
 
 def simhash_params(args: argparse.Namespace) -> SimhashMethodParams:
     """SimHash's own parameters; MinHash's options are refused."""
-    _refuse_other(given(args, MINHASH_ONLY), "minhash")
+    refuse_other(given(args, MINHASH_ONLY), "minhash")
     values = {
         "features": getattr(args, "simhash_features", None),
         "q": getattr(args, "qgram", None),
@@ -80,7 +80,7 @@ def simhash_params(args: argparse.Namespace) -> SimhashMethodParams:
     return SimhashMethodParams(**{k: v for k, v in values.items() if v is not None})
 
 
-def _refuse_other(other: list[str], method: str) -> None:
+def refuse_other(other: list[str], method: str) -> None:
     """ParamError naming the options ``other`` that only apply to ``method``, if any."""
     if other:
         raise ParamError(

@@ -171,6 +171,8 @@ def add_plan_parser(sub: Any) -> None:
     pl.add_argument("--plot", help="draw P(rho) on linear and log scales to this PNG")
     pl.set_defaults(simhash_features=None, q=None, simhash_weighting=None, max_bucket=None)
     _add_plan_sample_options(pl)
+    # None when not given, so that plan can refuse them without --sample (plan_checks.py)
+    pl.set_defaults(text_field=None, id_field=None, on_error=None, max_record_size=None)
 
 
 def _add_plan_method(pl: argparse.ArgumentParser) -> None:
@@ -209,9 +211,7 @@ def _add_plan_method(pl: argparse.ArgumentParser) -> None:
         type=int,
         help="SimHash instead: plan permuted tables for pairs within this many bits, 0 to 19 [3]",
     )
-    pl.add_argument(
-        "--docs", type=int, default=1_000_000, help="SimHash: collection size [1000000]"
-    )
+    pl.add_argument("--docs", type=int, help="SimHash: collection size [1000000]")
 
 
 def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
@@ -223,8 +223,8 @@ def _add_plan_sample_options(pl: argparse.ArgumentParser) -> None:
         metavar="INPUT",
         help="measure resemblance among pairs of this corpus and forecast false candidates and misses",
     )
-    g.add_argument("--sample-size", type=int, default=1000, help="random query documents [1000]")
-    g.add_argument("--seed", type=int, default=1, help="random seed of the sample [1]")
+    g.add_argument("--sample-size", type=int, help="random query documents [1000]")
+    g.add_argument("--seed", type=int, help="random seed of the sample [1]")
     g.add_argument(
         "--floor",
         type=float,

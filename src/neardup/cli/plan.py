@@ -13,10 +13,12 @@ from ..planner import plan_as_dedup
 from ..plots import check_picture, plot_curve
 from .convert import minhash_params
 from .output import print_out
+from .plan_checks import check_plan_options
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the plan (and draw its curve with --plot)."""
+    check_plan_options(args)
     method = minhash_params(args)  # SimHash's options refused, as by dedup
     if args.threshold is None:
         raise ParamError("neardup plan needs --threshold (MinHash) or --max-distance (SimHash)")

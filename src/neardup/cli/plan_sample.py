@@ -14,11 +14,14 @@ from ..run import parse_size
 from ..sample_plan import check_sample, plan_with_sample
 from .convert import minhash_params
 from .output import print_out
+from .plan_checks import check_plan_options, with_sample_defaults
 from .reading import inputs
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the sample's estimate and forecasts (and draw them with --plot)."""
+    check_plan_options(args)
+    args = with_sample_defaults(args)
     if args.threshold is None:
         raise ParamError("neardup plan --sample needs --threshold")
     if args.method == "simhash":

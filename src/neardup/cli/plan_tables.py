@@ -8,10 +8,13 @@ import argparse
 from ..hamming import plan_tables
 from .convert import simhash_params
 from .output import print_out
+from .plan_checks import check_plan_options
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the tables' plan."""
+    check_plan_options(args)
     method = simhash_params(args)  # MinHash's options refused, as by dedup
-    print_out(plan_tables(method.max_distance, args.docs).describe() + "\n")
+    docs = 1_000_000 if args.docs is None else args.docs
+    print_out(plan_tables(method.max_distance, docs).describe() + "\n")
     return 0
