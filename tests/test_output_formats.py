@@ -117,6 +117,41 @@ def test_an_output_name_that_says_no_format_is_refused_before_reading(
         assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("command", "option", "name", "says"),
+    [
+        ("decontaminate", "--matches", "m.parquet", "the name says Parquet"),
+        ("decontaminate", "--summary-json", "s.json.gz", "one plain JSON document"),
+        ("dedup", "--summary-json", "s.gz", "one plain JSON document"),
+        ("dedup", "--pairs", "p.csv", "the name says CSV/TSV"),
+        ("dedup", "--clusters", "c.jsonl.zst", "compressed other than by gzip"),
+    ],
+)
+def test_a_json_output_named_for_another_format_is_refused_before_reading(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    option: str,
+    name: str,
+    says: str,
+) -> None:
+    src = _write(tmp_path / "in.jsonl", _records())
+    against = ["--against", str(src)] if command == "decontaminate" else []
+    out = tmp_path / name
+    assert main([command, str(src), *against, option, str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0] and says in err[0], err
+    assert not out.exists()
+
+
+def test_a_cluster_runs_summary_named_for_gzip_is_refused(tmp_path: Path) -> None:
+    from neardup.dask.folders import check_folders
+    from neardup.errors import ParamError
+
+    with pytest.raises(ParamError, match=r"--summary-json .* one plain JSON document"):
+        check_folders({}, {"--summary-json": str(tmp_path / "s.json.gz")}, [], None, {})
+
+
 def test_an_input_name_that_says_no_format_is_refused_not_read_as_one_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..errors import InputError, ParamError
+from ..io._outputs import check_json_name
 from .inputs import InputFile, filesystem, is_url
 from .stages import part_name
 from .workdir import WorkDir, write_whole
@@ -49,6 +50,7 @@ def check_folders(
             continue
         fs, path = filesystem(value, storage)
         if flag in out_files:
+            check_json_name(flag, value)
             if fs.isdir(path):
                 raise ParamError(f"{flag} {value} is a folder; give a file name")
             continue

@@ -18,7 +18,7 @@ from ._atomic import atomic_dir, atomic_write, output_group
 from ._batches import DocBatch
 from ._keys import key_ranks
 from ._open import open_source
-from ._outputs import OutputPlan, plan_outputs
+from ._outputs import OutputPlan, check_json_name, plan_outputs
 from ._report import ErrorReport
 from ._source import Source
 from ._writers import write_clusters, write_pairs
@@ -33,6 +33,7 @@ __all__ = [
     "Source",
     "atomic_dir",
     "atomic_write",
+    "check_json_name",
     "detect_format",
     "key_ranks",
     "open_source",

@@ -90,6 +90,37 @@ class OutputPlan:
 _REMOTE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
 
 
+#: Outputs written as JSON whatever their name, by option: JSON lines (True; a name ending in
+#: .gz is gzip-compressed) or one JSON document (False, never compressed).
+_JSON_OUTPUTS = {"--clusters": True, "--pairs": True, "--matches": True, "--summary-json": False}
+
+#: Name endings that say another format than the JSON these outputs are, or a compression
+#: their writers do not apply.
+_OTHER_FORMATS = (
+    ((".parquet", ".pq"), "Parquet"),
+    ((".csv", ".csv.gz", ".tsv", ".tsv.gz", ".tab"), "CSV/TSV"),
+    ((".bz2", ".xz", ".zst", ".zstd", ".lz4"), "compressed other than by gzip"),
+)
+
+
+def check_json_name(role: str, value: str | Path) -> None:
+    """ParamError when the name of a JSON output (``_JSON_OUTPUTS``) says a format it is not
+    written in: ``--matches m.parquet`` would hold JSON lines, ``--summary-json s.json.gz``
+    plain JSON."""
+    lines = _JSON_OUTPUTS.get(role)
+    if lines is None or str(value) == "-":
+        return
+    name = Path(str(value)).name.lower()
+    formats = _OTHER_FORMATS if lines else (*_OTHER_FORMATS, ((".gz",), "gzip-compressed"))
+    for suffixes, kind in formats:
+        if name.endswith(suffixes):
+            fix = "name it .jsonl (or .jsonl.gz, compressed)" if lines else "name it .json"
+            what = "JSON lines" if lines else "one plain JSON document"
+            raise ParamError(
+                f"{role} {value}: the name says {kind}, but the file is written as {what}; {fix}"
+            )
+
+
 def plan_outputs(
     inputs: Iterable[str | Path],
     outputs: Mapping[str, str | Path | None],
@@ -101,9 +132,12 @@ def plan_outputs(
     ``outputs`` maps a role (the option name, used in messages) to a path, ``"-"`` or None (not
     asked for); roles in ``folders`` want an output folder (text-file input). Refused: an output
     that is one of the inputs (through symlinks and hard links too), two outputs naming one file
-    or both standard output, a missing or unwritable folder, a folder where a file is wanted.
+    or both standard output, a missing or unwritable folder, a folder where a file is wanted,
+    a JSON output whose name says another format (``check_json_name``).
     """
     for role, value in outputs.items():
+        if value is not None and role not in folders:
+            check_json_name(role, value)
         if value is not None and _REMOTE.match(str(value)):
             raise ParamError(
                 f"{role} {value} is a remote path: the cluster backend writes those (--dask "
