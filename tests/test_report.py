@@ -266,3 +266,24 @@ def test_report_from_todays_dedup_clusters_and_pairs_files(tmp_path: Path) -> No
     assert len(shown) == 4 and all(len(p) == 5 for p in shown)
     # each removed document sits beside a document it was paired with, with that pair's score
     assert all(accepted[frozenset((docs[p[0]], docs[p[1]]))] == p[2] for p in shown)
+
+
+def test_a_named_pairs_or_summary_file_is_always_checked_before_the_input_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, clusters, _ = _corpus(tmp_path)  # its rows carry duplicate_of: pairs are not needed
+    (tmp_path / "corrupt.jsonl").write_text("{not json\n")
+    (tmp_path / "list.json").write_text("[1]\n")
+    out = tmp_path / "r.html"
+    base = ["report", str(tmp_path / "unread.jsonl"), "--clusters", str(clusters), "-o", str(out)]
+    for extra, said in (
+        (["--pairs", str(tmp_path / "missing.jsonl")], "--pairs"),
+        (["--pairs", str(tmp_path / "corrupt.jsonl")], "--pairs takes the file"),
+        (["--summary-json", str(tmp_path / "missing.json")], "--summary-json"),
+        (["--summary-json", str(tmp_path / "list.json")], "not a run summary"),
+    ):
+        assert main([*base, *extra]) == 1  # the input does not exist: never reached
+        err = capsys.readouterr().err
+        assert said in err and len(err.splitlines()) == 1 and not out.exists()
+    with pytest.raises(InputError, match="not a run summary"):
+        write_report(src, clusters, out, run_summary=tmp_path / "list.json")

@@ -26,7 +26,7 @@ import html
 import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -133,9 +133,17 @@ def unit_key(doc: str, paragraph: int) -> str:
     return f"{doc} \u00b6{paragraph}"
 
 
+#: What a pairs file's line holds, for errors.
+_PAIRS = "--pairs takes the file neardup dedup --pairs writes"
+
+
 def read_pairs(path: str | Path) -> list[tuple[str, str, float]]:
     """Rows (id_a, id_b, score) of a pairs JSONL file (``neardup dedup --pairs``)."""
-    out = []
+    return list(iter_pairs(path))
+
+
+def iter_pairs(path: str | Path) -> Iterator[tuple[str, str, float]]:
+    """``read_pairs`` one row at a time, so a file can be checked without being held."""
     for n, line in enumerate(open_lines(path), 1):
         if not line.strip():
             continue
@@ -144,16 +152,15 @@ def read_pairs(path: str | Path) -> list[tuple[str, str, float]]:
             a, b, score = str(obj["id_a"]), str(obj["id_b"]), obj["score"]
         except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError):
             raise InputError(
-                f"{path} line {n}: not a JSON object with 'id_a', 'id_b' and 'score'"
+                f"{path} line {n}: not a JSON object with 'id_a', 'id_b' and 'score'; {_PAIRS}"
             ) from None
         if isinstance(score, bool) or not isinstance(score, int | float):
-            raise InputError(f"{path} line {n}: 'score' is not a number")
-        out.append((a, b, float(score)))
-    return out
+            raise InputError(f"{path} line {n}: 'score' is not a number; {_PAIRS}")
+        yield a, b, float(score)
 
 
 def _best_partners(
-    rows: list[ClusterRow], pairs: list[tuple[str, str, float]]
+    rows: list[ClusterRow], pairs: Iterable[tuple[str, str, float]]
 ) -> dict[str, tuple[str, float]]:
     """For clusters files without ``duplicate_of``: each removed document's partner from the
     pairs file, in its cluster, the kept member first, else its highest-scoring pair."""
@@ -360,9 +367,9 @@ def _summary(
     scores: npt.NDArray[np.float64],
     text_clusters: int,
     max_chars: int,
-    run_summary: str | Path | None,
+    run: dict[str, Any] | None,
 ) -> list[tuple[str, str]]:
-    """The (name, value) rows of the summary table."""
+    """The (name, value) rows of the summary table (and those of the run's summary ``run``)."""
     removed = sum(1 for r in rows if not r.kept)
     out = [
         ("input documents", f"{n_input:,}"),
@@ -383,11 +390,7 @@ def _summary(
             f"first {max_chars:,} characters of each document",
         ),
     ]
-    if run_summary is not None:
-        try:
-            run = json.loads(Path(run_summary).read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise InputError(f"{run_summary}: cannot read the run summary ({exc})") from None
+    if run is not None:
         for key in ("params", "seconds", "candidate_pairs", "accepted_pairs"):
             if key in run:
                 value = run[key]
@@ -420,11 +423,38 @@ def _by_size(rows: list[ClusterRow]) -> tuple[dict[int, list[int]], list[int]]:
 
 
 def _partners(rows: list[ClusterRow], pairs: str | Path | None) -> dict[str, tuple[str, float]]:
-    """Each removed row's best partner from the pairs file, read only when the clusters file
-    has no ``duplicate_of`` for some removed row."""
-    if pairs is None or not any(r.duplicate_of is None and not r.kept for r in rows):
+    """Each removed row's best partner from the pairs file, used only when the clusters file
+    has no ``duplicate_of`` for some removed row; a named file is read through either way, so
+    a missing or corrupt one is refused, never passed over."""
+    if pairs is None:
         return {}
-    return _best_partners(rows, read_pairs(pairs))
+    if not Path(pairs).exists():
+        raise InputError(f"--pairs {pairs}: file not found; check the path")
+    rows_read = iter_pairs(pairs)
+    if not any(r.duplicate_of is None and not r.kept for r in rows):
+        for _ in rows_read:  # checked, not kept
+            pass
+        return {}
+    return _best_partners(rows, rows_read)
+
+
+def _run_summary(path: str | Path | None) -> dict[str, Any] | None:
+    """The run's ``--summary-json`` object; InputError for a file that is missing, not JSON,
+    or not an object."""
+    if path is None:
+        return None
+    if not Path(path).exists():
+        raise InputError(f"--summary-json {path}: file not found; check the path")
+    try:
+        run = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"--summary-json {path}: cannot read the run summary ({exc})") from None
+    if not isinstance(run, dict):
+        raise InputError(
+            f"--summary-json {path}: not a run summary: it holds a JSON "
+            f"{type(run).__name__}, where a run writes an object; give the run's summary file"
+        )
+    return run
 
 
 def _shown_units(
@@ -477,27 +507,25 @@ def write_report(
     ``inputs`` (and format/field options) must be what the run read, so ids match. Texts of
     the ``text_clusters`` largest clusters are embedded, each cut to ``max_chars`` characters;
     shared passages are found with word ``shingle.w``-shingles. ``pairs`` (the run's pairs
-    file) is read only for clusters files without ``duplicate_of``; ``run_summary`` (its
-    ``--summary-json``) adds parameters and timing to the summary.
+    file, always checked) gives partners to clusters files without ``duplicate_of``;
+    ``run_summary`` (its ``--summary-json``, checked too) adds parameters and timing.
     """
-    check_minimums(
-        ("max_chars", max_chars, 1),
-        ("text_clusters", text_clusters, 0),
-        ("page_size", page_size, 1),
-    )
+    check_minimums(("max_chars", max_chars, 1), ("text_clusters", text_clusters, 0))
+    check_minimums(("page_size", page_size, 1))
     sources = [*on_disk(inputs), *(x for x in (clusters, pairs, run_summary) if x is not None)]
     plan = plan_outputs(sources, {"-o": out})
     rows = read_clusters(clusters)
+    from_pairs = _partners(rows, pairs)  # every named file read before the input
+    run = _run_summary(run_summary)
     by_label, order = _by_size(rows)
     need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
     units = _shown_units(rows, order[:text_clusters], by_label)
     texts, n_input = read_texts(
         inputs, need, fmt, text_field, id_field, on_error, max_record_size, units
     )
-    from_pairs = _partners(rows, pairs)
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
-    summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run_summary)
+    summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run)
     if units is not None:  # the members are paragraphs
         summary = _as_paragraphs(summary)
     data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}
