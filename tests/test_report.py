@@ -287,3 +287,23 @@ def test_a_named_pairs_or_summary_file_is_always_checked_before_the_input_is_rea
         assert said in err and len(err.splitlines()) == 1 and not out.exists()
     with pytest.raises(InputError, match="not a run summary"):
         write_report(src, clusters, out, run_summary=tmp_path / "list.json")
+
+
+def test_options_of_the_other_kind_of_report_are_refused_not_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, clusters, _ = _corpus(tmp_path)
+    out = tmp_path / "r.html"
+    dedup_page = ["report", str(src), "--clusters", str(clusters), "-o", str(out)]
+    matches_page = [
+        *["report", str(src), "--matches", str(clusters), "--against", str(src), "-o", str(out)]
+    ]
+    for args, said in (
+        ([*dedup_page, "--sample", "5"], "--sample goes with --matches"),
+        ([*matches_page, "--text-clusters", "3"], "--text-clusters goes with --clusters"),
+        ([*matches_page, "-w", "4"], "-w goes with --clusters"),
+    ):
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert said in err and len(err.splitlines()) == 1 and not out.exists()
+    assert main([*dedup_page, "--text-clusters", "1", "-w", "4"]) == 0 and out.exists()

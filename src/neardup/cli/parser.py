@@ -122,7 +122,6 @@ def _add_report_parser(sub: Any) -> None:
     r.add_argument(
         "--sample",
         type=int,
-        default=200,
         help="with --matches: matches shown with their texts, spread over the items [200]",
     )
     r.add_argument("-o", "--output", required=True, help="the HTML file to write")
@@ -132,9 +131,13 @@ def _add_report_parser(sub: Any) -> None:
     r.add_argument(
         "--text-clusters",
         type=int,
-        default=2000,
-        help="embed texts for this many of the largest clusters [2000]",
+        help="with --clusters: embed texts for this many of the largest clusters [2000]",
     )
     r.add_argument("--max-chars", type=int, default=3000, help="characters shown per text [3000]")
-    r.add_argument("--shingle-size", "-w", type=int, default=5, help="words per shared passage [5]")
+    r.add_argument(
+        "--shingle-size",
+        "-w",
+        type=int,
+        help="with --clusters: words per shared passage highlighted [5]",
+    )
     r.add_argument("--title", default="neardup report", help="page title")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..contamination_report import write_contamination_report
+from ..contamination_report import SAMPLE, write_contamination_report
 from ..errors import ParamError
 from ..params import ShingleParams
-from ..report import write_report
+from ..report import TEXT_CLUSTERS, write_report
 from ..run import parse_size
 from .reading import inputs
 
@@ -24,6 +24,8 @@ def run(args: argparse.Namespace) -> int:
         return _matches(args)
     if args.against or args.against_text_field or args.against_id_field:
         raise ParamError("--against and its fields go with --matches")
+    if args.sample is not None:
+        raise ParamError("--sample goes with --matches (a decontaminate run); drop it")
     stats = write_report(
         inputs(args.inputs),
         args.clusters,
@@ -35,9 +37,11 @@ def run(args: argparse.Namespace) -> int:
         id_field=args.id_field,
         on_error=args.on_error,
         max_record_size=parse_size(args.max_record_size),
-        shingle=ShingleParams(w=args.shingle_size),
+        shingle=ShingleParams()
+        if args.shingle_size is None
+        else ShingleParams(w=args.shingle_size),
         max_chars=args.max_chars,
-        text_clusters=args.text_clusters,
+        text_clusters=TEXT_CLUSTERS if args.text_clusters is None else args.text_clusters,
         title=args.title,
     )
     sys.stderr.write(
@@ -53,6 +57,17 @@ def _matches(args: argparse.Namespace) -> int:
         raise ParamError("--matches needs --against BENCH: the benchmark the run read")
     if args.pairs or args.summary_json:
         raise ParamError("--pairs and --summary-json go with --clusters (a dedup run)")
+    other = [
+        flag
+        for flag, value in (("--text-clusters", args.text_clusters), ("-w", args.shingle_size))
+        if value is not None
+    ]
+    if other:
+        one = len(other) == 1
+        raise ParamError(
+            f"{' and '.join(other)} go{'es' if one else ''} with --clusters (a dedup run); "
+            f"drop {'it' if one else 'them'}"
+        )
     stats = write_contamination_report(
         inputs(args.inputs),
         args.matches,
@@ -65,7 +80,7 @@ def _matches(args: argparse.Namespace) -> int:
         against_id_field=args.against_id_field,
         on_error=args.on_error,
         max_record_size=parse_size(args.max_record_size),
-        sample=args.sample,
+        sample=SAMPLE if args.sample is None else args.sample,
         max_chars=args.max_chars,
         title=args.title if args.title != "neardup report" else "neardup decontamination report",
     )
