@@ -307,3 +307,26 @@ def test_options_of_the_other_kind_of_report_are_refused_not_ignored(
         err = capsys.readouterr().err
         assert said in err and len(err.splitlines()) == 1 and not out.exists()
     assert main([*dedup_page, "--text-clusters", "1", "-w", "4"]) == 0 and out.exists()
+
+
+def test_a_paragraph_runs_report_counts_removed_paragraphs_or_lines_not_documents(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, _, _ = _corpus(tmp_path)  # doc12 copies doc0: their paragraph 0 is the same
+    clusters = tmp_path / "units.jsonl"
+    rows = [
+        {"id": "doc0", "paragraph": 0, "cluster": 0, "kept": True, "duplicate_of": None},
+        {"id": "doc12", "paragraph": 0, "cluster": 0, "kept": False, "duplicate_of": "doc0"},
+    ]
+    for row in rows:
+        row |= {"duplicate_of_paragraph": 0 if row["duplicate_of"] else None, "score": 1.0}
+    clusters.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"unit": "line", "seconds": 1.0}))
+    out = tmp_path / "r.html"
+    report = ["report", str(src), "--clusters", str(clusters), "-o", str(out)]
+    assert main(report) == 0
+    assert "1 removed paragraphs," in capsys.readouterr().err
+    assert main([*report, "--summary-json", str(summary)]) == 0
+    assert "1 removed lines," in capsys.readouterr().err
+    assert "lines removed" in out.read_text(encoding="utf-8")

@@ -77,6 +77,8 @@ class ReportStats:
     clusters_with_text: int
     scores: int
     bytes: int
+    #: What the members are: "document", or "paragraph" / "line" for a paragraph run's rows.
+    unit: str = "document"
 
 
 _CLUSTERS_ROWS = (
@@ -473,10 +475,18 @@ def _shown_units(
     return units
 
 
-def _as_paragraphs(summary: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The summary rows of a run whose members are paragraphs."""
+def _unit(rows: list[ClusterRow], run: dict[str, Any] | None) -> str:
+    """What the members are: "document", else the unit of a paragraph run, "line" when its
+    summary says so (its rows name a line ``paragraph`` too), else "paragraph"."""
+    if not any(r.paragraph is not None for r in rows):
+        return "document"
+    return "line" if run is not None and run.get("unit") == "line" else "paragraph"
+
+
+def _as_units(summary: list[tuple[str, str]], unit: str) -> list[tuple[str, str]]:
+    """The summary rows of a run whose members are paragraphs or lines."""
     out = [
-        (k.replace("documents", "paragraphs"), v.replace("document", "paragraph"))
+        (k.replace("documents", f"{unit}s"), v.replace("document", unit))
         for k, v in summary
         if k != "documents kept"
     ]
@@ -526,8 +536,9 @@ def write_report(
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
     summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run)
-    if units is not None:  # the members are paragraphs
-        summary = _as_paragraphs(summary)
+    unit = _unit(rows, run)
+    if unit != "document":
+        summary = _as_units(summary, unit)
     data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}
     encoded = _page(title, summary, _figures(layout.scores, sizes), data)
     with plan.commit(), open_output(plan["-o"]) as fh:
@@ -541,4 +552,5 @@ def write_report(
         clusters_with_text=min(text_clusters, len(order)),
         scores=int(layout.scores.size),
         bytes=len(encoded),
+        unit=unit,
     )

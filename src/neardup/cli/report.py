@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         title=args.title,
     )
     sys.stderr.write(
-        f"report: {stats.clusters:,} clusters, {stats.removed:,} removed documents, "
+        f"report: {stats.clusters:,} clusters, {stats.removed:,} removed {stats.unit}s, "
         f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
     )
     return 0
