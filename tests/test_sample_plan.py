@@ -175,3 +175,18 @@ def test_the_sample_forecasts_the_plan_dedup_and_plan_use_with_the_same_options(
         assert "--sample forecasts MinHash features" in capsys.readouterr().err
     assert main([*base, "--features", "6,14,2", "--budget", "64"]) == 1
     assert "--budget" in capsys.readouterr().err
+
+
+def test_a_sample_read_with_on_error_skip_says_what_it_skipped_and_the_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "c.jsonl"
+    lines = [json.dumps({"text": t}) for t in _texts(40)]
+    lines[3], lines[7] = "{not json", json.dumps({"body": "no text field"})
+    src.write_text("\n".join(lines) + "\n")
+    args = ["plan", "--threshold", "0.8", "--sample", str(src), "--sample-size", "10"]
+    assert main([*args, "--on-error", "skip"]) == 0
+    out, err = capsys.readouterr()
+    assert "compared with all 38" in out
+    assert "skipped 2 problems (bad_json 1, missing_text 1); first: " in err
+    assert f"{src} line 4: not valid JSON" in err

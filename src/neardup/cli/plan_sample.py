@@ -4,6 +4,7 @@ features would miss and over-collect there."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import ParamError
 from ..io import open_source, plan_outputs
@@ -58,7 +59,10 @@ def run(args: argparse.Namespace) -> int:
             cost_fn=args.fn_cost,
             max_bytes=args.budget,
         )
+        skipped = source.errors.summary() if source.errors.total else ""
     print_out(est.describe(forecasts) + "\n")
+    if skipped:  # as dedup's summary ends: what --on-error skip passed over, and the first
+        sys.stderr.write(skipped + "\n")
     if args.plot:
         plot_sample(est, forecasts, args.plot)
         print_out(f"plot written to {args.plot}\n")
