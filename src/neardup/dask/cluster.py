@@ -28,8 +28,6 @@ WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 WORKER_PRELOAD = "neardup.dask.preload"
 #: What the client imports while the cluster starts: the stages build DataFrame graphs.
 CLIENT_IMPORTS = ("dask.dataframe",)
-#: What the local workers' fork server imports before it forks them (``forkserver``).
-FORKSERVER_PRELOAD = ["distributed", "neardup.dask.forkserver"]
 
 
 def import_distributed() -> Any:
@@ -133,8 +131,7 @@ def _local_cluster(
     for name in DROPPED_ENVIRON:
         environ.pop(name, None)
     environ.update(WORKER_ENVIRON)
-    config = {"distributed.nanny.pre-spawn-environ": environ, **_start_method(distributed)}
-    with dask.config.set(config), _no_interrupts():
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _no_interrupts():
         cluster = distributed.LocalCluster(
             n_workers=n,
             threads_per_worker=1,
@@ -150,22 +147,6 @@ def _local_cluster(
             info(f"Dask: local cluster of {n} worker{'s' * (n != 1)}, {board}")
         ready()
         yield client
-
-
-def _start_method(distributed: Any) -> dict[str, str]:
-    """Dask's config for starting local workers from a fork server that has imported
-    ``FORKSERVER_PRELOAD`` (``forkserver``), where the platform has one; else nothing."""
-    import multiprocessing
-
-    import dask
-
-    if "forkserver" not in multiprocessing.get_all_start_methods():
-        return {}
-    config = {"distributed.worker.multiprocessing-method": "forkserver"}
-    with dask.config.set(config):
-        context = distributed.utils.get_mp_context()  # Dask's own preload list, set once
-    context.set_forkserver_preload(FORKSERVER_PRELOAD)  # then ours (before the server starts)
-    return config
 
 
 @contextlib.contextmanager
