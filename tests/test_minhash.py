@@ -164,3 +164,12 @@ def test_bins_that_reach_no_filled_bin_within_the_first_hit_table_probe_on() -> 
         empty = np.setdiff1d(np.arange(t), filled)
         past += int((table[filled][:, empty].min(axis=0) >= HITS).sum())
     assert past > 0
+
+
+@pytest.mark.parametrize("bad", [2, 10**9, -1])
+def test_estimate_pairs_refuses_out_of_range_indices(bad: int) -> None:
+    from neardup.errors import ParamError
+
+    sk = sketch_texts(["a b c d e f g", "a b c d e f h"])
+    with pytest.raises(ParamError, match=r"pair indices must lie in \[0, 2\)"):
+        estimate_pairs(sk, np.array([0]), np.array([bad]))

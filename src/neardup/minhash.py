@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ._checks import pair_indices
 from ._kernels import minhash as _k
 from ._kernels.hashing import EMPTY as _EMPTY
 from .errors import ParamError
@@ -77,12 +78,9 @@ def estimate_pairs(
     # keeps 16); rows of empty documents must then not be passed, their EMPTY mark is gone.
     if sketches.dtype not in (np.uint16, np.uint32):
         sketches = np.ascontiguousarray(sketches, dtype=np.uint64)
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    b = np.ascontiguousarray(b, dtype=np.int64)
     if sketches.ndim != 2:
         raise ParamError(f"sketches must be a 2-d array (n, t), got shape {sketches.shape}")
-    if a.shape != b.shape:
-        raise ParamError("pair index arrays a and b must have the same length")
+    a, b = pair_indices(a, b, sketches.shape[0])
     if kind == "bottomk":
         return _k.estimate_bottomk(sketches, a, b)
     if kind in ("oph", "classic"):

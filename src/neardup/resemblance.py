@@ -11,6 +11,7 @@ from typing import Literal
 
 import numpy as np
 
+from ._checks import pair_indices
 from ._kernels import resemblance as _k
 from .errors import ParamError
 from .shingles import ShingleBatch
@@ -60,12 +61,6 @@ def pair_scores(
     batch: ShingleBatch, a: np.ndarray, b: np.ndarray, measure: Measure = "jaccard"
 ) -> np.ndarray:
     """Exact measure for each pair (a[i], b[i]) of documents in ``batch`` -> float64[m]."""
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    b = np.ascontiguousarray(b, dtype=np.int64)
-    if a.shape != b.shape:
-        raise ParamError("pair index arrays a and b must have the same length")
-    n = len(batch)
-    if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
-        raise ParamError(f"pair indices must lie in [0, {n}) for a batch of {n} documents")
+    a, b = pair_indices(a, b, len(batch))
     inter, size_a, size_b = _k.pair_intersections(batch.fps, batch.offsets, a, b)
     return _measure(inter, size_a, size_b, measure)

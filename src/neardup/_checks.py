@@ -1,0 +1,18 @@
+"""Vectorised argument checks shared by the public wrappers of the Numba kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import ParamError
+
+
+def pair_indices(a: object, b: object, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pair index arrays as int64, refused unless in [0, n): kernels do not bounds-check."""
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    b = np.ascontiguousarray(b, dtype=np.int64)
+    if a.shape != b.shape:
+        raise ParamError("pair index arrays a and b must have the same length")
+    if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
+        raise ParamError(f"pair indices must lie in [0, {n}) for a batch of {n} documents")
+    return a, b
