@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.errors import ParamError
 from neardup.minhash import EMPTY, estimate, estimate_pairs, sketch, sketch_texts
 from neardup.params import SketchParams
 from neardup.shingles import shingle_batch
@@ -168,8 +169,14 @@ def test_bins_that_reach_no_filled_bin_within_the_first_hit_table_probe_on() -> 
 
 @pytest.mark.parametrize("bad", [2, 10**9, -1])
 def test_estimate_pairs_refuses_out_of_range_indices(bad: int) -> None:
-    from neardup.errors import ParamError
-
     sk = sketch_texts(["a b c d e f g", "a b c d e f h"])
     with pytest.raises(ParamError, match=r"pair indices must lie in \[0, 2\)"):
         estimate_pairs(sk, np.array([0]), np.array([bad]))
+
+
+@pytest.mark.parametrize("kind", ["oph", "classic", "bottomk"])
+@pytest.mark.parametrize("offsets", [[0, 2, 1, 3], [0, 5, 3], [1, 2, 3], [0, 3, 4]])
+def test_sketch_refuses_offsets_not_non_decreasing_from_zero(kind: str, offsets: list[int]) -> None:
+    fps = np.array([1, 2, 3], dtype=np.uint64)
+    with pytest.raises(ParamError, match="non-decreasing boundaries from 0 to len"):
+        sketch(fps, np.array(offsets), SketchParams(t=4, kind=kind))  # type: ignore[arg-type]

@@ -128,3 +128,10 @@ def test_batches_of_chunks_concatenated_equal_the_batch_of_all(docs: list[str], 
     parts = [shingle_batch(docs[i : i + size]) for i in range(0, len(docs), size)]
     whole, joined = shingle_batch(docs), ShingleBatch.concat(parts)
     assert np.array_equal(joined.fps, whole.fps) and np.array_equal(joined.offsets, whole.offsets)
+
+
+@pytest.mark.parametrize("offsets", [[0, 2, 1, 3], [0, 5, 3], [1, 2, 3]])
+def test_shingle_batch_refuses_offsets_not_non_decreasing_from_zero(offsets: list[int]) -> None:
+    fps = np.array([1, 2, 3], dtype=np.uint64)
+    with pytest.raises(ParamError, match="non-decreasing boundaries from 0 to len"):
+        ShingleBatch(fps, np.array(offsets, dtype=np.int64))

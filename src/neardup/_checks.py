@@ -16,3 +16,14 @@ def pair_indices(a: object, b: object, n: int) -> tuple[np.ndarray, np.ndarray]:
     if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
         raise ParamError(f"pair indices must lie in [0, {n}) for a batch of {n} documents")
     return a, b
+
+
+def offsets_valid(offsets: np.ndarray, total: int) -> bool:
+    """True when int offsets run non-decreasing from 0 to total: kernels loop on them unchecked."""
+    return bool(
+        offsets.ndim == 1
+        and offsets.shape[0] >= 1
+        and offsets[0] == 0
+        and offsets[-1] == total
+        and np.all(offsets[1:] >= offsets[:-1])
+    )

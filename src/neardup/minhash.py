@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import pair_indices
+from ._checks import offsets_valid, pair_indices
 from ._kernels import minhash as _k
 from ._kernels.hashing import EMPTY as _EMPTY
 from .errors import ParamError
@@ -41,8 +41,11 @@ def sketch(
     """
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    if offsets.ndim != 1 or offsets.shape[0] < 1 or offsets[-1] != fps.shape[0]:
-        raise ParamError("offsets must be n+1 increasing boundaries ending at len(fps)")
+    if not offsets_valid(offsets, fps.shape[0]):
+        raise ParamError(
+            "offsets must be n+1 non-decreasing boundaries from 0 to len(fps); "
+            "document i is fps[offsets[i]:offsets[i+1]]"
+        )
     seed = _seed(params)
     if params.kind == "oph":
         return _k.sketch_oph(fps, offsets, seed, params.t)

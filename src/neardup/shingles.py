@@ -13,6 +13,7 @@ from functools import cache
 
 import numpy as np
 
+from ._checks import offsets_valid
 from ._kernels import shingles as _k
 from .errors import ParamError
 from .params import ShingleParams
@@ -29,8 +30,10 @@ class ShingleBatch:
     def __post_init__(self) -> None:
         if self.fps.dtype != np.uint64 or self.offsets.dtype != np.int64:
             raise ParamError("ShingleBatch needs fps as uint64 and offsets as int64 arrays")
-        if self.offsets.ndim != 1 or self.offsets.shape[0] < 1 or self.offsets[-1] != len(self.fps):
-            raise ParamError("ShingleBatch offsets must be n+1 boundaries ending at len(fps)")
+        if not offsets_valid(self.offsets, len(self.fps)):
+            raise ParamError(
+                "ShingleBatch offsets must be n+1 non-decreasing boundaries from 0 to len(fps)"
+            )
 
     def __len__(self) -> int:
         return int(self.offsets.shape[0] - 1)
