@@ -138,5 +138,3 @@ def test_choose_representatives_rejects_bad_arguments() -> None:
         choose_representatives(labels, "random")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="one value per document"):
         choose_representatives(labels, "longest", lengths=[1, 2])
-    with pytest.raises(InputError, match="NaN"):
-        choose_representatives(labels, "field", key=np.array([1.0, np.nan, 2.0]))

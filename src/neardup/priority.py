@@ -37,6 +37,33 @@ def _value_ranks(key: npt.ArrayLike, n: int, name: str) -> IntArray:
     return inverse.ravel().astype(np.int64)
 
 
+def _missing(arr: np.ndarray) -> np.ndarray:
+    """Mask of missing keys (NaN, NaT, None): the CLI ranks them least preferred, so do we."""
+    if arr.dtype.kind == "f":
+        return np.isnan(arr)
+    if arr.dtype.kind in "mM":
+        return np.isnat(arr)
+    if arr.dtype == object:
+        return np.asarray((arr == None) | (arr != arr), dtype=bool)  # noqa: E711 - elementwise
+    return np.zeros(arr.shape, dtype=bool)
+
+
+def _key_ranks(key: npt.ArrayLike, n: int, prefer: str) -> IntArray:
+    """Dense ranks of key values with missing ones least preferred (rank 0 for max, top for min)."""
+    arr = np.asarray(key)
+    if arr.shape != (n,):
+        raise InputError(f"key must have one value per document ({n}), got shape {arr.shape}")
+    missing = _missing(arr)
+    present = arr[~missing]
+    if arr.dtype == object:
+        present = np.asarray(present.tolist())  # e.g. [None, 3] -> int64 once None is gone
+    ranks = np.zeros(n, dtype=np.int64)
+    ranks[~missing] = _value_ranks(present, present.shape[0], "key") + 1
+    if prefer == "min":
+        ranks[missing] = int(ranks.max(initial=0)) + 1
+    return ranks
+
+
 def priority_ranks(
     n: int,
     strategy: Strategy = "first",
@@ -51,7 +78,8 @@ def priority_ranks(
       "first"   the smallest document index first (the earliest seen).
       "longest" the largest ``lengths`` value first (e.g. characters): the most complete copy.
       "field"   the largest ``key`` value first (numbers, strings or datetimes, e.g. a quality
-                score), or the smallest with ``prefer="min"`` (e.g. the oldest date).
+                score), or the smallest with ``prefer="min"`` (e.g. the oldest date); a missing
+                key (None, NaN, NaT) is least preferred either way, as in the CLI.
     Ties are broken by the smallest document index, so the order is deterministic.
     """
     n = check_n(n)
@@ -66,7 +94,7 @@ def priority_ranks(
     elif strategy == "field":
         if key is None:
             raise ParamError("strategy 'field' needs key=<one value per document>")
-        value = _value_ranks(key, n, "key")
+        value = _key_ranks(key, n, prefer)
         if prefer == "max":
             value = -value
     else:
