@@ -48,14 +48,50 @@ def _missing(arr: np.ndarray) -> np.ndarray:
     return np.zeros(arr.shape, dtype=bool)
 
 
+def _kind(t: type) -> str:
+    """The CLI's kind of a key type (a number, a string, ...): keys of two kinds do not compare."""
+    if issubclass(t, bool | np.bool_):
+        return "a boolean"
+    if issubclass(t, int | float | np.integer | np.floating):
+        return "a number"
+    if issubclass(t, str | np.str_):
+        return "a string"
+    return "a date/time" if issubclass(t, np.datetime64) else t.__name__
+
+
+def _check_one_kind(values: npt.NDArray[np.object_], where: IntArray) -> None:
+    """Refuse keys of two kinds (np.asarray([9, '10']) would compare them as strings)."""
+    types = np.fromiter(map(type, values), dtype=object, count=values.shape[0])
+    kinds: dict[str, int] = {}
+    for t in set(types.tolist()):  # a loop over the few distinct types, not the documents
+        first = int(where[np.argmax(types == t)])
+        kinds[_kind(t)] = min(first, kinds.get(_kind(t), first))
+    if len(kinds) > 1:
+        (k0, i0), (k1, i1) = sorted(kinds.items(), key=lambda item: item[1])[:2]
+        raise InputError(
+            f"key[{i1}] is {k1}, but the first key (key[{i0}]) is {k0}; "
+            "give the key one type for every document (None where it is missing)"
+        )
+
+
+def _as_array(key: npt.ArrayLike) -> np.ndarray:
+    """Keys as an array; a list or tuple as objects (np.asarray makes [9, '10'] two strings)."""
+    if not isinstance(key, list | tuple):
+        return np.asarray(key)
+    arr = np.empty(len(key), dtype=object)
+    arr[:] = key
+    return arr
+
+
 def _key_ranks(key: npt.ArrayLike, n: int, prefer: str) -> IntArray:
     """Dense ranks of key values with missing ones least preferred (rank 0 for max, top for min)."""
-    arr = np.asarray(key)
+    arr = _as_array(key)
     if arr.shape != (n,):
         raise InputError(f"key must have one value per document ({n}), got shape {arr.shape}")
     missing = _missing(arr)
     present = arr[~missing]
     if arr.dtype == object:
+        _check_one_kind(present, np.flatnonzero(~missing))
         present = np.asarray(present.tolist())  # e.g. [None, 3] -> int64 once None is gone
     ranks = np.zeros(n, dtype=np.int64)
     ranks[~missing] = _value_ranks(present, present.shape[0], "key") + 1
