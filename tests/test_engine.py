@@ -316,3 +316,9 @@ def test_exact_groups_name_the_first_document_with_each_content_hash(
     first: dict[int, int] = {}
     want = [i if h == EMPTY else first.setdefault(h, i) for i, h in enumerate(hashes)]
     assert exact_groups(np.array(hashes, dtype=np.uint64)).tolist() == want
+
+
+def test_finish_twice_raises_neardup_error() -> None:
+    dd = Deduplicator().fit(["a b c"])
+    with pytest.raises(NeardupError, match="has finished; create a new one"):
+        dd.finish()

@@ -269,10 +269,14 @@ class Deduplicator:
         """
         return sign_texts(self.params, self.method, self.verifier, check_texts(texts))
 
-    def append(self, signed: SignedBatch, nbytes: int | None = None) -> Deduplicator:
-        """Add a signed batch; its documents' indices continue from the previous batch."""
+    def _check_open(self) -> None:
+        """Refuse more work once ``finish`` ran: it closed the block store the work needs."""
         if self._finished:
             raise NeardupError("this Deduplicator has finished; create a new one to fit again")
+
+    def append(self, signed: SignedBatch, nbytes: int | None = None) -> Deduplicator:
+        """Add a signed batch; its documents' indices continue from the previous batch."""
+        self._check_open()
         sigs = signed.signatures
         if (
             isinstance(self.method, KeyedCandidates)
@@ -301,8 +305,7 @@ class Deduplicator:
 
     def partial_fit(self, texts: Sequence[str], nbytes: int | None = None) -> Deduplicator:
         """Signatures and verification evidence of one batch (indices continue from the last)."""
-        if self._finished:
-            raise NeardupError("this Deduplicator has finished; create a new one to fit again")
+        self._check_open()
         return self.append(self.sign(texts), nbytes)
 
     def fit(
@@ -351,6 +354,7 @@ class Deduplicator:
         fetch_texts: for ``verify="hybrid"``, returns the texts of the given sorted document
           indices, in that order (the CLI reads its input again; ``fit`` keeps the texts).
         """
+        self._check_open()
         blocks = self.blocks
         if not len(blocks):  # nothing fed: empty blocks of the right shapes
             self.append(self.sign([]))
