@@ -135,3 +135,15 @@ def test_shingle_batch_refuses_offsets_not_non_decreasing_from_zero(offsets: lis
     fps = np.array([1, 2, 3], dtype=np.uint64)
     with pytest.raises(ParamError, match="non-decreasing boundaries from 0 to len"):
         ShingleBatch(fps, np.array(offsets, dtype=np.int64))
+
+
+@pytest.mark.parametrize("texts", ["abc", ["a", None], [b"a b"]])
+def test_text_functions_refuse_a_str_or_non_str_texts(texts: object) -> None:
+    from neardup.minhash import sketch_texts
+    from neardup.simhash import simhash
+
+    for fn in (shingle_batch, sketch_texts, simhash):
+        with pytest.raises((TypeError, ParamError, ValueError), match=r"str|string"):
+            fn(texts)  # type: ignore[operator]
+    with pytest.raises(TypeError, match=r"not one str|texts\[\d\] is"):
+        shingle_batch(texts)  # type: ignore[arg-type]

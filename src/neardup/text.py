@@ -146,9 +146,15 @@ def encode_batch(texts: Sequence[str], nfkc: bool = False) -> tuple[np.ndarray, 
     """
     if isinstance(texts, Utf8Texts) and not nfkc:
         return texts.buf, texts.offsets
-    if nfkc:
-        texts = [unicodedata.normalize("NFKC", t) for t in texts]
-    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    if isinstance(texts, str | bytes):
+        check_texts(texts)  # one string is not a batch of one-character documents
+    try:
+        if nfkc:
+            texts = [unicodedata.normalize("NFKC", t) for t in texts]
+        encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    except (AttributeError, TypeError):
+        check_texts(texts)  # names the first text that is not a str (free when all are)
+        raise
     offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
     return np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
