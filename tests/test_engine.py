@@ -322,3 +322,8 @@ def test_finish_twice_raises_neardup_error() -> None:
     dd = Deduplicator().fit(["a b c"])
     with pytest.raises(NeardupError, match="has finished; create a new one"):
         dd.finish()
+
+
+def test_deduplicator_refuses_params_that_are_not_dedup_params() -> None:
+    with pytest.raises(ParamError, match="params must be a DedupParams, got dict"):
+        Deduplicator({"threshold": 0.8}).fit(["a"])  # type: ignore[arg-type]

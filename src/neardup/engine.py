@@ -200,6 +200,11 @@ class Deduplicator:
         may use for its kernels (the result never depends on it). blocks: where the batches'
         blocks are kept (``neardup.blocks``; by default in memory, spilled past
         ``memory_limit``)."""
+        if params is not None and not isinstance(params, DedupParams):
+            raise ParamError(
+                f"params must be a DedupParams, got {type(params).__name__}; "
+                "pass DedupParams(threshold=0.8, ...)"
+            )
         self.params = params or DedupParams()
         if pairs not in ("removal", "all"):
             raise ParamError(f"pairs must be 'removal' or 'all', got {pairs!r}")
