@@ -80,3 +80,15 @@ def test_disk_cache_round_trips_the_tables(tmp_path: object, monkeypatch: object
     assert np.array_equal(loaded[0], built[0]) and np.array_equal(loaded[1], built[1])
     path.write_bytes(b"not a table file")
     assert text._load_tables(path) is None  # a broken cache is rebuilt, never trusted
+
+
+def test_canonical_tokens_and_token_spans_refuse_an_unknown_mode() -> None:
+    import pytest
+
+    from neardup.errors import ParamError
+    from neardup.text import token_spans
+
+    with pytest.raises(ParamError, match="mode must be 'word' or 'char', got 'words'"):
+        canonical_tokens("a b", "words")  # type: ignore[arg-type]
+    with pytest.raises(ParamError, match="mode must be 'word' or 'char'"):
+        token_spans(["a b"], "words")  # type: ignore[arg-type]

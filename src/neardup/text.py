@@ -30,6 +30,7 @@ from typing import overload
 
 import numpy as np
 
+from .errors import ParamError
 from .params import TokenMode, table_version
 
 _WORD_RUN = re.compile(r"\w+")
@@ -45,12 +46,19 @@ def fold_char(c: str) -> str:
     return low if len(low) == 1 else low[0]
 
 
+def _check_mode(mode: object) -> None:
+    """Refuse a token mode other than 'word' or 'char' (any other was taken for 'word')."""
+    if mode not in ("word", "char"):
+        raise ParamError(f"mode must be 'word' or 'char', got {mode!r}")
+
+
 def canonical_tokens(text: str, mode: TokenMode = "word", nfkc: bool = False) -> list[str]:
     """Reference tokeniser: the canonical tokens of ``text`` (slow, obviously correct).
 
     Word mode returns the folded ``\\w`` runs; character mode returns every folded word character
     as its own token.
     """
+    _check_mode(mode)
     if nfkc:
         text = unicodedata.normalize("NFKC", text)
     words = ["".join(fold_char(c) for c in run) for run in _WORD_RUN.findall(text)]
@@ -170,6 +178,7 @@ def token_spans(
     """
     from ._kernels.tokens import token_spans as kernel
 
+    _check_mode(mode)
     buf, offsets = encode_batch(texts)
     return kernel(buf, offsets, tables()[0], mode == "char")
 
