@@ -66,3 +66,16 @@ def test_out_of_range_pairs_are_rejected() -> None:
     batch = shingle_batch(["a b c"])
     with pytest.raises(ParamError, match="pair indices"):
         pair_scores(batch, np.array([0]), np.array([3]))
+
+
+def test_pair_functions_refuse_non_integer_indices() -> None:
+    from neardup.minhash import estimate_pairs, sketch_batch
+
+    batch = shingle_batch(["a b c d", "a b c e"])
+    with pytest.raises(ParamError, match="pair index array a must hold integers, got float64"):
+        pair_scores(batch, np.array([0.7]), np.array([1]))
+    with pytest.raises(ParamError, match="pair index array b must hold integers, got float64"):
+        pair_scores(batch, [0], [1.2])
+    with pytest.raises(ParamError, match="must hold integers, got bool"):
+        estimate_pairs(sketch_batch(batch), [True], [False])
+    assert pair_scores(batch, [], []).shape == (0,)

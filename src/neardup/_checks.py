@@ -7,10 +7,19 @@ import numpy as np
 from .errors import ParamError
 
 
+def _integers(x: object, name: str) -> np.ndarray:
+    """An index array as int64; floats or booleans refused, int64 would truncate them silently."""
+    arr = np.asarray(x)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise ParamError(
+            f"pair index array {name} must hold integers, got {arr.dtype}; pass document indices"
+        )
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
 def pair_indices(a: object, b: object, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Pair index arrays as int64, refused unless in [0, n): kernels do not bounds-check."""
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    b = np.ascontiguousarray(b, dtype=np.int64)
+    a, b = _integers(a, "a"), _integers(b, "b")
     if a.shape != b.shape:
         raise ParamError("pair index arrays a and b must have the same length")
     if a.size and (min(a.min(), b.min()) < 0 or max(a.max(), b.max()) >= n):
