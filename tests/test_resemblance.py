@@ -79,3 +79,15 @@ def test_pair_functions_refuse_non_integer_indices() -> None:
     with pytest.raises(ParamError, match="must hold integers, got bool"):
         estimate_pairs(sketch_batch(batch), [True], [False])
     assert pair_scores(batch, [], []).shape == (0,)
+
+
+@pytest.mark.parametrize("fn", [jaccard, containment, dice])
+def test_pair_measures_refuse_unsorted_duplicated_or_2d_sets(fn: object) -> None:
+    good = np.array([1, 2, 3], dtype=np.uint64)
+    for bad in (np.array([3, 1, 2]), np.array([1, 1, 2])):
+        with pytest.raises(ParamError, match="x must be sorted and unique"):
+            fn(bad, good)  # type: ignore[operator]
+        with pytest.raises(ParamError, match="y must be sorted and unique"):
+            fn(good, bad)  # type: ignore[operator]
+    with pytest.raises(ParamError, match="x must be a 1-d array"):
+        fn(np.array([[1, 2], [3, 4]]), good)  # type: ignore[operator]

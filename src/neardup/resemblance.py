@@ -35,9 +35,19 @@ def _measure(inter: np.ndarray, size_a: np.ndarray, size_b: np.ndarray, measure:
     return out
 
 
-def _pair(x: np.ndarray, y: np.ndarray, measure: Measure) -> float:
+def _sorted_set(x: np.ndarray, name: str) -> np.ndarray:
+    """x as a 1-d uint64 array, refused unless sorted and unique: the kernel merges them as such."""
     x = np.ascontiguousarray(x, dtype=np.uint64)
-    y = np.ascontiguousarray(y, dtype=np.uint64)
+    if x.ndim != 1:
+        raise ParamError(f"{name} must be a 1-d array of fingerprints, got shape {x.shape}")
+    if not np.all(x[1:] > x[:-1]):
+        raise ParamError(f"{name} must be sorted and unique; pass np.unique({name})")
+    return x
+
+
+def _pair(x: np.ndarray, y: np.ndarray, measure: Measure) -> float:
+    """One measure of two fingerprint sets, checked sorted and unique."""
+    x, y = _sorted_set(x, "x"), _sorted_set(y, "y")
     inter = np.array([_k.intersection_size(x, y)])
     return float(_measure(inter, np.array([len(x)]), np.array([len(y)]), measure)[0])
 
