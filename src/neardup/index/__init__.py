@@ -24,7 +24,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +57,7 @@ from .schema import SCHEMA_VERSION, check_meta, params_to_json
 from .scoring import near_pairs
 from .sqlite_store import SqliteStore, upgrade
 from .store import Damage, IntArray, KeyArray, NewDocs, Store, StoredDocs
+from .usage import closed
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -157,7 +158,7 @@ class Index:
         return upgrade(path, timeout)
 
     def close(self) -> None:
-        self.store.close()
+        self.store = closed(self.store)
 
     def __enter__(self) -> Index:
         self.store.begin()
@@ -276,8 +277,7 @@ class Index:
             self.store.insert(new)
             return AddResult(added=n - len(present), replaced=len(present))
 
-        result: AddResult = self._write(work)
-        return result
+        return cast(AddResult, self._write(work))
 
     def remove(self, ids: Sequence[str]) -> int:
         """Remove documents by id (one transaction); an unknown id is an InputError, nothing changes."""

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..candidates import distinct, pairs_from_hits
-from ..errors import NeardupError
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
+from .usage import nested
 
 #: Posting blocks kept before they are merged into one sorted block.
 _MAX_BLOCKS = 8
@@ -46,7 +46,7 @@ class MemoryStore:
 
     def begin(self) -> None:
         if self._saved is not None:
-            raise NeardupError("a write transaction is already open on this in-memory index")
+            raise nested(self.where)
         self._saved = (
             dict(self._rows),
             dict(self._ids),

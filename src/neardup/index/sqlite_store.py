@@ -45,6 +45,7 @@ from .schema import SCHEMA_VERSION, UPGRADABLE
 from .segments import MAX_DOCS, Segments, schema
 from .sqlite_check import add_checksums, survey
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
+from .usage import nested
 
 _SCHEMA = (
     """
@@ -265,6 +266,8 @@ class SqliteStore:
                 f"{self.where} is read-only; queries work, but to change it make the file "
                 "writable (chmod u+w)"
             )
+        if self._in_tx:
+            raise nested(self.where)
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
