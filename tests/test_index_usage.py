@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import re
 from pathlib import Path
 
 import pytest
 
-from neardup import Index, IndexCorrupt, NeardupError
+from neardup import Index, IndexCorrupt, InputError, NeardupError
 
 
 def _where(tmp_path: Path, on_disk: bool) -> str | None:
@@ -51,3 +53,22 @@ def test_entering_an_index_inside_its_own_with_block_is_a_usage_error(
         assert not isinstance(caught.value, IndexCorrupt)
         index.add(["b"], ["p q r s t"])  # the outer block goes on
     assert len(index) == 2
+
+
+@pytest.mark.parametrize("on_disk", [True, False], ids=["file", "memory"])
+@pytest.mark.parametrize(
+    ("field", "given", "said"),
+    [
+        ("dates", [20240101], "document 'u': its date is int 20240101, not a string"),
+        ("meta", [{"when": datetime.date(2024, 1, 1)}], "document 'u': its metadata cannot be"),
+        ("meta", ["hello"], "document 'u': its metadata is str 'hello', not a dict"),
+    ],
+    ids=["int-date", "date-in-meta", "meta-not-a-dict"],
+)
+def test_bad_metadata_or_dates_are_an_input_error_naming_the_document_on_every_store(
+    tmp_path: Path, on_disk: bool, field: str, given: list[object], said: str
+) -> None:
+    index = Index.create(_where(tmp_path, on_disk))
+    with pytest.raises(InputError, match=re.escape(said)):
+        index.add(["u"], ["x y z"], **{field: given})  # type: ignore[arg-type]
+    assert len(index) == 0

@@ -34,7 +34,7 @@ from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
 from ..candidates import distinct, find_sorted, stable_order
 from ..engine import Deduplicator
-from ..errors import InputError, NeardupError, UnknownIdError
+from ..errors import NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
 from ..params import DedupParams
@@ -42,6 +42,7 @@ from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, make_verifier
 from .checks import (
+    check_dates,
     check_ids,
     check_limit,
     meta_json,
@@ -239,8 +240,7 @@ class Index:
         texts = check_texts(texts)
         ids = check_ids(ids, len(texts))
         stored_meta = meta_json(ids, meta)
-        if dates is not None and len(dates) != len(texts):
-            raise InputError(f"dates has {len(dates)} entries for {len(texts)} texts")
+        check_dates(ids, dates)
         if self.store.unicode_only:
             stored_as_unicode(ids, texts if self.store_text else None, meta, dates)
         signed = sign_texts(self.params, self.method, self.verifier, texts)

@@ -127,11 +127,43 @@ def meta_json(ids: Sequence[str], meta: Sequence[dict[str, Any] | None] | None) 
         return [None] * len(ids)
     if len(meta) != len(ids):
         raise InputError(f"meta has {len(meta)} entries for {len(ids)} texts")
-    stored = [None if m is None else json.dumps(m) for m in meta]
+    stored = [None if m is None else _meta_text(id_, m) for id_, m in zip(ids, meta, strict=True)]
     for id_, m, text in zip(ids, meta, stored, strict=True):
         if text and ("NaN" in text or "Infinity" in text) and (found := non_finite(m)):
             raise InputError(f"document {id_!r}: its metadata {NON_FINITE.format(*found)}")
     return stored
+
+
+def _meta_text(id_: str, meta: object) -> str:
+    """One document's metadata as JSON, or InputError naming the document: not a dict, or a
+    value JSON cannot hold (a date, a set), which would otherwise fail as a raw TypeError."""
+    if not isinstance(meta, dict):
+        raise InputError(
+            f"document {id_!r}: its metadata is {type(meta).__name__} {meta!r}, not a dict; "
+            "give a dict of JSON values (or None) per document"
+        )
+    try:
+        return json.dumps(meta)
+    except (TypeError, ValueError) as exc:
+        raise InputError(
+            f"document {id_!r}: its metadata cannot be stored as JSON ({exc}); give strings, "
+            "numbers, booleans, lists, dicts or null (a date as an ISO string)"
+        ) from None
+
+
+def check_dates(ids: Sequence[str], dates: Sequence[object] | None) -> None:
+    """InputError unless ``dates`` has one ISO date string (or None) per document, alike for
+    every store (an int date failed as a raw TypeError on file, and was kept in memory)."""
+    if dates is None:
+        return
+    if len(dates) != len(ids):
+        raise InputError(f"dates has {len(dates)} entries for {len(ids)} texts")
+    for id_, date in zip(ids, dates, strict=True):
+        if date is not None and not isinstance(date, str):
+            raise InputError(
+                f"document {id_!r}: its date is {type(date).__name__} {date!r}, not a string; "
+                "give an ISO date string such as '2024-01-01', or None"
+            )
 
 
 #: What is wrong with metadata holding a NaN or an infinity (path, value), and what to do.
