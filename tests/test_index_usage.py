@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import datetime
+import random
 import re
 from pathlib import Path
 
 import pytest
 
-from neardup import Index, IndexCorrupt, InputError, NeardupError
+from neardup import Index, IndexCorrupt, InputError, NeardupError, ParamError
+from neardup.params import DedupParams, SimhashMethodParams
+from neardup.testing.synth import random_documents
 
 
 def _where(tmp_path: Path, on_disk: bool) -> str | None:
@@ -72,3 +75,27 @@ def test_bad_metadata_or_dates_are_an_input_error_naming_the_document_on_every_s
     with pytest.raises(InputError, match=re.escape(said)):
         index.add(["u"], ["x y z"], **{field: given})  # type: ignore[arg-type]
     assert len(index) == 0
+
+
+def _edited(text: str, rate: float, rng: random.Random) -> str:
+    """``text`` with about ``rate`` of its words replaced."""
+    words = [w if rng.random() >= rate else f"zz{rng.randrange(1000)}" for w in text.split()]
+    return " ".join(words)
+
+
+def test_unverified_simhash_index_takes_thresholds_down_to_its_max_distance_score() -> None:
+    docs = random_documents(20, seed=3, words=(40, 60))
+    params = DedupParams(method=SimhashMethodParams(max_distance=19))
+    index = Index.create(None, params)
+    index.add([f"d{i}" for i in range(20)], docs)
+    rng = random.Random(1)
+    queries = [_edited(d, 0.15, rng) for d in docs]
+    found = index.query(queries)
+    scores = [m.score for ms in found for m in ms]
+    floor = 1 - 19 / 64  # SimHash's score of a pair max_distance bits apart
+    assert min(scores) < 0.8 and min(scores) >= floor
+    assert index.query(queries, threshold=floor) == found
+    at_75 = index.query(queries, threshold=0.75)
+    assert at_75 == [[m for m in ms if m.score >= 0.75] for ms in found]
+    with pytest.raises(ParamError, match=re.escape("finds matches at 0.703125 and above")):
+        index.query(queries, threshold=0.7)

@@ -170,11 +170,19 @@ def check_dates(ids: Sequence[str], dates: Sequence[object] | None) -> None:
 NON_FINITE = "field {0} holds {1!r}, a number JSON cannot hold; give a finite number or null"
 
 
+def index_floor(params: DedupParams) -> float:
+    """The lowest score an index finds: an unverified SimHash index scores 1 - distance / 64
+    and finds pairs up to ``max_distance`` bits apart; any other index its threshold."""
+    if isinstance(params.method, SimhashMethodParams) and params.resolved_verify == "none":
+        return 1.0 - params.method.max_distance / 64.0
+    return params.resolved_threshold
+
+
 def query_floor(params: DedupParams, threshold: float | None) -> float:
     """The score a query's matches must reach: ``threshold``, from the index's own to 1."""
     if threshold is None:
         return 0.0
-    base = params.resolved_threshold
+    base = index_floor(params)
     if (
         isinstance(threshold, bool)
         or not isinstance(threshold, int | float)
@@ -186,17 +194,23 @@ def query_floor(params: DedupParams, threshold: float | None) -> float:
             f"{threshold!r}; leave it out to use the index's own ({base:g})"
         )
     if threshold < base - 1e-12:
-        lower = (
-            f"; build an index with --threshold {threshold:g} for lower ones"
-            if threshold > 0
-            and not isinstance(params.method, SimhashMethodParams)  # create takes it
-            else ""
-        )
         raise ParamError(
             f"this index finds matches at {base:g} and above; a query can ask for a "
-            f"threshold from {base:g} to 1, not {threshold!r}{lower}"
+            f"threshold from {base:g} to 1, not {threshold!r}{_lower(params, threshold)}"
         )
     return float(threshold)
+
+
+def _lower(params: DedupParams, threshold: float) -> str:
+    """How to build an index finding matches down to ``threshold`` (empty: none can)."""
+    if threshold <= 0:
+        return ""
+    if not isinstance(params.method, SimhashMethodParams):
+        return f"; build an index with --threshold {threshold:g} for lower ones"
+    if params.resolved_verify == "none" and threshold >= 1.0 - 19 / 64.0:
+        bits = math.floor((1.0 - threshold) * 64.0 + 1e-9)
+        return f"; build an index with --max-distance {bits} for lower ones"
+    return ""
 
 
 def stored_as_unicode(
