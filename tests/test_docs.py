@@ -101,3 +101,15 @@ def test_the_readme_names_every_extra_and_install_commands_work_from_a_checkout(
             for line in body.splitlines():
                 if line.lstrip().startswith("pip install") and "neardup[" in line:
                     assert "PyPI" in line or "from a checkout" in line, (page.name, line)
+
+
+def test_the_library_page_imports_from_the_stage_modules_named_like_their_functions() -> None:
+    """``neardup.simhash`` and ``neardup.features`` are the functions, so the page shows the
+    ``from ... import`` form that reaches their modules (``import ... as`` does not)."""
+    page = ROOT / "docs" / "LIBRARY.md"
+    shown = [b for lang, b in _steps(page) if lang == "python" and "from neardup.simhash" in b]
+    assert shown, "LIBRARY.md shows how to import from neardup.simhash"
+    exec(compile(shown[0], str(page), "exec"), {"__name__": "__docs__"})
+    import neardup.simhash as as_named
+
+    assert not hasattr(as_named, "fit_idf")  # the function, as the page says
