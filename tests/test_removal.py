@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup import Deduplicator, DedupParams
 from neardup.candidates import EMPTY, candidate_pairs
 from neardup.errors import InputError, ParamError
 from neardup.removal import (
@@ -430,3 +431,20 @@ def test_candidates_to_removal_on_a_boilerplate_bucket() -> None:
     # 91 heads are reported as not compared with every better head.
     assert res.stats.checks == sum(min(j, 8) for j in range(n // fam))
     assert res.stats.found == 0 and res.stats.starved == n // fam - 9
+
+
+def test_deduplicator_docstring_says_components_may_remove_a_document_unlike_its_kept_one() -> None:
+    words = [f"w{i}" for i in range(200)]
+    a = " ".join(words)
+    b = " ".join(words[:100] + ["x" + w for w in words[100:110]] + words[110:])
+    c = " ".join(
+        words[:100] + ["x" + w for w in words[100:110]] + ["y" + w for w in words[110:120]]
+    )
+    c += " " + " ".join(words[120:])
+    params = DedupParams(removal="components", verify="exact")
+    found = Deduplicator(params).fit([a, b, c])
+    assert found.duplicate_of_.tolist() == [-1, 0, 0]  # C removed as a copy of A: A~B, B~C
+    assert np.isnan(found.duplicate_score_[[0, 2]]).all()  # kept A, and C with no pair with A
+    doc = " ".join((Deduplicator.__doc__ or "").split())
+    assert 'under removal="components", the kept document of its component' in doc
+    assert "under components for a removed one with no pair of its own" in doc

@@ -171,8 +171,10 @@ class Deduplicator:
     Feed all texts with ``fit`` (any iterable; consumed in batches), or batch by batch with
     ``partial_fit`` then ``finish()``. Results:
     ``kept_`` (bool[n]); ``duplicate_of_`` (int64[n]: the kept document a removed one duplicates,
-    -1 for kept documents); ``duplicate_score_`` (float64[n]: that pair's score, NaN for kept
-    ones); ``clusters_`` (int64[n]: the smallest document index of each document's cluster);
+    -1 for kept documents; under removal="components", the kept document of its component,
+    which it may not resemble: A~B, B~C removes C as a duplicate of A); ``duplicate_score_``
+    (float64[n]: that pair's score, NaN for kept ones, and under components for a removed one
+    with no pair of its own with its ``duplicate_of_``); ``clusters_`` (int64[n]: the smallest document index of each document's cluster);
     ``empty_`` (bool[n]); ``groups_`` (int64[n]: exact-duplicate group = its first document);
     ``pairs_`` ((a, b, score): exact duplicates as pairs with their first copy, score 1.0, and
     near pairs between first copies: with ``pairs="removal"`` (the default) the pairs that
