@@ -7,12 +7,14 @@ block of the README and docs/*.md runs, in order, in a fresh folder holding exam
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 from pathlib import Path
 
 import pytest
 
+from neardup import DedupParams, MinhashParams, ParamError, SampledParams, SimhashMethodParams
 from neardup.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,3 +115,16 @@ def test_the_library_page_imports_from_the_stage_modules_named_like_their_functi
     import neardup.simhash as as_named
 
     assert not hasattr(as_named, "fit_idf")  # the function, as the page says
+
+
+def test_the_library_page_changes_a_params_method_by_building_new_params_not_replace() -> None:
+    """``dataclasses.replace`` keeps the resolved verification of the old method, so the page
+    shows building a new DedupParams, which takes the new method's defaults."""
+    page = ROOT / "docs" / "LIBRARY.md"
+    shown = [b for lang, b in _steps(page) if lang == "python" and "minhash = DedupParams(" in b]
+    assert shown, "LIBRARY.md shows how to change the method of a DedupParams"
+    exec(compile(shown[0], str(page), "exec"), {"__name__": "__docs__"})
+    old = DedupParams(method=SimhashMethodParams())
+    assert dataclasses.replace(old, method=MinhashParams()).resolved_verify == "none"  # documented
+    with pytest.raises(ParamError, match="sampled containment"):
+        dataclasses.replace(DedupParams(), method=SampledParams())

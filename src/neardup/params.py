@@ -363,6 +363,10 @@ class DedupParams:
     removal: "keep-aware" (default: a document is removed only when a kept document resembles
       it) or "components" (one survivor per connected component of the pair graph).
     seed: every random choice (sketches, SimHash feature mixing).
+
+    threshold and verify are stored resolved (None becomes the method's default when made), so
+    ``dataclasses.replace(p, method=...)`` keeps the old method's defaults (or refuses them):
+    to change the method, build a new DedupParams from the fields chosen (docs/LIBRARY.md).
     """
 
     threshold: float | None = None
