@@ -417,6 +417,18 @@ def test_output_folders_are_checked_before_anything_is_read(
         with pytest.raises(ParamError, match=r"is inside the (-o|--work-dir) folder"):
             dedup(inputs, DedupParams(), where, JobOptions(**options), client=object())
     assert not k.exists() and not (tmp_path / "w").exists()
+    # a folder holding an input (its parts would overwrite it, or be read by the next run)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "part-00000.jsonl").write_text("".join(lines))
+    inside = [str(tmp_path / "data" / "part-00000.jsonl")]
+    for where, options in [
+        (ClusterOutputs(str(tmp_path / "data")), {}),
+        (ClusterOutputs(str(tmp_path / "k"), pairs=str(tmp_path / "data")), {}),
+        (ClusterOutputs(str(tmp_path / "k")), {"work_dir": str(tmp_path / "data")}),
+    ]:
+        with pytest.raises(ParamError, match="is a folder holding the input"):
+            dedup(inside, DedupParams(), where, JobOptions(**options), client=object())
+    assert (tmp_path / "data" / "part-00000.jsonl").read_text() == "".join(lines)
 
 
 def test_killing_the_job_then_running_it_again_resumes_with_the_same_outputs(

@@ -45,6 +45,12 @@ def check_folders(
             )
         if where in inputs:
             raise ParamError(f"{flag} {value} is an input; write the output somewhere else")
+        inside = sorted(i for i in inputs if i.startswith(where + "/"))
+        if inside and flag not in out_files:  # its parts would overwrite them, or be read next
+            raise ParamError(
+                f"{flag} {value} is a folder holding the input {inside[0]}; write the output "
+                "beside the inputs, not among them"
+            )
         seen[where] = flag
         if flag == "--work-dir":
             continue
