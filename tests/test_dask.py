@@ -551,3 +551,19 @@ def test_inputs_and_outputs_on_s3_give_the_local_kept_records(
     assert "testing" not in said.err + said.out  # no credentials in what the run says
     for name, local in zip(FOLDERS, want, strict=True):
         assert read_output(f"s3://crawl/out/{name}", s3) == local, name
+
+
+def test_a_resumed_write_stage_writes_again_the_parts_deleted_since_it_was_killed(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
+    work = tmp_path / "work"
+    options = JobOptions(block_bytes=7000, work_dir=str(work))
+    dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    (work / "write" / "_SUCCESS").unlink()  # as if killed while writing, every block's part done
+    parts = sorted((tmp_path / "kept").glob("part-*"))
+    assert len(parts) > 1
+    parts[0].unlink()  # then the output folder lost a part (deleted, or another run's)
+    (tmp_path / "kept" / "manifest.json").unlink()
+    dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want

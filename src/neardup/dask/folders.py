@@ -122,17 +122,26 @@ def check_written(
         not work.exists("write/outputs.json") or work.read_json("write/outputs.json") != record
     ):
         work.forget("write")
-    if work.done("write"):
-        for folder, kind, _ in folders:
-            if folder is None:
-                continue
-            fs, root = filesystem(folder, storage)
-            have = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root.rstrip('/')}/part-*")}
-            if any(part_name(b, kind) not in have for b in range(n_blocks)):
-                work.forget("write")
-                break
+    blocks = range(n_blocks) if work.done("write") else sorted(work.finished("write"))
+    lost = _parts_lost(folders, blocks, storage)
+    if lost and work.done("write"):
+        work.forget("write")
+    for b in lost if work.exists("write") else ():  # a killed write stage: those blocks again
+        work.fs.rm(work.path(f"write/part-{b:05d}.json"))
     if not work.exists("write/outputs.json"):
         work.write_json("write/outputs.json", record)
+
+
+def _parts_lost(folders: list[Folder], blocks: Any, storage: dict[str, Any]) -> list[int]:
+    """The ``blocks`` whose part file is missing from one of the output folders."""
+    lost: set[int] = set()
+    for folder, kind, _ in folders:
+        if folder is None or not len(blocks):
+            continue
+        fs, root = filesystem(folder, storage)
+        have = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root.rstrip('/')}/part-*")}
+        lost.update(b for b in blocks if part_name(b, kind) not in have)
+    return sorted(lost)
 
 
 def unmark(folders: list[Folder], storage: dict[str, Any]) -> None:
