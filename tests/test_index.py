@@ -446,6 +446,12 @@ def test_cli_index_commands_and_dedup_against_an_index(
             main(["dedup", str(new), "-o", str(tmp_path / "x.jsonl"), "--index", idx, *given]) == 1
         )
         assert f"drop {named}" in capsys.readouterr().err
+    for given, says in [(["--dask", "local:2"], "runs on this machine"),
+                        (["--work-dir", str(tmp_path / "w")], "--work-dir goes with --dask")]:  # fmt: skip
+        # a cluster run's options with --index: refused (it ran on one machine, silently)
+        assert main(["dedup", str(new), "-o", str(tmp_path / "y"), "--index", idx, *given]) == 1
+        assert says in capsys.readouterr().err
+    assert not (tmp_path / "y").exists() and not (tmp_path / "w").exists()
 
 
 def test_a_text_that_is_not_unicode_stops_add_naming_it_or_is_skipped_and_counted(

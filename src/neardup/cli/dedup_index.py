@@ -12,6 +12,7 @@ from ..errors import ParamError
 from ..index.jobs import dedup_source
 from .convert import MINHASH_ONLY, SIMHASH_ONLY
 from .dedup import check_outputs
+from .options import refuse_cluster_only
 from .reading import inputs, read_options
 from .summary import dedup_index_summary
 
@@ -46,6 +47,12 @@ def run(args: argparse.Namespace) -> int:
         raise ParamError("--min-paragraph-tokens goes with --unit paragraph or --unit line")
     if not args.index:
         raise ParamError("--add needs --index PATH: the index to add the kept documents to")
+    if args.dask:  # the index is one SQLite file on this machine
+        raise ParamError(
+            "--index runs on this machine (the index is one SQLite file); drop --dask, or "
+            "drop --index to deduplicate the inputs on the cluster"
+        )
+    refuse_cluster_only(args)
     given = [
         flag for flag, attr in _NOT_WITH_INDEX.items() if getattr(args, attr) not in (None, False)
     ]
