@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import InputError, ParamError
 from ..io._outputs import check_json_name
-from .inputs import InputFile, filesystem, is_url
+from .inputs import InputFile, filesystem, is_url, reaching
 from .stages import part_name
 from .workdir import WorkDir, write_whole
 
@@ -52,22 +52,29 @@ def check_folders(
                 "beside the inputs, not among them"
             )
         seen[where] = flag
-        if flag == "--work-dir":
-            continue
-        fs, path = filesystem(value, storage)
-        if flag in out_files:
-            check_json_name(flag, value)
-            if fs.isdir(path):
-                raise ParamError(f"{flag} {value} is a folder; give a file name")
-            continue
-        if fs.exists(path) and not fs.isdir(path):
-            raise ParamError(
-                f"{flag} {value} is a file; with --dask outputs are folders of part files"
-            )
-        if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
-            raise ParamError(
-                f"{flag} {value} is a folder that holds other files; give an empty or new folder"
-            )
+        with reaching(value, storage):
+            _check_place(flag, value, flag in out_files, storage)
+
+
+def _check_place(flag: str, value: str, is_file: bool, storage: dict[str, Any]) -> None:
+    """An output file is no folder; an output folder is no file and holds nothing but an
+    earlier neardup output; the work folder's storage answers."""
+    fs, path = filesystem(value, storage)
+    if flag == "--work-dir":
+        if is_url(value):
+            fs.exists(path)  # wrong storage options are said now, not once the cluster runs
+        return
+    if is_file:
+        check_json_name(flag, value)
+        if fs.isdir(path):
+            raise ParamError(f"{flag} {value} is a folder; give a file name")
+        return
+    if fs.exists(path) and not fs.isdir(path):
+        raise ParamError(f"{flag} {value} is a file; with --dask outputs are folders of part files")
+    if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
+        raise ParamError(
+            f"{flag} {value} is a folder that holds other files; give an empty or new folder"
+        )
 
 
 def _not_nested(named: dict[str, str], folders: list[str]) -> None:

@@ -11,14 +11,15 @@ Parquet file is cut the same way, each block owning the row groups that start in
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, ParamError
+from ..errors import InputError, NeardupError, ParamError
 from ..io.formats import format_of
 
 #: Bytes of a plain JSONL file per block by default.
@@ -68,6 +69,43 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
     return fs, path
 
 
+def _option_values(value: Any) -> Iterator[str]:
+    """Every string among the storage options' values (nested ones too): never said back."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _option_values(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _option_values(v)
+    elif value is not None and not isinstance(value, bool) and str(value):
+        yield str(value)
+
+
+def storage_problem(where: str, exc: BaseException, storage: dict[str, Any] | None) -> str:
+    """One line for a failure to open or list remote ``where``: the exception's type and
+    message (the storage options' values, which may be secrets, hidden) and what to check."""
+    said = " ".join(str(exc).split()) or "no message"
+    for value in sorted(set(_option_values(storage or {})), key=len, reverse=True):
+        said = said.replace(value, "***")
+    return (
+        f"{where}: cannot reach it ({type(exc).__name__}: {said}); check the --storage-options "
+        "keys, the endpoint and the credentials"
+    )
+
+
+@contextlib.contextmanager
+def reaching(where: str, storage: dict[str, Any] | None) -> Iterator[None]:
+    """Any failure to open or list remote ``where`` inside -> one-line ParamError."""
+    try:
+        yield
+    except NeardupError:
+        raise
+    except Exception as exc:
+        if not is_url(where):
+            raise
+        raise ParamError(storage_problem(where, exc, storage)) from None
+
+
 def _stamp(info: dict[str, Any]) -> str:
     for key in ("ETag", "etag", "md5Hash", "mtime", "LastModified", "last_modified", "created"):
         if info.get(key) is not None:
@@ -98,17 +136,8 @@ def list_inputs(
             raise ParamError(
                 "standard input cannot be read by the workers of a cluster; save it to a file"
             )
-        fs, path = filesystem(raw, storage_options)
-        if any(c in raw for c in _GLOB):
-            found = sorted(fs.glob(path))
-            if not found:
-                raise InputError(f"{raw}: no file matches; check the pattern")
-            for p in found:
-                files.extend(_files_under(fs, raw, p, _matched(raw, p, fs)))
-            continue
-        if not fs.exists(path):
-            raise InputError(f"{raw}: file not found; check the path")
-        files.extend(_files_under(fs, raw, path, raw))
+        with reaching(raw, storage_options):
+            files.extend(_listed(raw, storage_options))
     _one_format(files)
     for f in files:
         named = format_of(f.name)
@@ -118,6 +147,22 @@ def list_inputs(
                 f"({named.name} here); rename the file, or leave --format out"
             )
     return files
+
+
+def _listed(raw: str, storage_options: dict[str, Any] | None) -> list[InputFile]:
+    """The files one input (a path, folder, glob or URL) stands for."""
+    fs, path = filesystem(raw, storage_options)
+    if any(c in raw for c in _GLOB):
+        found = sorted(fs.glob(path))
+        if not found:
+            raise InputError(f"{raw}: no file matches; check the pattern")
+        files: list[InputFile] = []
+        for p in found:
+            files.extend(_files_under(fs, raw, p, _matched(raw, p, fs)))
+        return files
+    if not fs.exists(path):
+        raise InputError(f"{raw}: file not found; check the path")
+    return _files_under(fs, raw, path, raw)
 
 
 def _one_format(files: list[InputFile]) -> None:

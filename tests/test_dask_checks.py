@@ -1,0 +1,60 @@
+"""What a cluster run checks before any cluster starts: storage that cannot be reached, and
+local outputs that cannot be written, are said in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("distributed")
+
+from neardup.cli import main
+from neardup.dask import ClusterOutputs, JobOptions, dedup
+from neardup.errors import ParamError
+from neardup.params import DedupParams
+
+
+def _corpus(tmp: Path) -> str:
+    path = tmp / "in.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "text": f"doc {i}"}) + "\n" for i in range(5)))
+    return str(path)
+
+
+def _refused(inputs: list[str], outputs: ClusterOutputs, **options: object) -> str:
+    """The ParamError's message a cluster run gives before it needs a cluster."""
+    with pytest.raises(ParamError) as caught:
+        dedup(inputs, DedupParams(), outputs, JobOptions(**options), client=object())  # type: ignore[arg-type]
+    return str(caught.value)
+
+
+def test_storage_options_a_filesystem_refuses_are_one_line_naming_the_path(
+    s3: dict[str, object], tmp_path: Path
+) -> None:
+    bad = {**s3, "bogus_opt": 1}
+    said = _refused(["s3://bkt/in/chain.jsonl"], ClusterOutputs(str(tmp_path / "k")),
+                    storage_options=bad)  # fmt: skip
+    assert said.startswith("s3://bkt/in/chain.jsonl: cannot reach it (TypeError: ")
+    assert "bogus_opt" in said and "--storage-options keys" in said
+    assert "testing" not in said and str(s3["endpoint_url"]) not in said  # no option's value
+    said = _refused([_corpus(tmp_path)], ClusterOutputs("s3://bkt/out/k"), storage_options=bad)
+    assert said.startswith("s3://bkt/out/k: cannot reach it (TypeError: ")
+    work = ClusterOutputs(str(tmp_path / "k"))
+    said = _refused([_corpus(tmp_path)], work, work_dir="s3://bkt/w", storage_options=bad)
+    assert said.startswith("s3://bkt/w: cannot reach it (TypeError: ")
+
+
+def test_an_endpoint_that_does_not_answer_is_one_line_in_the_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = json.dumps({"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"},
+                          "key": "k3y", "secret": "s3cret", "config_kwargs":
+                          {"retries": {"max_attempts": 1}}})  # fmt: skip
+    args = ["dedup", "s3://bkt/in/chain.jsonl", "-o", str(tmp_path / "k"), "--dask", "local:2",
+            "--storage-options", options]  # fmt: skip
+    assert main(args) != 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert "s3://bkt/in/chain.jsonl: cannot reach it (EndpointConnectionError: " in err
+    assert "127.0.0.1:1" not in err and "s3cret" not in err and "k3y" not in err
