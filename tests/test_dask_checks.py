@@ -58,3 +58,37 @@ def test_an_endpoint_that_does_not_answer_is_one_line_in_the_cli(
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     assert "s3://bkt/in/chain.jsonl: cannot reach it (EndpointConnectionError: " in err
     assert "127.0.0.1:1" not in err and "s3cret" not in err and "k3y" not in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc")
+def test_local_outputs_that_cannot_be_written_are_refused_before_the_cluster_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    inputs = _corpus(tmp_path)
+    kept = str(tmp_path / "k")
+    cases = [
+        (["-o", "/proc/o"], "cannot create /proc/o in folder /proc: "),
+        (["-o", kept, "--clusters", "/proc/c"], "cannot create /proc/c in folder /proc: "),
+        (["-o", kept, "--pairs", f"{inputs}/p"], f"cannot write {inputs}/p: a part of the path"),
+        (["-o", kept, "--work-dir", "/proc/w"], "cannot create /proc/w in folder /proc: "),
+        (["-o", kept, "--summary-json", "/proc/s.json"],
+         "cannot create /proc/s.json in folder /proc: "),
+        (["-o", kept, "--summary-json", str(tmp_path / "nodir" / "s.json")],
+         f"cannot write {tmp_path}/nodir/s.json: folder {tmp_path}/nodir does not exist; "
+         "create it first"),
+    ]  # fmt: skip
+    for extra, said in cases:
+        assert main(["dedup", inputs, *extra, "--dask", "local:2", "-q"]) == 1, extra
+        err = capsys.readouterr().err
+        assert err == f"neardup: error: {said}" + err.split(said, 1)[-1], err
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]  # nothing made
+
+
+def test_new_local_output_folders_under_new_folders_are_made(tmp_path: Path) -> None:
+    inputs = _corpus(tmp_path)
+    deep = tmp_path / "a" / "b"
+    args = ["dedup", inputs, "-o", str(deep / "k"), "--work-dir", str(deep / "w"),
+            "--summary-json", str(tmp_path / "s.json"), "--dask", "local:1", "-q"]  # fmt: skip
+    assert main(args) == 0
+    assert (deep / "k" / "manifest.json").exists() and (tmp_path / "s.json").exists()

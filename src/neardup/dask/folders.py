@@ -8,10 +8,13 @@ import gzip
 import json
 import os
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, ParamError
+from ..errors import InputError, OutputError, ParamError
 from ..io._outputs import check_json_name
+from ..io._targets import classify, describe_os_error
 from .inputs import InputFile, filesystem, is_url, reaching
 from .stages import part_name
 from .workdir import WorkDir, write_whole
@@ -60,21 +63,55 @@ def _check_place(flag: str, value: str, is_file: bool, storage: dict[str, Any]) 
     """An output file is no folder; an output folder is no file and holds nothing but an
     earlier neardup output; the work folder's storage answers."""
     fs, path = filesystem(value, storage)
-    if flag == "--work-dir":
-        if is_url(value):
-            fs.exists(path)  # wrong storage options are said now, not once the cluster runs
-        return
     if is_file:
         check_json_name(flag, value)
         if fs.isdir(path):
             raise ParamError(f"{flag} {value} is a folder; give a file name")
+        if not is_url(value):
+            target = classify(value)  # the single-machine run's checks and messages
+            if target.kind == "file":
+                _probe(value, Path(os.path.realpath(value)).parent, file=True)
         return
-    if fs.exists(path) and not fs.isdir(path):
-        raise ParamError(f"{flag} {value} is a file; with --dask outputs are folders of part files")
-    if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
-        raise ParamError(
-            f"{flag} {value} is a folder that holds other files; give an empty or new folder"
-        )
+    if flag != "--work-dir":
+        if fs.exists(path) and not fs.isdir(path):
+            raise ParamError(
+                f"{flag} {value} is a file; with --dask outputs are folders of part files"
+            )
+        if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
+            raise ParamError(
+                f"{flag} {value} is a folder that holds other files; give an empty or new folder"
+            )
+    if is_url(value):
+        fs.exists(path)  # wrong storage options are said now, not once the cluster runs
+    else:
+        _check_local_folder(value)
+
+
+def _check_local_folder(value: str) -> None:
+    """A local output or work folder can be made: its nearest existing ancestor (the folder
+    itself, when it exists) is a folder that takes new folders."""
+    ancestor = Path(os.path.abspath(value))
+    while not os.path.exists(ancestor) and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ParamError(f"cannot write {value}: a part of the path is not a folder")
+    _probe(value, ancestor, file=False)
+
+
+def _probe(value: str, folder: Path, file: bool) -> None:
+    """OutputError unless a file (``file``) or folder can be created in ``folder`` (tried:
+    permissions say nothing for root, nor for /proc); nothing is left behind."""
+    try:
+        if file:
+            fd, probe = tempfile.mkstemp(prefix=".neardup-probe-", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".neardup-probe-", dir=folder))
+    except OSError as exc:
+        inside = Path(os.path.abspath(value)) == folder
+        doing = f"write into {value}" if inside else f"create {value} in folder {folder}"
+        raise OutputError(f"cannot {doing}: {describe_os_error(exc)}") from None
 
 
 def _not_nested(named: dict[str, str], folders: list[str]) -> None:
