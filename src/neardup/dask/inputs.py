@@ -70,15 +70,16 @@ def filesystem(url: str, storage_options: dict[str, Any] | None = None) -> tuple
 
 
 def _option_values(value: Any) -> Iterator[str]:
-    """Every string among the storage options' values (nested ones too): never said back."""
+    """Every string of 4 characters or more among the storage options' values (nested ones
+    too): never said back (a secret is longer; hiding "1" would mangle every number)."""
     if isinstance(value, dict):
         for v in value.values():
             yield from _option_values(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from _option_values(v)
-    elif value is not None and not isinstance(value, bool) and str(value):
-        yield str(value)
+    elif isinstance(value, str) and len(value) >= 4:  # short ones and numbers hide nothing
+        yield value
 
 
 def storage_problem(where: str, exc: BaseException, storage: dict[str, Any] | None) -> str:
