@@ -283,6 +283,19 @@ def test_an_unwritable_output_folder_is_one_line_before_reading(
         assert "kept.jsonl" in line and ("read-only" in line or "permission" in line)
 
 
+@pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_new_file_whatever_its_permissions_is_refused_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # /proc says writable to root: the run read and deduplicated everything, then failed
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "a", "text": "one"}\nnot json\n')  # reading it would stop at line 2
+    assert main(["dedup", str(src), "-o", "/proc/kept.jsonl"]) == 1
+    line = _one_error_line(capsys.readouterr().err)
+    assert line.startswith("neardup: error: cannot create /proc/kept.jsonl in folder /proc: ")
+    assert not list(Path("/proc").glob(".neardup-probe-*"))
+
+
 @pytest.mark.parametrize("kind", ["jsonl", "jsonl.gz", "parquet", "text"])
 def test_a_full_disk_is_one_line_and_leaves_no_output(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str

@@ -8,13 +8,12 @@ import gzip
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, OutputError, ParamError
 from ..io._outputs import check_json_name
-from ..io._targets import classify, describe_os_error
+from ..io._targets import classify, folder_problem
 from .inputs import InputFile, filesystem, is_url, reaching
 from .stages import part_name
 from .workdir import WorkDir, write_whole
@@ -68,9 +67,7 @@ def _check_place(flag: str, value: str, is_file: bool, storage: dict[str, Any]) 
         if fs.isdir(path):
             raise ParamError(f"{flag} {value} is a folder; give a file name")
         if not is_url(value):
-            target = classify(value)  # the single-machine run's checks and messages
-            if target.kind == "file":
-                _probe(value, Path(os.path.realpath(value)).parent, file=True)
+            classify(value)  # the single-machine run's checks (its folder takes files) and messages
         return
     if flag != "--work-dir":
         if fs.exists(path) and not fs.isdir(path):
@@ -95,23 +92,11 @@ def _check_local_folder(value: str) -> None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         raise ParamError(f"cannot write {value}: a part of the path is not a folder")
-    _probe(value, ancestor, file=False)
-
-
-def _probe(value: str, folder: Path, file: bool) -> None:
-    """OutputError unless a file (``file``) or folder can be created in ``folder`` (tried:
-    permissions say nothing for root, nor for /proc); nothing is left behind."""
-    try:
-        if file:
-            fd, probe = tempfile.mkstemp(prefix=".neardup-probe-", dir=folder)
-            os.close(fd)
-            os.unlink(probe)
-        else:
-            os.rmdir(tempfile.mkdtemp(prefix=".neardup-probe-", dir=folder))
-    except OSError as exc:
-        inside = Path(os.path.abspath(value)) == folder
-        doing = f"write into {value}" if inside else f"create {value} in folder {folder}"
-        raise OutputError(f"cannot {doing}: {describe_os_error(exc)}") from None
+    problem = folder_problem(ancestor, subfolder=True)
+    if problem is not None:
+        inside = Path(os.path.abspath(value)) == ancestor
+        doing = f"write into {value}" if inside else f"create {value} in folder {ancestor}"
+        raise OutputError(f"cannot {doing}: {problem}")
 
 
 def _not_nested(named: dict[str, str], folders: list[str]) -> None:

@@ -14,6 +14,7 @@ import os
 import select
 import stat
 import sys
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,16 +89,27 @@ def stdout_buffer() -> BinaryIO:
     return buffer
 
 
-def _folder_problem(folder: Path) -> str | None:
-    """Why no new file can be created in ``folder`` (None if one can)."""
-    if os.access(folder, os.W_OK | os.X_OK):
-        return None
+def folder_problem(folder: Path, *, subfolder: bool = False) -> str | None:
+    """Why no new file (``subfolder``: folder) can be created in ``folder`` (None if one can):
+    its permissions, then one created there and removed at once, since permissions say nothing
+    for root, nor for /proc and /sys (a job would run to its end and fail to write)."""
+    if not os.access(folder, os.W_OK | os.X_OK):
+        try:
+            if os.statvfs(folder).f_flag & os.ST_RDONLY:
+                return _HINTS[errno.EROFS]
+        except OSError:  # pragma: no cover - the folder was just seen
+            pass
+        return _HINTS[errno.EACCES]
     try:
-        if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return _HINTS[errno.EROFS]
-    except OSError:  # pragma: no cover - the folder was just seen
-        pass
-    return _HINTS[errno.EACCES]
+        if subfolder:
+            os.rmdir(tempfile.mkdtemp(prefix=".neardup-probe-", dir=folder))
+        else:
+            fd, probe = tempfile.mkstemp(prefix=".neardup-probe-", dir=folder)
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        return describe_os_error(exc)
+    return None
 
 
 def classify(out: str | Path, *, folder: bool = False) -> Target:
@@ -163,7 +175,7 @@ def _new_target(name: str, path: Path, folder: bool) -> Target:
     parent = final.parent
     if not parent.is_dir():
         raise ParamError(f"cannot write {name}: folder {parent} does not exist; create it first")
-    problem = _folder_problem(parent)
+    problem = folder_problem(parent)
     if problem is not None:
         raise OutputError(f"cannot create {name} in folder {parent}: {problem}")
     pst = os.stat(parent)
@@ -173,7 +185,7 @@ def _new_target(name: str, path: Path, folder: bool) -> Target:
 def _replaced_target(name: str, path: Path, folder: bool, identity: Identity) -> Target:
     """An existing file or empty folder, replaced by renaming a temporary one into place."""
     final = Path(os.path.realpath(path))
-    problem = _folder_problem(final.parent)
+    problem = folder_problem(final.parent)
     if problem is not None:
         raise OutputError(
             f"cannot replace {name}: {problem} (the folder {final.parent} must take a "
