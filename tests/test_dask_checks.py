@@ -92,3 +92,44 @@ def test_new_local_output_folders_under_new_folders_are_made(tmp_path: Path) -> 
             "--summary-json", str(tmp_path / "s.json"), "--dask", "local:1", "-q"]  # fmt: skip
     assert main(args) == 0
     assert (deep / "k" / "manifest.json").exists() and (tmp_path / "s.json").exists()
+
+
+def test_a_local_folder_that_cannot_be_read_is_one_line_before_the_cluster_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # fsspec's walk passed over it: the run listed no file and failed in Dask with a traceback
+    if Path("/proc/1/map_files").exists() and not _listable(Path("/proc/1/map_files")):
+        folder = Path("/proc/1/map_files")
+    else:
+        folder = tmp_path / "locked"
+        folder.mkdir()
+        folder.chmod(0)
+        if _listable(folder):
+            pytest.skip("no folder here is unreadable to this user")
+    args = ["dedup", str(folder), "-o", str(tmp_path / "k"), "--dask", "local:1", "-q"]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"neardup: error: {folder}: cannot read the folder (")
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "k").exists()
+
+
+def _listable(folder: Path) -> bool:
+    try:
+        list(folder.iterdir())
+    except OSError:
+        return False
+    return True
+
+
+def test_a_folder_without_files_gives_empty_outputs_as_one_machine_does(tmp_path: Path) -> None:
+    # Dask's from_map refused an empty list of blocks: a ValueError traceback
+    (tmp_path / "in").mkdir()
+    outs = ["-o", str(tmp_path / "k"), "--clusters", str(tmp_path / "c"),
+            "--summary-json", str(tmp_path / "s.json")]  # fmt: skip
+    assert main(["dedup", str(tmp_path / "in"), *outs, "--dask", "local:1", "-q"]) == 0
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert (summary["documents"], summary["kept"], summary["removed"]) == (0, 0, 0)
+    for folder in ("k", "c"):
+        manifest = json.loads((tmp_path / folder / "manifest.json").read_text())
+        assert manifest["parts"] == []

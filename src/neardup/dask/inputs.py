@@ -211,7 +211,7 @@ def _files_under(fs: Any, raw: str, path: str, shown: str) -> list[InputFile]:
     if info.get("type") != "directory":
         return [_file(fs, raw, path, shown, info)]
     out: list[InputFile] = []
-    for root, dirs, names in fs.walk(path):
+    for root, dirs, names in _walk(fs, raw, path):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for n in sorted(names):
             if n.startswith("."):
@@ -224,6 +224,22 @@ def _files_under(fs: Any, raw: str, path: str, shown: str) -> list[InputFile]:
             )
             out.append(_file(fs, raw, full, name, fs.info(full)))
     return out
+
+
+def _walk(fs: Any, raw: str, path: str) -> Iterator[tuple[str, list[str], list[str]]]:
+    """A folder's (root, folders, files), top down: a local folder that cannot be read is an
+    InputError, as on one machine (fsspec's walk passes over it: the run read no file)."""
+    if is_url(raw):
+        yield from fs.walk(path)
+        return
+
+    def failed(exc: OSError) -> None:
+        raise InputError(
+            f"{exc.filename}: cannot read the folder ({exc.strerror or exc}); check its "
+            "permissions (a cluster run does not skip a folder it cannot read)"
+        )
+
+    yield from os.walk(path, onerror=failed)
 
 
 def _file(fs: Any, raw: str, path: str, name: str, info: dict[str, Any]) -> InputFile:

@@ -237,6 +237,8 @@ def _scan(layout: Layout, client: Any) -> list[dict[str, Any]]:
     import dask.dataframe as dd
     import pandas as pd
 
+    if not layout.blocks:  # no input file: nothing to scan (Dask maps over no partition)
+        return []
     if layout.work.done("scan"):
         metas = layout.work.read_jsons([f"scan/part-{b.index:05d}.json" for b in layout.blocks])
         refuse_missing_id_field(layout.spec.id_field, metas)
