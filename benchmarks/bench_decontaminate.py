@@ -21,6 +21,9 @@ Run from the repository root (about two minutes):
    seconds, best of ``--repeat`` after a warm-up run (kernels compiled and cached).
    ``--dask local:2`` also times ``decontaminate --dask`` (the corpus decompressed, so it is
    cut into blocks) and checks its parts equal the local outputs; ``--skip-quality`` skips 1.
+3. Items sharing a template: 20,000 items and 20,000 texts that all open with "which of the
+   following is true" (no text contains an item): the whole command's wall time. Every item
+   holds the phrase's shingles; only the items' rarer shingles may find candidates.
 """
 
 from __future__ import annotations
@@ -178,6 +181,32 @@ def cluster_run(
             "outputs_equal_local": same}  # fmt: skip
 
 
+def template(items: int, docs: int, seed: int = 2) -> dict[str, Any]:
+    """A benchmark whose items all open with one phrase ("which of the following is true", as
+    multiple-choice questions do) against training texts that open with it too: the phrase's
+    shingles are held by every item, so counting every item of every shingle a text holds
+    costs items x texts; the whole command's wall seconds and its matches."""
+    rng = random.Random(seed)
+    phrase = "which of the following is true"
+    with tempfile.TemporaryDirectory() as tmp:
+        bench, train = Path(tmp) / "items.jsonl", Path(tmp) / "train.jsonl"
+        for path, n, words, tag in ((bench, items, 20, "q"), (train, docs, 50, "z")):
+            with path.open("w", encoding="utf-8") as fh:
+                for i in range(n):
+                    text = " ".join(
+                        [phrase, *(f"{tag}{rng.randrange(10**6)}" for _ in range(words))]
+                    )
+                    fh.write(json.dumps({"id": f"{tag}{i}", "text": text}) + "\n")
+        summary = Path(tmp) / "summary.json"
+        cmd = [sys.executable, "-m", "neardup.cli", "decontaminate", str(train), "--against",
+               str(bench), "--matches", f"{tmp}/m.jsonl", "--summary-json", str(summary), "-q"]  # fmt: skip
+        run(cmd)  # warm-up
+        wall, cpu = run(cmd)
+        matches = json.loads(summary.read_text())["matches"]
+    return {"items": items, "docs": docs, "seconds": round(wall, 3), "cpu_seconds": round(cpu, 3),
+            "matches": matches}  # fmt: skip
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--containments", default="0.2,0.3,0.4,0.5,0.6,0.8,1.0")
@@ -188,6 +217,8 @@ def main() -> None:
     p.add_argument("--jobs", type=int, help="--jobs of both commands [their default: all cores]")
     p.add_argument("--dask", metavar="CLUSTER", help="also decontaminate on Dask, e.g. local:2")
     p.add_argument("--skip-quality", action="store_true", help="throughput only")
+    p.add_argument("--template-items", type=int, default=20_000,
+                   help="items (and texts) sharing one phrase [20000]")  # fmt: skip
     p.add_argument("--json", type=Path, help="write every number here")
     args = p.parse_args()
     containments = [float(x) for x in args.containments.split(",")]
@@ -221,10 +252,16 @@ def main() -> None:
         f"decontaminate / dedup MB/s: {speed['ratio']:.2f}; {speed['contaminated']:,} messages "
         f"contaminated, {speed['matches']:,} matches, {speed['items_found']:,} items found"
     )
+    shared = template(args.template_items, args.template_items)
+    print(
+        f"template: {shared['items']:,} items and {shared['docs']:,} texts opening with one "
+        f"phrase: {shared['seconds']:.2f} s wall, {shared['matches']:,} matches"
+    )
     if args.json:
         common.write_json(
             args.json,
             {"machine": common.machine(), "clough_stevenson": rows, "throughput": speed,
+             "template": shared,
              "command": " ".join(sys.argv), "cores": os.cpu_count()},
         )  # fmt: skip
 

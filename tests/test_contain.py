@@ -102,3 +102,23 @@ def test_params_refuse_nfkc_and_bad_containment() -> None:
     for bad in (0, 1.5, True, "0.5"):
         with pytest.raises(ParamError, match="containment"):
             DecontaminateParams(containment=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("c", [0.1, 0.5, 0.9, 1.0])
+def test_items_sharing_a_template_equal_brute_force(c: float) -> None:
+    # the shingles every item holds sit in no item's prefix: only rarer ones find candidates
+    rng = np.random.default_rng(7)
+    vocab = [f"w{i}" for i in range(12)]
+    phrase = "which of the following is true"
+
+    def text(n: int) -> str:
+        return " ".join([phrase, *rng.choice(vocab, size=n).tolist()])
+
+    bench = [text(int(rng.integers(0, 8))) for _ in range(40)] + [phrase, "of the following"]
+    docs = [text(int(rng.integers(0, 30))) for _ in range(60)] + [phrase, "", "w1 w2"]
+    params = DecontaminateParams(c, ShingleParams(w=3))
+    found = Decontaminator(bench, params).contains(docs)
+    expected = ref.contained_items(bench, docs, c, 3)
+    got = [[(m.item, m.containment, m.shared, m.spans) for m in row] for row in found]
+    assert got == expected
+    assert sum(map(len, got)) > len(docs)  # many texts hold many items

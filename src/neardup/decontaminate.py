@@ -4,8 +4,11 @@ Containment of a benchmark item b in a training text d is c(b, d) = |S(b) n S(d)
 over shingle sets of canonical tokens (case, punctuation and line breaks ignored). The
 benchmark's shingle sets are held in memory (a benchmark is small) as a table of distinct
 fingerprints and, per fingerprint, the items holding it; every shingle of a training batch is
-looked up in one kernel call, so c(b, d) is exact for every pair that shares a shingle, at any
-threshold C, and a batch costs one pass over its shingles whatever the benchmark's size.
+looked up in one kernel call. Only items holding one of the text's shingles among their
+``size - need + 1`` rarest can reach the threshold C (prefix filtering: a text sharing ``need``
+of an item's shingles misses at most ``size - need`` of them), so those alone are counted, each
+exactly: c(b, d) is exact for every pair at C or more, and a shingle many items share (a
+template's wording) costs nothing for the texts holding it.
 The matched text of a pair is given as character spans: the extents of the shared shingles in
 the training text, merged where they overlap or touch.
 """
@@ -107,6 +110,9 @@ class Decontaminator:
         self._post_items = np.ascontiguousarray(items)
         self._keys, self._rows = _k.build_table(np.ascontiguousarray(fps[first]))
         self._need = min_shared(self.sizes_, self.params.containment)
+        self._item_offsets, self._item_rows, self._pre_offsets, self._pre_items = (
+            _k.prefix_postings(self._post_offsets, self._post_items, self.sizes_, self._need)
+        )
 
     def __len__(self) -> int:
         return int(self.sizes_.shape[0])
@@ -117,8 +123,9 @@ class Decontaminator:
         shingle = self.params.shingle
         fps, offsets = shingle_sequence(texts, shingle)
         doc, item, shared = _k.contained_counts(
-            fps, offsets, self._keys, self._rows, self._post_offsets, self._post_items, self._need
-        )
+            fps, offsets, self._keys, self._rows, self._pre_offsets, self._pre_items,
+            self._item_offsets, self._item_rows, self._need,
+        )  # fmt: skip
         matched, tok_row = np.unique(doc, return_inverse=True)
         matched_texts: Sequence[str]
         if isinstance(texts, Utf8Texts):

@@ -1,10 +1,12 @@
 """Shingle fingerprints of training texts -> benchmark items they contain, exactly.
 
 The benchmark's distinct fingerprints live in an open-addressing table (fingerprint -> row u);
-row u's postings list the items holding that shingle. A text's shingles are looked up one by
-one, each distinct row found counted once for every item of its postings: the count of item b
-is |S(b) n S(d)|, and the text contains b when the count reaches ``need[b]`` (the smallest
-count whose containment is at least C). The matched shingles' token extents, merged where they
+row u's postings list the items holding that shingle, its prefix postings those holding it among
+their ``size - need + 1`` rarest (``need[b]``: the smallest count whose containment is at least
+C). A text's shingles are looked up one by one; the items of its distinct rows' prefix postings
+are its candidates (prefix filtering: no other item can reach ``need``), and each candidate's
+rows are looked up in the text's: the count of item b is |S(b) n S(d)|, and the text contains b
+when the count reaches ``need[b]``. The matched shingles' token extents, merged where they
 overlap or touch, give the character spans of the matched text.
 """
 
@@ -52,16 +54,21 @@ def contained_counts(
     offsets: np.ndarray,
     keys: np.ndarray,
     rows: np.ndarray,
-    post_offsets: np.ndarray,
-    post_items: np.ndarray,
+    pre_offsets: np.ndarray,
+    pre_items: np.ndarray,
+    item_offsets: np.ndarray,
+    item_rows: np.ndarray,
     need: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(doc, item, shared) int64 arrays, by doc then item: every text d (shingles
     ``fps[offsets[d]:offsets[d+1]]``, repeats allowed) and item b with shared >= need[b].
 
-    Per text, the rows of its shingles found in the table are sorted and made distinct, their
-    postings gathered and sorted, and each item's run counted: work in proportion to the
-    shingles found, no array the size of the benchmark."""
+    Item b's rows (ascending) are ``item_rows[item_offsets[b]:item_offsets[b+1]]``; row u's
+    prefix postings ``pre_items[pre_offsets[u]:pre_offsets[u+1]]`` list the items holding u
+    among their ``size - need + 1`` rarest rows (prefix filtering): a text sharing ``need`` of
+    an item's rows shares one of those, so the items a text's rows list there are the only
+    candidates, each counted exactly by looking its rows up in the text's. A shingle that most
+    items hold (a template's wording) sits in no prefix and costs nothing per text."""
     n = offsets.shape[0] - 1
     longest = 0
     for d in range(n):
@@ -85,20 +92,20 @@ def contained_counts(
         distinct = np.unique(found[:t])
         g = 0
         for u in distinct:
-            lo = post_offsets[u]
-            hi = post_offsets[u + 1]
+            lo = pre_offsets[u]
+            hi = pre_offsets[u + 1]
             if g + hi - lo > gathered.shape[0]:
                 gathered = _grown(gathered, 2 * (g + hi - lo))
-            gathered[g : g + hi - lo] = post_items[lo:hi]
+            gathered[g : g + hi - lo] = pre_items[lo:hi]
             g += hi - lo
-        items = np.sort(gathered[:g])
-        run = 0
-        for i in range(g):
-            run += 1
-            if i + 1 < g and items[i + 1] == items[i]:
-                continue
-            b = items[i]
-            if run >= need[b]:
+        candidates = np.unique(gathered[:g])
+        for b in candidates:
+            shared = 0
+            for j in range(item_offsets[b], item_offsets[b + 1]):
+                at = np.searchsorted(distinct, item_rows[j])
+                if at < distinct.shape[0] and distinct[at] == item_rows[j]:
+                    shared += 1
+            if shared >= need[b]:
                 if m == cap:
                     cap *= 2
                     out_doc = _grown(out_doc, cap)
@@ -106,10 +113,60 @@ def contained_counts(
                     out_shared = _grown(out_shared, cap)
                 out_doc[m] = d
                 out_item[m] = b
-                out_shared[m] = run
+                out_shared[m] = shared
                 m += 1
-            run = 0
     return out_doc[:m].copy(), out_item[:m].copy(), out_shared[:m].copy()
+
+
+@njit(cache=True, nogil=True)
+def prefix_postings(
+    post_offsets: np.ndarray, post_items: np.ndarray, sizes: np.ndarray, need: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(item_offsets, item_rows, pre_offsets, pre_items) from the postings (row u's items
+    ``post_items[post_offsets[u]:post_offsets[u+1]]``, ascending): each item's rows ascending,
+    and each row's items (ascending) among whose ``sizes - need + 1`` rarest rows it is (rarity:
+    fewer items, then the lower row)."""
+    n_rows = post_offsets.shape[0] - 1
+    n_items = sizes.shape[0]
+    item_offsets = np.zeros(n_items + 1, dtype=np.int64)
+    for b in range(n_items):
+        item_offsets[b + 1] = item_offsets[b] + sizes[b]
+    item_rows = np.empty(item_offsets[n_items], dtype=np.int64)
+    fill = item_offsets[:n_items].copy()
+    for u in range(n_rows):  # rows ascending: each item's rows come out ascending
+        for j in range(post_offsets[u], post_offsets[u + 1]):
+            b = post_items[j]
+            item_rows[fill[b]] = u
+            fill[b] += 1
+    count = np.zeros(n_rows + 1, dtype=np.int64)
+    chosen = np.empty(item_rows.shape[0], dtype=np.int64)
+    c = 0
+    for b in range(n_items):
+        lo, hi = item_offsets[b], item_offsets[b + 1]
+        k = hi - lo - need[b] + 1 if need[b] <= hi - lo else 0
+        if k <= 0:
+            continue
+        mine = item_rows[lo:hi]
+        freq = post_offsets[mine + 1] - post_offsets[mine]
+        order = np.argsort(freq * n_rows + mine)  # rarest first, then the lower row
+        for i in range(k):
+            u = mine[order[i]]
+            chosen[c] = u
+            c += 1
+            count[u + 1] += 1
+    pre_offsets = np.cumsum(count)
+    pre_items = np.empty(c, dtype=np.int64)
+    fill = pre_offsets[:n_rows].copy()
+    c = 0
+    for b in range(n_items):  # items ascending: each row's items come out ascending
+        lo, hi = item_offsets[b], item_offsets[b + 1]
+        k = hi - lo - need[b] + 1 if need[b] <= hi - lo else 0
+        for _ in range(max(k, 0)):
+            u = chosen[c]
+            c += 1
+            pre_items[fill[u]] = b
+            fill[u] += 1
+    return item_offsets, item_rows, pre_offsets, pre_items
 
 
 @njit(cache=True, inline="always")
