@@ -265,6 +265,27 @@ def test_a_symlink_to_dev_stdout_stays_a_symlink_and_gets_the_output(tmp_path: P
     assert kept and all(json.loads(line)["id"] for line in kept.splitlines())
 
 
+@pytest.mark.parametrize("command", ["dedup", "decontaminate"])
+def test_dev_stdout_redirected_to_a_file_gets_the_input_format(
+    tmp_path: Path, command: str
+) -> None:
+    # its name says no format, and /dev/stdout then is a regular file: it was refused
+    src = tmp_path / "in.jsonl"
+    _write_jsonl(src)
+    extra = ["--against", str(src)] if command == "decontaminate" else []
+    args = [command, str(src), *extra, "-o", "/dev/stdout", "-q"]
+    with open(tmp_path / "redirected", "wb") as out:
+        done = subprocess.run(
+            [sys.executable, "-m", "neardup.cli", *args], stdout=out, stderr=subprocess.PIPE
+        )
+    assert done.returncode == 0, done.stderr
+    kept = (tmp_path / "redirected").read_bytes()
+    if command == "dedup":
+        assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "-q"]) == 0
+        assert kept == (tmp_path / "k.jsonl").read_bytes()
+    assert all(json.loads(line)["id"] for line in kept.splitlines())
+
+
 # --------------------------------------------------------------------- 3. one line, never a traceback
 def test_an_unwritable_output_folder_is_one_line_before_reading(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import ParamError
 from ._sinks import OutFmt
+from ._targets import stdout_identity
 from .formats import Format, format_named
 
 #: Output names and the format each gives (a ``.gz`` after JSONL, CSV or TSV compresses).
@@ -46,15 +47,18 @@ def output_format(out: object, input_fmt: str | Format) -> OutFmt:
             )
         return "folder"
     try:
-        mode = os.stat(name).st_mode
+        st: os.stat_result | None = os.stat(name)
     except OSError:
-        mode = 0
+        st = None
+    mode = st.st_mode if st is not None else 0
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
         return native
     lower = Path(name).name.lower()
     for suffixes, kind in _SUFFIXES:
         if lower.endswith(suffixes):
             return kind
+    if st is not None and (st.st_dev, st.st_ino) == stdout_identity():
+        return native  # /dev/stdout while standard output is redirected to a file
     if to_folder and "." not in lower.lstrip("."):
         return "folder"  # a name without a suffix, for text files: the folder of their copies
     folder = " (or end it with / for a folder of the kept text files)" if to_folder else ""
