@@ -133,3 +133,9 @@ def test_a_folder_without_files_gives_empty_outputs_as_one_machine_does(tmp_path
     for folder in ("k", "c"):
         manifest = json.loads((tmp_path / folder / "manifest.json").read_text())
         assert manifest["parts"] == []
+
+
+def test_one_file_given_twice_is_refused_before_the_cluster_starts(tmp_path: Path) -> None:
+    inputs = _corpus(tmp_path)
+    said = _refused([inputs, inputs], ClusterOutputs(str(tmp_path / "k")))
+    assert said == f"the input {inputs} is given twice; give each input once"

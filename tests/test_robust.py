@@ -910,3 +910,30 @@ def test_an_id_field_some_records_have_names_the_others_by_line(tmp_path: Path) 
     clusters = tmp_path / "c.jsonl"
     args = ["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--id-field", "uid", "-q"]
     assert main([*args, "--pairs", str(clusters)]) == 0
+
+
+def test_one_file_given_twice_is_refused_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # its records met themselves: "id 'd0' is already used by b.jsonl line 1", or under
+    # --on-error skip a run that dropped the whole second copy as duplicate ids
+    folder = tmp_path / "d"
+    folder.mkdir()
+    src = folder / "in.jsonl"
+    _write_jsonl(src)
+    os.link(src, tmp_path / "link.jsonl")
+    cases = [
+        ([src, src], f"the input {src} is given twice"),
+        ([folder, src], f"the input {src} is given twice"),
+        (
+            [src, tmp_path / "link.jsonl"],
+            f"the inputs {src} and {tmp_path}/link.jsonl are one file",
+        ),
+    ]
+    for inputs, said in cases:
+        args = ["dedup", *map(str, inputs), "-o", str(tmp_path / "k.jsonl"), "--on-error", "skip"]
+        assert main(args) == 1
+        assert _one_error_line(capsys.readouterr().err) == (
+            f"neardup: error: {said}; give each input once"
+        )
+    assert not (tmp_path / "k.jsonl").exists()

@@ -127,6 +127,7 @@ def open_source(
         return _open_pipe(paths, fmt, text_field, id_field, on_error, key_field, limit)
     open_problems: list[tuple[str, str]] = []
     found = _list_files(paths, open_problems, on_error)
+    refuse_repeats([f for f, _ in found])
     chosen = _one_format(found, paths, fmt)
     if key_field is not None and not chosen.has_fields:
         raise ParamError(
@@ -227,6 +228,25 @@ def _list_files(
                 raise InputError(message)
             open_problems.append((MISSING_FILE, message))
     return found
+
+
+def refuse_repeats(files: Sequence[str | Path]) -> None:
+    """ParamError when two inputs are one file (named twice, by another path, a link, or inside
+    a folder also given): its records would meet themselves as duplicate ids."""
+    seen: dict[tuple[int, int], str | Path] = {}
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:  # said when it is read
+            continue
+        first = seen.setdefault((st.st_dev, st.st_ino), f)
+        if first is not f:
+            said = (
+                f"the input {f} is given twice"
+                if str(first) == str(f)
+                else f"the inputs {first} and {f} are one file"
+            )
+            raise ParamError(f"{said}; give each input once")
 
 
 def _one_format(found: list[tuple[Path, Path]], paths: list[str | Path], fmt: Fmt | None) -> Format:
