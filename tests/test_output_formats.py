@@ -401,3 +401,34 @@ def test_a_table_output_whose_temporary_parts_cannot_be_written_is_named(
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"neardup: error: cannot write the records converted for {out} (")
     assert "TMPDIR chooses its folder): the file is too large for this file system" in err
+
+
+def _strict(line: str) -> dict[str, object]:
+    """A JSON line as a strict reader (JavaScript, Go, serde) reads it: no NaN, no Infinity."""
+
+    def refuse(constant: str) -> object:
+        raise ValueError(f"{constant} is not JSON")
+
+    return dict(json.loads(line, parse_constant=refuse))
+
+
+def test_parquet_nan_and_infinity_become_null_in_json_lines_and_bytes_plain_text_in_csv(
+    tmp_path: Path,
+) -> None:
+    # json.dumps wrote a bare NaN, which strict JSON readers refuse; CSV cells of bytes held
+    # JSON's quotes ("AP8=" with the quotes inside the cell)
+    src = tmp_path / "in.parquet"
+    table = pa.table({
+        "id": ["a", "b", "c"], "text": ["x y z w", "p q r s", "u v"],
+        "f": [1.0, float("nan"), float("-inf")], "l": [[1.0], [float("nan")], None],
+        "bin": [b"\x00\xff", b"ok", None],
+    })  # fmt: skip
+    pq.write_table(table, src)
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "-q"]) == 0
+    rows = [_strict(x) for x in (tmp_path / "k.jsonl").read_text().splitlines()]
+    assert [(r["f"], r["l"], r["bin"]) for r in rows] == [
+        (1.0, [1.0], "AP8="), (None, [None], "ok"), (None, None, None),
+    ]  # fmt: skip
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.csv"), "-q"]) == 0
+    cells = list(csv.DictReader(io.StringIO((tmp_path / "k.csv").read_text())))
+    assert [(c["l"], c["bin"]) for c in cells] == [("[1.0]", "AP8="), ("[null]", "ok"), ("", "")]

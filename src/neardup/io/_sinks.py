@@ -10,6 +10,7 @@ import base64
 import datetime as dt
 import decimal
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -51,7 +52,7 @@ class JsonlSink:
         self.out = out
 
     def write(self, records: list[dict[str, Any]]) -> None:
-        lines = [json.dumps(r, ensure_ascii=False, default=jsonable) + "\n" for r in records]
+        lines = [_json_line(r) for r in records]
         try:
             data = "".join(lines).encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates (ids that were not Unicode): escaped
@@ -73,6 +74,26 @@ class JsonlSink:
 
     def discard(self) -> None:
         """Nothing is held."""
+
+
+def _json_line(record: dict[str, Any]) -> str:
+    """A record as one JSON line; a NaN or infinity (a Parquet float) as null, since a bare
+    ``NaN`` is no JSON and strict readers (JavaScript, Go, serde) refuse the line."""
+    try:
+        return json.dumps(record, ensure_ascii=False, default=jsonable, allow_nan=False) + "\n"
+    except ValueError:
+        return json.dumps(_finite(record), ensure_ascii=False, default=jsonable) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float, however deep, made None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _utf8_line(line: str) -> bytes:
@@ -303,6 +324,16 @@ def _mixed_fields(records: list[dict[str, Any]]) -> list[str]:
     return mixed
 
 
+def _text_cell(value: Any) -> str | None:
+    """A nested or binary value as CSV text: nested as JSON (NaN as null), bytes as their
+    UTF-8 text (else base64), as the JSON Lines output gives them, without JSON's quotes."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        return str(jsonable(value))
+    return json.dumps(_finite(value), ensure_ascii=False, default=jsonable)
+
+
 def _cell(value: Any) -> str | None:
     """One value as the CSV text written for a column of its own type (nested as JSON)."""
     import pyarrow as pa
@@ -310,7 +341,7 @@ def _cell(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, list | dict):
-        return json.dumps(value, ensure_ascii=False, default=jsonable)
+        return json.dumps(_finite(value), ensure_ascii=False, default=jsonable)
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)  # what Arrow writes for an integer, and for any size
     text: str = pa.scalar(value).cast(pa.string()).as_py()
@@ -367,13 +398,7 @@ def _conform(table: Any, schema: Any) -> Any:
             if pa.types.is_null(column.type):
                 column = pa.nulls(table.num_rows, pa.string())
             elif pa.types.is_nested(column.type) or pa.types.is_binary(column.type):
-                column = pa.array(
-                    [
-                        None if v is None else json.dumps(v, ensure_ascii=False, default=jsonable)
-                        for v in column.to_pylist()
-                    ],
-                    pa.string(),
-                )
+                column = pa.array([_text_cell(v) for v in column.to_pylist()], pa.string())
         columns.append(column.cast(field.type) if column.type != field.type else column)
     return pa.Table.from_arrays(columns, schema=schema)
 
