@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -52,3 +55,28 @@ def test_keep_field_refuses_keys_of_two_kinds(key: object, message: str) -> None
 def test_keep_field_compares_mixed_ints_and_floats_as_numbers() -> None:
     kept = Deduplicator(DedupParams(keep="field")).fit(TWINS, key=[9, 10.5]).kept_
     assert kept.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("delimiter", [",", "\t"])
+def test_csv_cells_that_are_numbers_compare_as_numbers(
+    tmp_path: Path, delimiter: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # every CSV value is text: "9" ranked above "10", and the 9 was kept
+    from neardup.cli import main
+
+    text = "hello world foo bar baz qux quux"
+    rows = [["id", "text", "score"], ["a", text, "9"], ["b", text, "10"], ["c", text, " "],
+            ["d", text, "-2.5e1"]]  # fmt: skip
+    suffix = "csv" if delimiter == "," else "tsv"
+    src = tmp_path / f"in.{suffix}"
+    src.write_text("".join(delimiter.join(r) + "\n" for r in rows))
+    clusters = tmp_path / "c.jsonl"
+    for prefer, kept in (("max", "b"), ("min", "d")):
+        args = ["dedup", str(src), "-o", str(tmp_path / f"k.{suffix}"), "--keep-field", "score",
+                "--keep-prefer", prefer, "--clusters", str(clusters), "-q"]  # fmt: skip
+        assert main(args) == 0
+        lines = [json.loads(x) for x in clusters.read_text().splitlines()]
+        assert [x["id"] for x in lines if x["kept"]] == [kept]
+    src.write_text(src.read_text() + delimiter.join(["e", text, "N/A"]) + "\n")
+    assert main([*args[:-1], "-q"]) == 1
+    assert "row 5: field 'score' is a string, but the first key" in capsys.readouterr().err

@@ -10,6 +10,8 @@ lost).
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -201,9 +203,33 @@ def scan_csv(
     """Pass 1: yield (row number, id or None, text, text bytes, key or None) for each good row."""
 
     def rows(row0: int, batch: pa.RecordBatch, done: Skip) -> Iterator[Row]:
-        return batch_rows(entry, batch, row0, text_field, id_field, key_field, problems, done)
+        found = batch_rows(entry, batch, row0, text_field, id_field, key_field, problems, done)
+        if key_field is None:
+            return found
+        return ((*row[:4], cell_key(row[4])) for row in found)
 
     return _read(entry, (text_field, key_field), problems, delimiter, rows)
+
+
+#: A number as CSV cells write one: digits, a point, an exponent (no NaN, inf or 1_000).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def cell_key(value: object) -> object:
+    """A --keep-field cell as the key it stands for: every CSV value is text, so a number
+    (``10``, ``-2.5e3``) compares as one (as text, "9" ranked above "10"); an empty cell is
+    missing; any other text stays text (ISO dates order as text)."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text:
+        return None
+    if _NUMBER.fullmatch(text):
+        if text.lstrip("+-").isdigit():
+            return int(text)
+        number = float(text)
+        return number if math.isfinite(number) else value
+    return value
 
 
 def scan_csv_blocks(
