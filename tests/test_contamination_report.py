@@ -113,6 +113,11 @@ def test_files_that_do_not_fit_the_run_are_named_in_one_line(
         (["--matches", str(matches)], "needs --against"),
         (["--matches", str(matches), "--clusters", str(matches)], "give --clusters"),
         (["--clusters", str(matches), "--against", str(bench)], "go with --matches"),
+        (["--clusters", str(matches), "--against-id-field", ""], "go with --matches"),
+        (
+            ["--matches", str(matches), "--against", str(bench), "--against-text-field", ""],
+            "--against-text-field must be a non-empty string",
+        ),
         (
             ["--matches", str(matches), "--against", str(bench), "--pairs", str(matches)],
             "go with --clusters",

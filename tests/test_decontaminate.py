@@ -306,6 +306,22 @@ def test_command_copies_no_byte_order_mark_into_the_clean_records(tmp_path: Path
     assert out.read_text() == (tmp_path / "a.jsonl").read_text() + "\n".join(lines) + "\n"
 
 
+@pytest.mark.parametrize("option", ["--against-text-field", "--against-id-field"])
+def test_command_refuses_an_empty_benchmark_field(
+    files: tuple[Path, Path, set[int]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    option: str,
+) -> None:
+    train, against, _ = files
+    out = tmp_path / "clean.jsonl"
+    args = ["decontaminate", str(train), "--against", str(against), "-o", str(out), option, ""]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{option} must be a non-empty string" in err, err
+    assert not out.exists()
+
+
 def test_command_needs_an_output(files: tuple[Path, Path, set[int]]) -> None:
     train, against, _ = files
     assert main(["decontaminate", str(train), "--against", str(against)]) == 1

@@ -238,8 +238,8 @@ def write_contamination_report(
     plan = plan_outputs([matches, *_paths(against), *on_disk(inputs)], {"-o": out})
     rows = read_matches(matches)
     bench_options = ReadOptions(
-        text_field=against_text_field or text_field,
-        id_field=against_id_field or id_field,
+        text_field=text_field if against_text_field is None else against_text_field,
+        id_field=id_field if against_id_field is None else against_id_field,
         on_error=on_error,
         max_record_size=max_record_size,
     )

@@ -12,7 +12,7 @@ from ..params import DecontaminateParams
 from ..run import ReadOptions
 from .convert import progress, shingle_params
 from .options import refuse_cluster_only
-from .reading import inputs, read_options
+from .reading import against_field, inputs, read_options
 from .summary import decontaminate_summary
 
 
@@ -38,8 +38,10 @@ def job(args: argparse.Namespace) -> Job:
         dataclasses.replace(
             read,
             format=None,
-            text_field=args.against_text_field or args.text_field,
-            id_field=args.against_id_field or args.id_field,
+            text_field=against_field(
+                args.against_text_field, "--against-text-field", args.text_field
+            ),
+            id_field=against_field(args.against_id_field, "--against-id-field", args.id_field),
         ),
         DecontaminateOutputs(args.output, args.matches, args.summary_json),
         inputs(args.against),

@@ -36,6 +36,19 @@ def read_options(args: argparse.Namespace, key_field: str | None = None) -> Read
     )
 
 
+def against_field(value: str | None, option: str, default: str) -> str:
+    """A benchmark field option: the data's own field when not given; an empty name is
+    refused, as --text-field '' is, rather than silently taken for the data's."""
+    if value is None:
+        return default
+    if not value:
+        raise ParamError(
+            f"{option} must be a non-empty string, got {value!r}; name the benchmark's field, "
+            "or leave the option out to use the data's"
+        )
+    return value
+
+
 def batch_size(text: str) -> tuple[int | None, int]:
     """--batch-size: a plain number counts documents; with a unit (4M, 512K) it is bytes."""
     value = str(text).strip()

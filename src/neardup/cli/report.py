@@ -11,7 +11,7 @@ from ..errors import ParamError
 from ..params import ShingleParams
 from ..report import TEXT_CLUSTERS, write_report
 from ..run import parse_size
-from .reading import inputs
+from .reading import against_field, inputs
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.matches is not None:
         return _matches(args)
-    if args.against or args.against_text_field or args.against_id_field:
+    if args.against or args.against_text_field is not None or args.against_id_field is not None:
         raise ParamError("--against and its fields go with --matches")
     if args.sample is not None:
         raise ParamError("--sample goes with --matches (a decontaminate run); drop it")
@@ -76,8 +76,10 @@ def _matches(args: argparse.Namespace) -> int:
         fmt=args.format,
         text_field=args.text_field,
         id_field=args.id_field,
-        against_text_field=args.against_text_field,
-        against_id_field=args.against_id_field,
+        against_text_field=against_field(
+            args.against_text_field, "--against-text-field", args.text_field
+        ),
+        against_id_field=against_field(args.against_id_field, "--against-id-field", args.id_field),
         on_error=args.on_error,
         max_record_size=parse_size(args.max_record_size),
         sample=SAMPLE if args.sample is None else args.sample,
