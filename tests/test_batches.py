@@ -74,3 +74,18 @@ def test_index_add_and_query_give_the_same_answers_for_any_batch_size_and_jobs(
         assert main(["index", "query", str(idx), str(src), "-o", str(out), *args]) == 0
         answers.add(out.read_bytes())
     assert len(answers) == 1
+
+
+@pytest.mark.parametrize("command", ["dedup", "decontaminate"])
+@pytest.mark.parametrize("size", ["1.5", "0", "100B", "2T", "4Q", "3000000000"])
+def test_a_batch_size_it_cannot_take_is_quoted_as_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, size: str
+) -> None:
+    src = _corpus(tmp_path / "in.jsonl", 4, (5, 10))
+    extra = ["--against", str(src)] if command == "decontaminate" else []
+    out = tmp_path / "out.jsonl"
+    assert main([command, str(src), *extra, "-o", str(out), "--batch-size", size]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--batch-size must be" in err and f"got {size!r}" in err
+    assert "a byte size" in err and "a whole number of documents" in err
+    assert not out.exists()

@@ -53,6 +53,10 @@ if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs ar
 #: Bytes of input per batch by default (--batch-size): a few MB, so a corpus of large
 #: documents still gives every core batches, and one-line texts batches of ~50,000.
 BATCH_BYTES = 4 << 20
+#: The largest number of documents a batch may be asked to hold (--batch-size 5000).
+BATCH_DOCS_MAX = 2**31
+#: The smallest and largest batch in bytes (--batch-size 1K to 1T).
+BATCH_BYTES_RANGE = (1 << 10, 1 << 40)
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,8 @@ class ReadOptions:
 
     def __post_init__(self) -> None:
         if self.batch_size is not None:
-            check_int("batch_size (--batch-size)", self.batch_size, 1, 2**31)
-        check_int("batch_bytes (--batch-size)", self.batch_bytes, 1 << 10, 1 << 40)
+            check_int("batch_size (--batch-size)", self.batch_size, 1, BATCH_DOCS_MAX)
+        check_int("batch_bytes (--batch-size)", self.batch_bytes, *BATCH_BYTES_RANGE)
         check_int("max_record_size (--max-record-size)", self.max_record_size, 1, 1 << 62)
 
     def batches(self, source: Source) -> Iterator[DocBatch]:

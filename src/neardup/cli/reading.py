@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..errors import ParamError
-from ..run import BATCH_BYTES, ReadOptions, parse_size
+from ..run import BATCH_BYTES, BATCH_BYTES_RANGE, BATCH_DOCS_MAX, ReadOptions, parse_size
 
 
 def inputs(names: list[str]) -> str | list[str]:
@@ -50,11 +50,29 @@ def against_field(value: str | None, option: str, default: str) -> str:
 
 
 def batch_size(text: str) -> tuple[int | None, int]:
-    """--batch-size: a plain number counts documents; with a unit (4M, 512K) it is bytes."""
+    """--batch-size: a plain number counts documents; with a unit (4M, 512K) it is bytes.
+    One that is neither, or out of range, is quoted as typed (never as the number it became)."""
     value = str(text).strip()
     if value.isdigit():
-        return int(value), BATCH_BYTES
-    return None, parse_size(value)
+        if 1 <= int(value) <= BATCH_DOCS_MAX:
+            return int(value), BATCH_BYTES
+        raise _bad_batch_size(text)
+    try:
+        nbytes = parse_size(value)
+    except ParamError:
+        raise _bad_batch_size(text) from None
+    lo, hi = BATCH_BYTES_RANGE
+    if not lo <= nbytes <= hi:
+        raise _bad_batch_size(text)
+    return None, nbytes
+
+
+def _bad_batch_size(text: str) -> ParamError:
+    """The one-line error of a --batch-size it cannot take, with the forms it takes."""
+    return ParamError(
+        "--batch-size must be a byte size with a unit from 1K to 1T (such as 4M or 512K) or a "
+        f"whole number of documents from 1 to {BATCH_DOCS_MAX:,} (such as 5000), got {text!r}"
+    )
 
 
 def storage_options(text: str | None) -> dict[str, Any]:
