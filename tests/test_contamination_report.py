@@ -127,3 +127,37 @@ def test_files_that_do_not_fit_the_run_are_named_in_one_line(
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("value", ["1e999", "-1e999", "NaN", "1.5", "-0.1"])
+def test_a_containment_outside_zero_to_one_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    train, bench, matches, _ = _run(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    row = json.dumps({"id": "d1", "benchmark_id": "q0", "containment": 0.5, "spans": [[0, 3]]})
+    row = row.replace("0.5", value) + "\n"
+    bad.write_text(matches.read_text() + row)
+    out = tmp_path / "r.html"
+    args = ["report", str(train), "--matches", str(bad), "--against", str(bench), "-o", str(out)]
+    assert main([*args, "--against-text-field", "q"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.jsonl line 5: 'containment'" in err, err
+    assert "from 0 to 1" in err
+    assert not out.exists()
+
+
+def test_one_document_missing_from_the_input_is_said_in_the_singular(tmp_path: Path) -> None:
+    train, bench, matches, _ = _run(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    row = '{"id": "nope", "benchmark_id": "q0", "containment": 1.0, "spans": [[0, 3]]}\n'
+    bad.write_text(matches.read_text() + row)
+    with pytest.raises(InputError, match=r"^1 document of the matches file .* is not in the"):
+        write_contamination_report(
+            train, bad, str(bench), tmp_path / "r.html", against_text_field="q"
+        )
+    bad.write_text(matches.read_text() + row + row.replace("nope", "nada"))
+    with pytest.raises(InputError, match=r"^2 documents of the matches file .* are not in the"):
+        write_contamination_report(
+            train, bad, str(bench), tmp_path / "r.html", against_text_field="q"
+        )

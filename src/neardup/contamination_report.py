@@ -80,6 +80,8 @@ def read_matches(path: str | Path) -> list[MatchRow]:
         c = obj.get("containment")
         if isinstance(c, bool) or not isinstance(c, int | float):
             raise error(n, "'containment' is missing or not a number")
+        if not 0 <= c <= 1:  # NaN fails too
+            raise error(n, f"'containment' must be a number from 0 to 1, got {c!r}")
         spans = obj.get("spans")
         if not isinstance(spans, list) or not all(
             isinstance(s, list)

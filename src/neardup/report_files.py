@@ -102,8 +102,10 @@ def read_texts(
                     texts[rid] = text
     missing = need - texts.keys()
     if missing:
+        one = len(missing) == 1
         raise InputError(
-            f"{len(missing)} documents of {what} are not in the input (e.g. id "
+            f"{len(missing)} document{'' if one else 's'} of {what} {'is' if one else 'are'} "
+            f"not in the input (e.g. id "
             f"{sorted(missing)[0]!r}); give the same input and --format/--id-field/--text-field "
             f"as the {run} run"
         )
