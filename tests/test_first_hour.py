@@ -88,6 +88,29 @@ def test_progress_names_every_stage(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert [err.index(stage) for stage in stages] == sorted(err.index(s) for s in stages)
 
 
+@pytest.mark.parametrize(("n", "said"), [(1, "reading 1 text again"), (2, "reading 2 texts again")])
+def test_the_verifying_stage_counts_texts_in_the_singular_and_plural(n: int, said: str) -> None:
+    import numpy as np
+
+    from neardup.run import ReadOptions, _texts_again
+
+    class Bar:
+        def __init__(self) -> None:
+            self.stages: list[str] = []
+
+        def stage(self, name: str) -> None:
+            self.stages.append(name)
+
+    class Source:
+        def texts_at(self, docs: object, hint: object, jobs: int) -> list[str]:
+            return ["t"] * n
+
+    bar = Bar()
+    fetch = _texts_again(Source(), ReadOptions(), 1, bar)  # type: ignore[arg-type]
+    assert fetch(np.arange(n)) == ["t"] * n
+    assert bar.stages[0] == f"verifying: {said}"
+
+
 def test_summary_throughput_is_input_megabytes_over_wall_time(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

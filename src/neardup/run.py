@@ -342,7 +342,7 @@ def _texts_again(
     source, the progress line saying so meanwhile."""
 
     def fetch(docs: np.ndarray) -> list[str]:
-        bar.stage(f"verifying: reading {len(docs):,} texts again")
+        bar.stage(f"verifying: reading {len(docs):,} text{'' if len(docs) == 1 else 's'} again")
         texts = source.texts_at(docs, read.docs_hint, jobs)
         bar.stage(_PAIRS)
         return texts
