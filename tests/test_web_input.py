@@ -96,6 +96,53 @@ def test_url_as_id_and_date_as_keep_field(tmp_path: Path) -> None:
     assert batch.keys is not None and batch.keys[:3] == [p.date for p in pages[:3]]
 
 
+@pytest.mark.parametrize(
+    ("kind", "option", "value", "said"),
+    [
+        ("warc", "--id-field", "foo", "WARC-Record-ID"),
+        ("warc", "--text-field", "body", "main text"),
+        ("html", "--id-field", "url", "its path"),
+        ("html", "--text-field", "body", "main text"),
+    ],
+)
+@pytest.mark.parametrize("command", ["dedup", "decontaminate", "index add"])
+def test_a_field_web_input_cannot_honour_is_refused_in_one_line(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    kind: str,
+    option: str,
+    value: str,
+    said: str,
+    command: str,
+) -> None:
+    if kind == "warc":
+        path, _, _ = _crawl(tmp_path, broken=0)
+    else:
+        path = tmp_path / "site"
+        path.mkdir()
+        (path / "p0.html").write_text(random_pages(1, seed=5)[0].html, encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    args = {
+        "dedup": ["dedup", str(path), "-o", str(out)],
+        "decontaminate": ["decontaminate", str(path), "--against", str(path), "-o", str(out)],
+        "index add": ["index", "add", str(tmp_path / "i.db"), str(path)],
+    }[command]
+    if command == "index add":
+        assert main(["index", "create", str(tmp_path / "i.db")]) == 0
+        capsys.readouterr()
+    assert main([*args, option, value]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{option} {value!r}" in err and said in err, err
+    assert not out.exists()
+
+
+def test_warc_still_takes_the_url_as_id(tmp_path: Path) -> None:
+    path, pages, _ = _crawl(tmp_path, broken=0)
+    out = tmp_path / "out.jsonl"
+    assert main(["dedup", str(path), "-o", str(out), "--id-field", "url", "-q"]) == 0
+    assert json.loads(out.read_text().splitlines()[0])["id"] == pages[0].url
+
+
 def test_html_folder_is_read_as_pages(tmp_path: Path) -> None:
     folder = tmp_path / "site"
     folder.mkdir()

@@ -503,6 +503,11 @@ def _read_benchmark(
             skipped = bench.errors
     except InputError as exc:
         raise InputError(_against_options(str(exc))) from None
+    except ParamError as exc:  # a field the benchmark's format cannot honour, maybe inherited
+        raise ParamError(
+            f"{_against_options(str(exc))} (unless given, the benchmark's fields are "
+            "--text-field's and --id-field's)"
+        ) from None
     skipped.examples = [_against_options(example) for example in skipped.examples]
     if not texts:
         raise ParamError(

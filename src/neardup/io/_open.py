@@ -129,6 +129,7 @@ def open_source(
     found = _list_files(paths, open_problems, on_error)
     refuse_repeats([f for f, _ in found])
     chosen = _one_format(found, paths, fmt)
+    chosen.check_fields(text_field, id_field)
     if key_field is not None and not chosen.has_fields:
         raise ParamError(
             f"text-file inputs have no fields, so there is no '{key_field}' to keep the "

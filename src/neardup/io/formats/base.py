@@ -84,6 +84,11 @@ class Format(Protocol):
         cluster does not read the format."""
         ...
 
+    def check_fields(self, text: str, id: str) -> None:
+        """ParamError for a text or id field (--text-field, --id-field) the format cannot
+        honour, before any input is read, rather than ignoring it."""
+        ...
+
     def reads_again(self, entry: Entry) -> bool:
         """Whether ``texts_at`` reads this input's records again one by one, cheaply (else the
         source keeps every text in a spool at its first re-read)."""
@@ -170,6 +175,9 @@ class RecordFormat:
 
     def detect(self, name: str) -> bool:
         return name.endswith(self.suffixes)
+
+    def check_fields(self, text: str, id: str) -> None:
+        return None
 
     def reads_blocks(self, entry: Entry, fields: Fields) -> bool:
         return False

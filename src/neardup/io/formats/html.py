@@ -20,6 +20,7 @@ class Html(Pages):
 
     name = "html"
     suffixes = HTML_SUFFIXES
+    id_is = "its path"
     unit: str | None = None  # a file is one record: messages name the file alone
 
     def records(

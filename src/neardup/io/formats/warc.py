@@ -22,6 +22,8 @@ class Warc(Pages):
     name = "warc"
     unit = "record"
     suffixes = WARC_SUFFIXES
+    id_is = "its WARC-Record-ID, or its URL with --id-field url"
+    id_fields = ("id", "url")
 
     def records(
         self, entry: Entry, fields: Fields, problems: Problems, memo: object

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, BinaryIO, cast
 import numpy as np
 import numpy.typing as npt
 
+from ...errors import ParamError
 from .._atomic import Output, open_output
 from .._report import Entry
 from .._sinks import LineRecords
@@ -20,6 +21,25 @@ if TYPE_CHECKING:
 
 class Pages(RecordFormat, ABC):
     """Pages whose main text is extracted; the kept ones become JSON Lines."""
+
+    #: What a document's id is, for the message refusing another --id-field.
+    id_is: str
+    #: The --id-field values the format honours ("id": its own id).
+    id_fields: tuple[str, ...] = ("id",)
+
+    def check_fields(self, text: str, id: str) -> None:
+        """Pages have no fields to choose from: the text is the page's main text, the id is
+        the format's own (``id_fields``); another --text-field or --id-field is refused."""
+        if text != "text":
+            raise ParamError(
+                f"--text-field {text!r}: {self.name} input has no text field to choose, a "
+                "document's text is its page's main text; drop --text-field"
+            )
+        if id not in self.id_fields:
+            raise ParamError(
+                f"--id-field {id!r}: {self.name} input has no id field to choose, a document's "
+                f"id is {self.id_is}; drop --id-field"
+            )
 
     @abstractmethod
     def copy_kept(
