@@ -161,3 +161,17 @@ def test_one_document_missing_from_the_input_is_said_in_the_singular(tmp_path: P
         write_contamination_report(
             train, bad, str(bench), tmp_path / "r.html", against_text_field="q"
         )
+
+
+def test_the_report_line_counts_in_the_singular_and_the_plural(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "1 matches of 1 benchmark items in 1 documents"
+    train, bench, matches, _ = _run(tmp_path)
+    one = tmp_path / "one.jsonl"
+    one.write_text(next(x for x in matches.read_text().splitlines() if '"q1"' in x) + "\n")
+    capsys.readouterr()
+    _report(tmp_path, train, bench, one)
+    assert "report: 1 match of 1 benchmark item in 1 document, 1 shown" in capsys.readouterr().err
+    _report(tmp_path, train, bench, matches)
+    assert "report: 4 matches of 2 benchmark items in 4 documents" in capsys.readouterr().err

@@ -326,7 +326,7 @@ def test_a_paragraph_runs_report_counts_removed_paragraphs_or_lines_not_document
     out = tmp_path / "r.html"
     report = ["report", str(src), "--clusters", str(clusters), "-o", str(out)]
     assert main(report) == 0
-    assert "1 removed paragraphs," in capsys.readouterr().err
+    assert "1 removed paragraph," in capsys.readouterr().err
     assert main([*report, "--summary-json", str(summary)]) == 0
-    assert "1 removed lines," in capsys.readouterr().err
+    assert "1 removed line," in capsys.readouterr().err
     assert "lines removed" in out.read_text(encoding="utf-8")

@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         title=args.title,
     )
     sys.stderr.write(
-        f"report: {stats.clusters:,} clusters, {stats.removed:,} removed {stats.unit}s, "
+        f"report: {_counted(stats.clusters, 'cluster')}, "
+        f"{_counted(stats.removed, 'removed ' + stats.unit)}, "
         f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
     )
     return 0
@@ -87,8 +88,14 @@ def _matches(args: argparse.Namespace) -> int:
         title=args.title if args.title != "neardup report" else "neardup decontamination report",
     )
     sys.stderr.write(
-        f"report: {stats.matches:,} matches of {stats.items_found:,} benchmark items in "
-        f"{stats.contaminated:,} documents, {stats.shown:,} shown, {stats.bytes / 1e6:.1f} MB "
-        f"-> {args.output}\n"
+        f"report: {_counted(stats.matches, 'match', 'matches')} of "
+        f"{_counted(stats.items_found, 'benchmark item')} in "
+        f"{_counted(stats.contaminated, 'document')}, {stats.shown:,} shown, "
+        f"{stats.bytes / 1e6:.1f} MB -> {args.output}\n"
     )
     return 0
+
+
+def _counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun it counts: "1 match", "2 matches"."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
