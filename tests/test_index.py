@@ -651,3 +651,29 @@ def test_index_add_warns_when_records_are_stored_under_their_line_numbers(
     src.write_text('{"id": "a", "text": "alpha beta gamma delta"}\n')
     assert main(["index", "add", path, str(src)]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_index_create_add_and_query_take_quiet_as_dedup_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `neardup index add x.db in.jsonl -q` was "unrecognized arguments: -q"
+    path, src = str(tmp_path / "idx.db"), tmp_path / "in.jsonl"
+    src.write_text('{"text": "alpha beta gamma delta"}\n{"id": "b", "text": "one two three"}\n')
+    out = str(tmp_path / "q.jsonl")
+    for command in (
+        ["create", path],
+        ["add", path, str(src)],
+        ["query", path, str(src), "-o", out],
+    ):
+        capsys.readouterr()
+        assert main(["index", *command]) == 0
+        assert capsys.readouterr().err.startswith("neardup: ")
+        if command[0] == "create":
+            Path(path).unlink()
+        assert main(["index", *command, "-q"]) == 0
+        err = capsys.readouterr().err
+        if command[0] == "add":  # a warning is no summary: it stays
+            assert err.startswith("neardup: warning: 1 record had no 'id' field")
+            assert "added" not in err
+        else:
+            assert err == ""

@@ -21,7 +21,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _create(args: argparse.Namespace) -> int:
     Index.create(args.path, index_params(args), store_text=args.store_text).close()
-    sys.stderr.write(f"neardup: created index {args.path}\n")
+    if not args.quiet:
+        sys.stderr.write(f"neardup: created index {args.path}\n")
     return 0
 
 

@@ -27,11 +27,12 @@ def _add(args: argparse.Namespace) -> int:
         progress=progress(args),
         jobs=args.jobs,
     )
-    sys.stderr.write(
+    summary = (
         f"neardup: added {done['added']:,}, replaced {done['replaced']:,} "
         f"({done['documents']:,} in the index; {done['docs_per_s']:,} docs/s){_skipped(done)}\n"
-        + _unnamed(done.get("named_by_line", 0), args.url_field or args.id_field)
     )
+    warning = _unnamed(done.get("named_by_line", 0), args.url_field or args.id_field)
+    sys.stderr.write(("" if args.quiet else summary) + warning)
     return 0
 
 
@@ -65,8 +66,9 @@ def _query(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=progress(args),
     )
-    sys.stderr.write(
-        f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches"
-        f"{_skipped(done)}\n"
-    )
+    if not args.quiet:
+        sys.stderr.write(
+            f"neardup: {done['queries']:,} queries, {done['with_matches']:,} with matches"
+            f"{_skipped(done)}\n"
+        )
     return 0

@@ -57,6 +57,7 @@ def _add_create(isub: Any) -> None:
     """index create: the index's parameters, fixed for its life."""
     c = isub.add_parser("create", help="create an empty index with its parameters")
     c.add_argument("path", help="the index file to create (SQLite)")
+    c.add_argument("--quiet", "-q", action="store_true", help="no line saying it was created")
     m = c.add_argument_group("method")
     m.add_argument(
         "--method",
@@ -102,6 +103,7 @@ def _add_add_and_query(isub: Any) -> None:
         "threads signing batches while the previous one is written; the index ends the same for any number [all cores]",
     )
     add_progress(a, "a progress line (documents added, input read)")
+    a.add_argument("--quiet", "-q", action="store_true", help="no summary line (warnings stay)")
 
     q = isub.add_parser("query", help="one JSON line of matches per query document")
     q.add_argument("path", help="the index")
@@ -115,6 +117,7 @@ def _add_add_and_query(isub: Any) -> None:
     )
     add_input_options(q, INDEX_FORMATS)
     add_progress(q, "a progress line (queries answered, input read)")
+    q.add_argument("--quiet", "-q", action="store_true", help="no summary line")
 
 
 def add_serve_parser(sub: Any) -> None:
