@@ -139,3 +139,17 @@ def test_one_file_given_twice_is_refused_before_the_cluster_starts(tmp_path: Pat
     inputs = _corpus(tmp_path)
     said = _refused([inputs, inputs], ClusterOutputs(str(tmp_path / "k")))
     assert said == f"the input {inputs} is given twice; give each input once"
+
+
+def test_a_local_worker_memory_limit_too_small_to_run_is_refused_before_the_cluster_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the workers paused at 80% of 300 MB right after loading the kernels: the run hung
+    inputs = _corpus(tmp_path)
+    for command in (["dedup", inputs], ["decontaminate", inputs, "--against", inputs]):
+        args = [*command, "-o", str(tmp_path / "k"), "--dask", "local:2", "--memory-limit", "300M"]
+        assert main(args) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("neardup: error: --memory-limit 315 MB per worker is too little: ")
+        assert len(err.splitlines()) == 1
+    assert not (tmp_path / "k").exists()

@@ -22,6 +22,7 @@ from neardup.dask.job import (  # noqa: E402
 )
 from neardup.dask.stages import ENGINE_SHARE, engine_memory  # noqa: E402
 from neardup.dask.worker_heap import HEAP_SHARE  # noqa: E402
+from neardup.errors import ParamError  # noqa: E402
 from neardup.params import DedupParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
 
@@ -43,7 +44,14 @@ def test_blocks_and_destinations_shrink_to_the_smallest_worker_s_limit() -> None
     assert fitted.block_bytes < options.block_bytes and fitted.dest_bytes < options.dest_bytes
     assert fit_to_workers(options, _Cluster(64 << 30)) == options  # roomy workers: as they were
     assert fit_to_workers(options, _Cluster(0, 0)) == options  # no limit set
-    assert fit_to_workers(options, _Cluster(64 << 20)).block_bytes == MIN_TASK_BYTES
+
+
+def test_a_worker_with_less_memory_than_a_worker_needs_is_refused() -> None:
+    # workers under 1 GB paused at 80% of their limit right after loading the kernels, and
+    # the run waited for ever (--memory-limit 300M and 400M, local:2, 20k documents)
+    with pytest.raises(ParamError, match=r"^a worker of the cluster has a memory limit of 268 MB"):
+        fit_to_workers(JobOptions(), _Cluster(8 << 30, 256 << 20))
+    assert fit_to_workers(JobOptions(), _Cluster(10**9)).block_bytes == 10**9 // 64
 
 
 def test_components_may_hold_the_finish_engine_s_share_of_the_smallest_worker() -> None:
@@ -51,8 +59,8 @@ def test_components_may_hold_the_finish_engine_s_share_of_the_smallest_worker() 
     budget = components_budget(options, _Cluster(8 << 30, 1 << 30))
     assert budget == int((1 << 30) * ENGINE_SHARE) > options.dest_bytes
     assert components_budget(options, _Cluster(0, 0)) == options.dest_bytes  # no limit set
-    small = fit_to_workers(options, _Cluster(256 << 20))
-    assert components_budget(small, _Cluster(256 << 20)) == int((256 << 20) * ENGINE_SHARE)
+    small = fit_to_workers(options, _Cluster(10**9))
+    assert components_budget(small, _Cluster(10**9)) == int(10**9 * ENGINE_SHARE)
 
 
 def _spill_everything() -> None:

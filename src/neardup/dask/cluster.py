@@ -26,6 +26,10 @@ WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 #: What each local worker imports as it starts (Dask's ``preload``), while the client is still
 #: starting: Dask's DataFrame and neardup's stages, or each worker's first task loads them.
 WORKER_PRELOAD = "neardup.dask.preload"
+#: The least memory limit a worker may have: one holds 400-450 MB once its kernels have run
+#: (docs/DASK.md) and Dask pauses it at 80% of its limit, so below this a run can wait for ever
+#: on paused workers (``--memory-limit 300M`` and ``400M`` did on 20k documents, ``local:2``).
+MIN_WORKER_MEMORY = 10**9
 #: What the client imports while the cluster starts: the stages build DataFrame graphs.
 CLIENT_IMPORTS = ("dask.dataframe",)
 
@@ -214,6 +218,38 @@ def connect(
         )
     ready = _importing(CLIENT_IMPORTS).join
     if spec.startswith("local"):
+        check_memory_limit(memory_limit)
         yield from _local_cluster(distributed, spec, info, memory_limit, dashboard, ready)
     else:
         yield from _scheduler(distributed, spec, info, ready)
+
+
+_TOO_LITTLE = (
+    "a neardup worker needs at least 1 GB (it holds 400-450 MB once its kernels have run, and "
+    "Dask pauses a worker at 80% of its limit: the run would wait for ever)"
+)
+
+
+def check_memory_limit(limit: str | int | None) -> None:
+    """ParamError for a local worker's memory limit below ``MIN_WORKER_MEMORY`` (None, 0 and
+    "auto": Dask's own choice, or none)."""
+    if limit is None or limit == "auto":
+        return
+    from dask.utils import parse_bytes
+
+    nbytes = parse_bytes(limit) if isinstance(limit, str) else int(limit)
+    if 0 < nbytes < MIN_WORKER_MEMORY:
+        raise ParamError(
+            f"--memory-limit {nbytes / 1e6:,.0f} MB per worker is too little: {_TOO_LITTLE}; "
+            "give --memory-limit 1G or more (it is each worker's)"
+        )
+
+
+def check_workers_memory(limits: list[int]) -> None:
+    """ParamError when a worker's memory limit (``limits``: those that have one, bytes) is
+    below ``MIN_WORKER_MEMORY``, whoever started the workers."""
+    if limits and min(limits) < MIN_WORKER_MEMORY:
+        raise ParamError(
+            f"a worker of the cluster has a memory limit of {min(limits) / 1e6:,.0f} MB: "
+            f"{_TOO_LITTLE}; start the workers with --memory-limit 1GB or more"
+        )

@@ -47,6 +47,7 @@ from ..io.formats import format_of
 from ..methods import make_method, needs_fit
 from ..params import DedupParams, params_json
 from .bundles import regroup
+from .cluster import check_workers_memory
 from .components import connected_components
 from .diagnostics import StageClock, check_report, performance_report
 from .folders import (
@@ -358,8 +359,10 @@ def components_budget(options: JobOptions, client: Any) -> int:
 
 def fit_to_workers(options: JobOptions, client: Any) -> JobOptions:
     """``options`` with blocks and shuffle destinations no larger than ``WORKER_SHARE`` of the
-    smallest memory limit among the cluster's workers; unchanged when no worker has one."""
+    smallest memory limit among the cluster's workers; unchanged when no worker has one;
+    ParamError when one has less than a worker needs (``check_workers_memory``)."""
     limits = worker_limits(client)
+    check_workers_memory(limits)
     if not limits:
         return options
     size = max(MIN_TASK_BYTES, int(min(limits) * WORKER_SHARE))
