@@ -19,6 +19,10 @@ if TYPE_CHECKING:
     from .._sinks import Sink
 
 
+#: The one text field pages have (``--text-field``'s default): their main text.
+PAGE_TEXT = "text"
+
+
 class Pages(RecordFormat, ABC):
     """Pages whose main text is extracted; the kept ones become JSON Lines."""
 
@@ -30,7 +34,7 @@ class Pages(RecordFormat, ABC):
     def check_fields(self, text: str, id: str) -> None:
         """Pages have no fields to choose from: the text is the page's main text, the id is
         the format's own (``id_fields``); another --text-field or --id-field is refused."""
-        if text != "text":
+        if text != PAGE_TEXT:
             raise ParamError(
                 f"--text-field {text!r}: {self.name} input has no text field to choose, a "
                 "document's text is its page's main text; drop --text-field"
