@@ -4,6 +4,9 @@ outputs) and each stage's task seconds in the summary."""
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -195,3 +198,23 @@ def test_the_html_report_reads_a_cluster_run_s_folders_as_the_local_files(
         assert main([*report, "-o", str(out)]) == 0
         pages.append(out.read_bytes())
     assert pages[0] == pages[1]
+
+
+def test_a_report_to_a_fifo_is_written_into_it_and_leaves_it_a_fifo(
+    corpus: Path, client: object, tmp_path: Path
+) -> None:
+    # it was drafted beside the target and renamed over it: --performance-report /dev/null
+    # replaced the device with a regular file of 150 KB
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    dedup(
+        [str(corpus)], DedupParams(), ClusterOutputs(str(tmp_path / "kept")),
+        JobOptions(performance_report=str(fifo)), client=client,
+    )  # fmt: skip
+    reader.join(timeout=60)
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert got and got[0].lstrip().lower().startswith(b"<!doctype html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "report.fifo"]

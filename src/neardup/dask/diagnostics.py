@@ -12,12 +12,15 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ParamError
+from ..io._targets import classify, stdout_buffer
 from .cluster import import_distributed
 from .inputs import filesystem, is_url
 
@@ -94,6 +97,14 @@ def performance_report(client: Any, where: str | None, storage: dict[str, Any]) 
         yield
         return
     distributed = import_distributed()
+    if not is_url(where) and classify(where).kind in ("stream", "stdout"):
+        with (
+            _streamed(where) as drafted,
+            client.as_current(),
+            distributed.performance_report(filename=drafted),
+        ):
+            yield
+        return
     suffix = f".tmp-{uuid.uuid4().hex}"
     fs, path = filesystem(where, storage)
     try:
@@ -106,3 +117,26 @@ def performance_report(client: Any, where: str | None, storage: dict[str, Any]) 
     finally:
         if fs.exists(path + suffix):
             fs.rm(path + suffix)
+
+
+@contextlib.contextmanager
+def _streamed(where: str) -> Iterator[str]:
+    """A temporary file for a report bound for a device, a pipe or standard output, whose
+    bytes are written there when the run succeeds: never renamed over it (a report to
+    /dev/null once replaced the device with a regular file)."""
+    folder = tempfile.mkdtemp(prefix="neardup-report-")
+    try:
+        drafted = os.path.join(folder, "report.html")
+        yield drafted
+        with open(drafted, "rb") as report:
+            data = report.read()
+        target = classify(where)
+        if target.kind == "stdout":
+            sink = stdout_buffer()
+            sink.write(data)
+            sink.flush()
+        else:
+            with open(where, "wb") as sink:
+                sink.write(data)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
