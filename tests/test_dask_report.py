@@ -218,3 +218,22 @@ def test_a_report_to_a_fifo_is_written_into_it_and_leaves_it_a_fifo(
     assert stat.S_ISFIFO(fifo.stat().st_mode)
     assert got and got[0].lstrip().lower().startswith(b"<!doctype html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["kept", "report.fifo"]
+
+
+def test_a_summary_to_a_fifo_or_through_a_symlink_leaves_both_as_they_were(
+    corpus: Path, client: object, tmp_path: Path
+) -> None:
+    # the summary was drafted beside its name and renamed over it: a FIFO (or /dev/null)
+    # became a regular file, and a symlink was replaced instead of the file it names
+    fifo, link, real = tmp_path / "s.fifo", tmp_path / "link.json", tmp_path / "real.json"
+    os.mkfifo(fifo)
+    link.symlink_to(real)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    for n, where in enumerate((fifo, link)):
+        outputs = ClusterOutputs(str(tmp_path / f"kept{n}"), summary_json=str(where))
+        dedup([str(corpus)], DedupParams(), outputs, client=client)
+    reader.join(timeout=60)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and link.is_symlink()
+    assert json.loads(got[0])["documents"] == json.loads(real.read_text())["documents"] == 240

@@ -107,6 +107,8 @@ def performance_report(client: Any, where: str | None, storage: dict[str, Any]) 
         return
     suffix = f".tmp-{uuid.uuid4().hex}"
     fs, path = filesystem(where, storage)
+    if not is_url(where):
+        where = path = str(classify(where).path)  # a symlink's file, not the link, is replaced
     try:
         with (
             client.as_current(),

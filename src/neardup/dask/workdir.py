@@ -22,6 +22,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from ..errors import InputError, ParamError
+from ..io._targets import classify, stdout_buffer
 from .inputs import filesystem, is_url
 
 RUN_FILE = "run.json"
@@ -168,15 +169,28 @@ class WorkDir:
 
 def write_whole(fs: Any, target: str, data: bytes, remote: bool) -> None:
     """``data`` as file ``target``, whole or absent: one PUT on an object store (which never
-    shows a partial object), a temporary name renamed into place on a file system."""
+    shows a partial object), a temporary name renamed into place on a file system (into the
+    file a symlink names); a device, a pipe or standard output is written into, never
+    renamed over (a FIFO, or /dev/null, became a regular file)."""
     fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
     if remote:
         fs.pipe_file(target, data)
         return
-    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    place = classify(target)
+    if place.kind == "stdout":
+        out = stdout_buffer()
+        out.write(data)
+        out.flush()
+        return
+    if place.kind == "stream":
+        with open(target, "wb") as stream:
+            stream.write(data)
+        return
+    final = str(place.path)
+    tmp = f"{final}.tmp-{uuid.uuid4().hex}"
     with fs.open(tmp, "wb") as fh:
         fh.write(data)
-    fs.mv(tmp, target)
+    fs.mv(tmp, final)
 
 
 def _difference(before: dict[str, Any], now: dict[str, Any]) -> str | None:
