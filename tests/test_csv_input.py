@@ -187,3 +187,18 @@ def test_a_csv_file_without_rows_is_zero_records_as_an_empty_jsonl_file(
         assert json.loads((tmp_path / "s.json").read_text())["documents"] == 0
         assert (tmp_path / args[-1]).read_bytes() == b""
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("keep", [[], ["--keep-field", "score"]])
+def test_empty_id_cells_are_no_ids_and_rows_are_named_by_their_number(
+    tmp_path: Path, keep: list[str]
+) -> None:
+    # an empty cell was the id '': two rows without one were refused as a repeated id
+    text = "hello world foo bar baz qux quux"
+    src = tmp_path / "in.csv"
+    src.write_text(f"id,text,score\n,{text},1\n,other words entirely here now,2\nb,{text},0\n")
+    clusters = tmp_path / "c.jsonl"
+    args = ["dedup", str(src), "-o", str(tmp_path / "k.csv"), "--clusters", str(clusters), "-q"]
+    assert main([*args, *keep]) == 0
+    lines = [json.loads(x) for x in clusters.read_text().splitlines()]
+    assert [(x["id"], x["duplicate_of"]) for x in lines] == [("1", None), ("b", "1")]

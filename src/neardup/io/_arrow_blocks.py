@@ -141,12 +141,13 @@ def arrow_block(
     text_field: str,
     id_field: str,
     done: npt.NDArray[np.bool_] | None = None,
+    empty_id_absent: bool = False,
 ) -> LineBlock:
     """The good rows of ``batch`` (its first row is number ``row0 + 1``) as a LineBlock, and
     its bad rows as the block's problems (rows ``done`` marks were reported already, and are
     left out quietly). Spans: each text's UTF-8 bytes (what batches are
     sized by), from 0; these formats' rows are read again from the source's spool, never by
-    span."""
+    span. ``empty_id_absent``: an empty id (a CSV cell) is no id, the row named by its number."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -177,10 +178,13 @@ def arrow_block(
         ids = ids.filter(keep) if ids is not None else None
     rows = np.flatnonzero(good).astype(np.int64)
     n = len(rows)
+    absent = np.full(n, ids is None, dtype=np.bool_)
+    if ids is not None and empty_id_absent:
+        absent = pc.binary_length(ids).to_numpy(zero_copy_only=False) == 0
     return LineBlock(
         recnos=rows + (row0 + 1),
         ids=utf8_values(ids) if ids is not None else _no_ids(n),
-        absent=np.full(n, ids is None, dtype=np.bool_),
+        absent=absent,
         texts=utf8_values(texts),
         starts=np.zeros(n, np.int64),
         ends=sizes[good].astype(np.int64),

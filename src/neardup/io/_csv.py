@@ -204,9 +204,7 @@ def scan_csv(
 
     def rows(row0: int, batch: pa.RecordBatch, done: Skip) -> Iterator[Row]:
         found = batch_rows(entry, batch, row0, text_field, id_field, key_field, problems, done)
-        if key_field is None:
-            return found
-        return ((*row[:4], cell_key(row[4])) for row in found)
+        return ((row[0], row[1] or None, *row[2:4], cell_key(row[4])) for row in found)
 
     return _read(entry, (text_field, key_field), problems, delimiter, rows)
 
@@ -239,7 +237,7 @@ def scan_csv_blocks(
     in Arrow's buffers; the same rows and problems as ``scan_csv`` without a key field."""
 
     def block(row0: int, batch: pa.RecordBatch, done: Skip) -> Iterator[LineBlock]:
-        yield arrow_block(entry, batch, row0, text_field, id_field, done)
+        yield arrow_block(entry, batch, row0, text_field, id_field, done, empty_id_absent=True)
 
     return _read(entry, (text_field, None), problems, delimiter, block)
 
