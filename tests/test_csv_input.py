@@ -202,3 +202,13 @@ def test_empty_id_cells_are_no_ids_and_rows_are_named_by_their_number(
     assert main([*args, *keep]) == 0
     lines = [json.loads(x) for x in clusters.read_text().splitlines()]
     assert [(x["id"], x["duplicate_of"]) for x in lines] == [("1", None), ("b", "1")]
+
+
+@pytest.mark.parametrize("row", ['"unterminated', '"un,terminated\n3,more\n4,x'])
+def test_a_quote_never_closed_before_the_last_column_is_said_so(tmp_path: Path, row: str) -> None:
+    # it was "the row has 1 column, the header 2 ...; quote values that hold the delimiter"
+    src = tmp_path / "in.csv"
+    src.write_text(f"id,text\nr1,fine\n{row}\n")
+    match = r"line 3: the row opens a quote that is never closed, so the rest of the file"
+    with pytest.raises(InputError, match=match), open_source(src) as source:
+        list(source.batches(10))

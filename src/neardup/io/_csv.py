@@ -161,6 +161,12 @@ class _BadRows:
             f"{row.expected_columns} ({text!r}); quote values that hold the delimiter, or fix "
             "the row"
         )
+        if row.text.count('"') % 2:  # a quote opened and never closed: the row ran to the end
+            message = (
+                f"{self.entry.name}{line}: the row opens a quote that is never closed, so the "
+                f"rest of the file would be one value ({text!r}); close the quote (a quote "
+                'inside a quoted value is written twice: "")'
+            )
         if stop:
             self.first = self.first or message
             return "error"
