@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import ParamError
-from ..io._targets import classify, stdout_buffer
 from .cluster import import_distributed
 from .inputs import filesystem, is_url
+from .workdir import write_whole
 
 #: The task stream's timings summed per stage ("startstops" actions of each task record).
 TASK_ACTIONS = ("compute", "transfer")
@@ -91,24 +91,23 @@ def check_report(where: str | None) -> None:
 @contextlib.contextmanager
 def performance_report(client: Any, where: str | None, storage: dict[str, Any]) -> Iterator[None]:
     """Dask's performance report (an HTML file: task stream, worker profiles, bandwidth) of
-    what runs inside, written to ``where`` (None: none) whole: under a temporary name beside
-    it, renamed when the run succeeds, removed when it fails."""
+    what runs inside, written to ``where`` (None: none) whole when the run succeeds, nothing
+    when it fails: on a file system drafted in a temporary folder and written as the run's other
+    files are (``write_whole``: a device or pipe written into, never renamed over), on an
+    object store under a temporary name beside it, renamed."""
     if not where:
         yield
         return
     distributed = import_distributed()
-    if not is_url(where) and classify(where).kind in ("stream", "stdout"):
-        with (
-            _streamed(where) as drafted,
-            client.as_current(),
-            distributed.performance_report(filename=drafted),
-        ):
-            yield
-        return
-    suffix = f".tmp-{uuid.uuid4().hex}"
     fs, path = filesystem(where, storage)
     if not is_url(where):
-        where = path = str(classify(where).path)  # a symlink's file, not the link, is replaced
+        with _drafted() as drafted:
+            with client.as_current(), distributed.performance_report(filename=drafted):
+                yield
+            with open(drafted, "rb") as report:
+                write_whole(fs, path, report.read(), remote=False)
+        return
+    suffix = f".tmp-{uuid.uuid4().hex}"
     try:
         with (
             client.as_current(),
@@ -122,23 +121,10 @@ def performance_report(client: Any, where: str | None, storage: dict[str, Any]) 
 
 
 @contextlib.contextmanager
-def _streamed(where: str) -> Iterator[str]:
-    """A temporary file for a report bound for a device, a pipe or standard output, whose
-    bytes are written there when the run succeeds: never renamed over it (a report to
-    /dev/null once replaced the device with a regular file)."""
+def _drafted() -> Iterator[str]:
+    """A file in a temporary folder for a local report (removed with it, whatever happens)."""
     folder = tempfile.mkdtemp(prefix="neardup-report-")
     try:
-        drafted = os.path.join(folder, "report.html")
-        yield drafted
-        with open(drafted, "rb") as report:
-            data = report.read()
-        target = classify(where)
-        if target.kind == "stdout":
-            sink = stdout_buffer()
-            sink.write(data)
-            sink.flush()
-        else:
-            with open(where, "wb") as sink:
-                sink.write(data)
+        yield os.path.join(folder, "report.html")
     finally:
         shutil.rmtree(folder, ignore_errors=True)

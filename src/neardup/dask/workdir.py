@@ -14,15 +14,17 @@ one goes when the run ends or stops on bad input or Ctrl-C, once no task can wri
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ParamError
-from ..io._targets import classify, stdout_buffer
+from ..io._targets import quick_kind, stdout_buffer
 from .inputs import filesystem, is_url
 
 RUN_FILE = "run.json"
@@ -176,17 +178,17 @@ def write_whole(fs: Any, target: str, data: bytes, remote: bool) -> None:
     if remote:
         fs.pipe_file(target, data)
         return
-    place = classify(target)
-    if place.kind == "stdout":
+    kind = quick_kind(Path(target))  # one stat: this runs for every part and work file
+    if kind == "stdout":
         out = stdout_buffer()
         out.write(data)
         out.flush()
         return
-    if place.kind == "stream":
+    if kind == "stream":
         with open(target, "wb") as stream:
             stream.write(data)
         return
-    final = str(place.path)
+    final = os.path.realpath(target)
     tmp = f"{final}.tmp-{uuid.uuid4().hex}"
     with fs.open(tmp, "wb") as fh:
         fh.write(data)
