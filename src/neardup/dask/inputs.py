@@ -140,11 +140,7 @@ def list_inputs(
             )
         with reaching(raw, storage_options):
             files.extend(_listed(raw, storage_options))
-    refuse_repeats([f.url for f in files if not is_url(f.url)])
-    urls = [f.url for f in files if is_url(f.url)]
-    if len(set(urls)) < len(urls):
-        twice = next(u for u in urls if urls.count(u) > 1)
-        raise ParamError(f"the input {twice} is given twice; give each input once")
+    refuse_repeats([f.url for f in files])
     _one_format(files)
     for f in files:
         named = format_of(f.name)

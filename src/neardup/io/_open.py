@@ -233,14 +233,16 @@ def _list_files(
 
 def refuse_repeats(files: Sequence[str | Path]) -> None:
     """ParamError when two inputs are one file (named twice, by another path, a link, or inside
-    a folder also given): its records would meet themselves as duplicate ids."""
-    seen: dict[tuple[int, int], str | Path] = {}
+    a folder also given; a URL by its name): its records would meet themselves as duplicate
+    ids."""
+    seen: dict[object, str | Path] = {}
     for f in files:
         try:
             st = os.stat(f)
-        except OSError:  # said when it is read
-            continue
-        first = seen.setdefault((st.st_dev, st.st_ino), f)
+            key: object = (st.st_dev, st.st_ino)
+        except OSError:  # a URL, or a missing file (said when it is read): by its name
+            key = str(f)
+        first = seen.setdefault(key, f)
         if first is not f:
             said = (
                 f"the input {f} is given twice"
