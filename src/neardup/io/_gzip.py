@@ -9,6 +9,7 @@ streams) and output (kept files, clusters and pairs, a cluster's part files) goe
 from __future__ import annotations
 
 import gzip
+import io
 import zlib
 from typing import BinaryIO, cast
 
@@ -24,9 +25,123 @@ GZIP_LEVEL = 2
 GZIP_ERRORS: tuple[type[Exception], ...] = (zlib.error, cast(type[Exception], isal_zlib.error))
 
 
-def gzip_reader(raw: BinaryIO) -> BinaryIO:
-    """``raw``'s bytes decompressed (every member of a multi-member file)."""
-    return cast(BinaryIO, igzip.IGzipFile(fileobj=raw, mode="rb"))
+#: Compressed bytes read from the file at a time.
+READ_SIZE = 1 << 19
+
+#: Compressed bytes given to the decompressor at a time: an error raised in a call loses what
+#: that call decompressed, so a damaged stream loses no more than this much input's lines
+#: before the error (Python's own gzip reader reads 8 KB at a time).
+FEED_SIZE = 1 << 13
+
+_MAGIC = b"\x1f\x8b"
+
+
+def gzip_reader(raw: BinaryIO, close_raw: bool = False) -> BinaryIO:
+    """``raw``'s bytes decompressed (every member of a multi-member file); ``close_raw``:
+    closing the reader closes ``raw`` too (a file opened for it, not a stream)."""
+    return cast(BinaryIO, io.BufferedReader(_Members(raw, close_raw), READ_SIZE))
+
+
+class _Members(io.RawIOBase):
+    """gzip members decompressed by ISA-L, what they hold given out before an error is raised:
+    a file cut short, damaged or with bytes after its last member reads as far as gzip(1) and
+    Python's gzip read it. (ISA-L's own reader, ``igzip.IGzipFile``, decompresses ahead and
+    raised with what it had decoded: a file with trailing garbage lost its last lines.) Each
+    member's CRC and size are checked at its end, as zlib does."""
+
+    def __init__(self, raw: BinaryIO, close_raw: bool) -> None:
+        self._raw = raw
+        self._close_raw = close_raw
+        self._inflate = isal_zlib.decompressobj(wbits=31)
+        self._buf = b""  # the last read from ``raw``
+        self._at = 0  # bytes of ``_buf`` given to the decompressor
+        self._tail = b""  # bytes to give it before ``_buf``'s next ones
+        self._pos = 0  # decompressed bytes given out
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        """Seeks forward by decompressing, back by starting again: only in a file."""
+        return bool(self._raw.seekable())
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """To decompressed byte ``offset`` (from the start, or the position with SEEK_CUR)."""
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence != io.SEEK_SET:
+            raise io.UnsupportedOperation("a gzip file seeks from its start or position only")
+        if offset < self._pos:
+            self._raw.seek(0)
+            self._inflate = isal_zlib.decompressobj(wbits=31)
+            self._buf, self._at, self._tail, self._pos = b"", 0, b"", 0
+        while self._pos < offset and (out := self._decoded(min(offset - self._pos, READ_SIZE))):
+            self._pos += len(out)
+        return self._pos
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        """Up to ``len(buffer)`` decompressed bytes; 0 at the end of the last member."""
+        out = self._decoded(len(buffer)) if len(buffer) else b""
+        buffer[: len(out)] = out
+        self._pos += len(out)
+        return len(out)
+
+    def readall(self) -> bytes:
+        """Every byte left (in the decompressor's pieces, not ``RawIOBase``'s 8 KB reads)."""
+        parts = []
+        while out := self._decoded(0):
+            parts.append(out)
+            self._pos += len(out)
+        return b"".join(parts)
+
+    def _decoded(self, size: int) -> bytes:
+        """The next decompressed bytes, at most ``size`` (0: no bound); b"" after the last
+        member."""
+        while True:
+            if self._inflate.eof and not self._next_member():
+                return b""
+            data = self._input()
+            out = self._inflate.decompress(data, size)  # b"" in: what it holds back comes out
+            ended = self._inflate.eof
+            self._tail = self._inflate.unused_data if ended else self._inflate.unconsumed_tail
+            if out:
+                return out
+            if not data and not ended:
+                raise EOFError("Compressed file ended before the end-of-stream marker was reached")
+
+    def _input(self) -> bytes:
+        """The next compressed bytes for the decompressor (at most ``FEED_SIZE`` of a read);
+        b"" at the end of the file."""
+        if self._tail:
+            data, self._tail = self._tail, b""
+            return data
+        if self._at >= len(self._buf):
+            self._buf, self._at = self._raw.read(READ_SIZE), 0
+        data = self._buf[self._at : self._at + FEED_SIZE]
+        self._at += len(data)
+        return data
+
+    def _next_member(self) -> bool:
+        """Start the member after the one that ended; False at the end of the file (zero
+        bytes after the last member are padding, as gzip(1) reads them)."""
+        rest = b""
+        while len(rest) < 2 and (more := self._input()):
+            rest = (rest + more).lstrip(b"\0")
+        if not rest:
+            return False
+        if rest[:2] != _MAGIC:
+            raise gzip.BadGzipFile(f"Not a gzipped file ({rest[:2]!r})")
+        self._inflate = isal_zlib.decompressobj(wbits=31)
+        self._tail = rest
+        return True
+
+    def close(self) -> None:
+        if not self.closed and self._close_raw:
+            self._raw.close()
+        super().close()
 
 
 def gzip_writer(raw: BinaryIO) -> BinaryIO:
@@ -45,4 +160,4 @@ def gzip_bytes(data: bytes) -> bytes:
 
 def decompresses(handle: object) -> bool:
     """Whether ``handle`` is a gzip reader (spans then count decompressed bytes)."""
-    return isinstance(handle, gzip.GzipFile)
+    return isinstance(getattr(handle, "raw", None), _Members)

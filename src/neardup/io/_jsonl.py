@@ -151,7 +151,7 @@ def open_jsonl(entry: Entry) -> BinaryIO:
         raw.close()
         raise
     if magic == _GZIP_MAGIC and not entry.plain:
-        return gzip_reader(raw)
+        return gzip_reader(raw, close_raw=True)
     return raw
 
 
