@@ -73,6 +73,7 @@ def test_local_outputs_that_cannot_be_written_are_refused_before_the_cluster_sta
         (["-o", kept, "--work-dir", "/proc/w"], "cannot create /proc/w in folder /proc: "),
         (["-o", kept, "--summary-json", "/proc/s.json"],
          "cannot create /proc/s.json in folder /proc: "),
+        (["-o", "/dev/null"], "-o /dev/null is a device or pipe; with --dask outputs are "),
         (["-o", kept, "--summary-json", str(tmp_path / "nodir" / "s.json")],
          f"cannot write {tmp_path}/nodir/s.json: folder {tmp_path}/nodir does not exist; "
          "create it first"),

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError, OutputError, ParamError
 from ..io._outputs import check_json_name
-from ..io._targets import classify, folder_problem
+from ..io._targets import classify, folder_problem, quick_kind
 from .inputs import InputFile, filesystem, is_url, reaching
 from .stages import part_name
 from .workdir import WorkDir, write_whole
@@ -71,8 +71,13 @@ def _check_place(flag: str, value: str, is_file: bool, storage: dict[str, Any]) 
         return
     if flag != "--work-dir":
         if fs.exists(path) and not fs.isdir(path):
+            what = (
+                "a file"
+                if is_url(value) or quick_kind(Path(value)) == "file"
+                else "a device or pipe"
+            )
             raise ParamError(
-                f"{flag} {value} is a file; with --dask outputs are folders of part files"
+                f"{flag} {value} is {what}; with --dask outputs are folders of part files"
             )
         if fs.isdir(path) and not all(_ours(p) for p in fs.ls(path, detail=False)):
             raise ParamError(
