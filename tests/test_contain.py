@@ -122,3 +122,23 @@ def test_items_sharing_a_template_equal_brute_force(c: float) -> None:
     got = [[(m.item, m.containment, m.shared, m.spans) for m in row] for row in found]
     assert got == expected
     assert sum(map(len, got)) > len(docs)  # many texts hold many items
+
+
+@pytest.mark.parametrize("max_pairs", [1, 2, 7, 50])
+def test_pieces_of_a_batch_are_its_matches_in_order_each_bounded(max_pairs: int) -> None:
+    rng = np.random.default_rng(3)
+    vocab = [f"w{i}" for i in range(10)]
+    bench = [" ".join(rng.choice(vocab, size=int(rng.integers(1, 6))).tolist()) for _ in range(30)]
+    docs = [" ".join(rng.choice(vocab, size=int(rng.integers(0, 25))).tolist()) for _ in range(40)]
+    finder = Decontaminator(bench, DecontaminateParams(0.5, ShingleParams(w=2)))
+    whole = finder.scan(docs)
+    pieces = list(finder.scan_pieces(docs, max_pairs))
+    assert len(pieces) > 1 and len(whole) > 50
+    for piece in pieces:  # whole texts, under max_pairs pairs before the last one
+        assert (piece.doc != piece.doc[-1]).sum() < max_pairs
+    joined = [(d, b, sh, p.spans(i)) for p in pieces
+              for i, (d, b, sh) in enumerate(zip(p.doc, p.item, p.shared, strict=True))]  # fmt: skip
+    assert joined == [
+        (d, b, sh, whole.spans(i))
+        for i, (d, b, sh) in enumerate(zip(whole.doc, whole.item, whole.shared, strict=True))
+    ]

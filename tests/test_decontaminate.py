@@ -183,11 +183,14 @@ def test_command_writes_the_clean_records_and_the_matches(
 
 
 def test_command_output_is_the_same_for_any_jobs_and_batch_size(
-    files: tuple[Path, Path, set[int]], tmp_path: Path
+    files: tuple[Path, Path, set[int]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     train, against, _ = files
     outputs = set()
-    for run, (jobs, batch) in enumerate((("1", "5000"), ("2", "7"), ("2", "64"))):
+    runs = (("1", "5000", 0), ("2", "7", 0), ("2", "64", 0), ("1", "5000", 1), ("2", "64", 3))
+    for run, (jobs, batch, max_pairs) in enumerate(runs):
+        if max_pairs:  # a batch's matches made and written in pieces
+            monkeypatch.setattr("neardup.decontaminate.MAX_PAIRS", max_pairs)
         clean, matches = tmp_path / f"c{run}.jsonl", tmp_path / f"m{run}.jsonl"
         code = main(
             ["decontaminate", str(train), "--against", str(against), "-o", str(clean), "-q",

@@ -16,7 +16,7 @@ the training text, merged where they overlap or touch.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +27,10 @@ from ._types import IntArray
 from .params import DecontaminateParams
 from .shingles import shingle_batch, shingle_sequence
 from .text import Utf8Texts, check_texts, token_spans
+
+#: Pairs looked up at a time in a batch (``Decontaminator.scan_pieces``): about 24 MB of arrays
+#: and 30 MB of --matches lines.
+MAX_PAIRS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -118,14 +122,39 @@ class Decontaminator:
         return int(self.sizes_.shape[0])
 
     def scan(self, texts: Sequence[str]) -> Matches:
-        """The matches of a batch of training texts, as arrays (what the command streams)."""
+        """The matches of a batch of training texts, as arrays."""
+        return next(self.scan_pieces(texts, np.iinfo(np.int64).max))
+
+    def scan_pieces(self, texts: Sequence[str], max_pairs: int | None = None) -> Iterator[Matches]:
+        """The matches of a batch in pieces of whole texts, each made when it is asked for
+        and holding fewer than ``max_pairs`` pairs (default ``MAX_PAIRS``) before its last
+        text; ``doc`` counts in the batch. What the command streams: a batch's matches are
+        never all in memory at once (items sharing a template at a low containment matched
+        400 million pairs in one batch)."""
         texts = check_texts(texts)
+        fps, offsets = shingle_sequence(texts, self.params.shingle)
+        limit = MAX_PAIRS if max_pairs is None else max_pairs
+        start = 0
+        while True:
+            doc, item, shared, start = _k.contained_counts(
+                fps, offsets, self._keys, self._rows, self._pre_offsets, self._pre_items,
+                self._item_offsets, self._item_rows, self._need, start, limit,
+            )  # fmt: skip
+            yield self._matches(texts, fps, offsets, doc, item, shared)
+            if start >= len(texts):
+                return
+
+    def _matches(
+        self,
+        texts: Sequence[str],
+        fps: npt.NDArray[np.uint64],
+        offsets: IntArray,
+        doc: IntArray,
+        item: IntArray,
+        shared: IntArray,
+    ) -> Matches:
+        """The pairs found, with their containment and the spans of the shared shingles."""
         shingle = self.params.shingle
-        fps, offsets = shingle_sequence(texts, shingle)
-        doc, item, shared = _k.contained_counts(
-            fps, offsets, self._keys, self._rows, self._pre_offsets, self._pre_items,
-            self._item_offsets, self._item_rows, self._need,
-        )  # fmt: skip
         matched, tok_row = np.unique(doc, return_inverse=True)
         matched_texts: Sequence[str]
         if isinstance(texts, Utf8Texts):

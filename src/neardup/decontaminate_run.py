@@ -9,6 +9,7 @@ before anything is read, and all appear together at the end, or none does.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -147,15 +148,24 @@ def _scan(
     batches: Iterator[DocBatch] = read.batches(source)
     if jobs > 1:
         batches = prefetch(batches)
+
+    def first_piece(batch: DocBatch) -> tuple[Matches, Iterator[Matches]]:
+        """A batch's first piece of matches, made in a thread; the rest when it is written."""
+        pieces = finder.scan_pieces(batch.texts)
+        return next(pieces), pieces
+
     try:
-        for batch, found in ordered_map(lambda b: finder.scan(b.texts), batches, jobs):
-            flags.append(found.contaminated(len(batch)))
-            matched_items[found.item] = True
-            matches += len(found)
+        for batch, (first, rest) in ordered_map(first_piece, batches, jobs):
+            flag = np.zeros(len(batch), dtype=bool)
+            for found in itertools.chain([first], rest):
+                flag |= found.contaminated(len(batch))
+                matched_items[found.item] = True
+                matches += len(found)
+                if len(found):
+                    write(found, batch)
+            flags.append(flag)
             docs += len(batch)
             nbytes += batch.nbytes
-            if len(found):
-                write(found, batch)
             bar.update(docs, nbytes)
     finally:
         bar.close()

@@ -59,9 +59,13 @@ def contained_counts(
     item_offsets: np.ndarray,
     item_rows: np.ndarray,
     need: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(doc, item, shared) int64 arrays, by doc then item: every text d (shingles
-    ``fps[offsets[d]:offsets[d+1]]``, repeats allowed) and item b with shared >= need[b].
+    first: int,
+    max_pairs: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(doc, item, shared, end): int64 arrays by doc then item, every text d from ``first``
+    (shingles ``fps[offsets[d]:offsets[d+1]]``, repeats allowed) and item b with shared >=
+    need[b]; texts are looked up whole until ``max_pairs`` pairs are found, ``end`` the text
+    after the last one looked up (the number of texts once every one is).
 
     Item b's rows (ascending) are ``item_rows[item_offsets[b]:item_offsets[b+1]]``; row u's
     prefix postings ``pre_items[pre_offsets[u]:pre_offsets[u+1]]`` list the items holding u
@@ -71,7 +75,7 @@ def contained_counts(
     items hold (a template's wording) sits in no prefix and costs nothing per text."""
     n = offsets.shape[0] - 1
     longest = 0
-    for d in range(n):
+    for d in range(first, n):
         longest = max(longest, offsets[d + 1] - offsets[d])
     found = np.empty(longest, dtype=np.int64)
     gathered = np.empty(16, dtype=np.int64)
@@ -80,7 +84,9 @@ def contained_counts(
     out_item = np.empty(cap, dtype=np.int64)
     out_shared = np.empty(cap, dtype=np.int64)
     m = 0
-    for d in range(n):
+    for d in range(first, n):
+        if m >= max_pairs:
+            return out_doc[:m].copy(), out_item[:m].copy(), out_shared[:m].copy(), d
         t = 0
         for p in range(offsets[d], offsets[d + 1]):
             u = _row(fps[p], keys, rows)
@@ -115,7 +121,7 @@ def contained_counts(
                 out_item[m] = b
                 out_shared[m] = shared
                 m += 1
-    return out_doc[:m].copy(), out_item[:m].copy(), out_shared[:m].copy()
+    return out_doc[:m].copy(), out_item[:m].copy(), out_shared[:m].copy(), n
 
 
 @njit(cache=True, nogil=True)
