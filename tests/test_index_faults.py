@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup import Index, IndexCorrupt, IndexMismatchError, ParamError
+from neardup import Index, IndexCorrupt, IndexMismatchError, InputError, ParamError
 from neardup.cli import main
 from neardup.index import SCHEMA_VERSION
 from neardup.params import DedupParams
@@ -421,3 +421,40 @@ def test_a_damaged_segment_row_is_found_refused_on_read_and_rebuilt_by_repair(
     found = index.query(texts)
     assert all(found[i][0].id == f"d{i}" for i in range(300) if i not in (7, 8))
     index.close()
+
+
+def test_a_create_killed_midway_leaves_no_file_at_the_path_and_create_works_again(
+    tmp_path: Path,
+) -> None:
+    # killed once the index is whole under its draft name, before it is linked into place
+    path = tmp_path / "idx.db"
+    code = (
+        "import os, signal; from neardup import Index; "
+        "os.link = lambda *a: os.kill(os.getpid(), signal.SIGKILL); "
+        f"Index.create({str(path)!r})"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": SRC})
+    assert proc.returncode == -signal.SIGKILL
+    assert not path.exists()  # it was a file no command could open or create again
+    Index.create(str(path)).close()
+    assert Index.open(str(path)).stats()["documents"] == 0
+
+
+def test_of_two_creates_of_one_path_one_succeeds_and_the_other_leaves_its_file_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # both passed the "already exists" check; the other create's index lands first
+    path = tmp_path / "idx.db"
+    Index.create(str(tmp_path / "other.db")).close()
+    link = os.link
+
+    def other_first(src: str, dst: str) -> None:
+        shutil.copyfile(tmp_path / "other.db", dst)
+        link(src, dst)
+
+    monkeypatch.setattr(os, "link", other_first)
+    before = (tmp_path / "other.db").read_bytes()
+    with pytest.raises(InputError, match=r"idx\.db already exists"):
+        Index.create(str(path))
+    assert path.read_bytes() == before  # the failed create removed it before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx.db", "other.db"]  # no draft

@@ -21,7 +21,6 @@ again replaces its content and moves its last-seen date; ``retire`` marks URLs g
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, cast
@@ -52,6 +51,7 @@ from .checks import (
     stored_as_unicode,
 )
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
+from .creating import create_file
 from .memory_store import MemoryStore
 from .results import AddResult, Answers, Batch, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
@@ -116,28 +116,20 @@ class Index:
         needs_texts = make_verifier(params).needs_texts
         keep = needs_texts if store_text is None else bool(store_text)
         refuse_conflicts(params, needs_texts, keep)
-        store: Store = (
-            MemoryStore() if path is None else SqliteStore(path, create=True, timeout=timeout)
-        )
-        try:
-            index = cls(store, params, keep)
-            store.begin()
-            store.write_meta(
-                {
-                    "schema_version": str(SCHEMA_VERSION),
-                    "params": params_to_json(params),
-                    "fingerprint": params.fingerprint(),
-                    "store_text": "1" if keep else "0",
-                }
-            )
-            store.commit()
-        except NeardupError:  # no half-made index is left behind (a full disk, say)
-            store.close()
-            if path is not None:
-                for p in (path, path + "-wal", path + "-shm"):
-                    if os.path.exists(p):
-                        os.remove(p)
-            raise
+        index = cls(MemoryStore(), params, keep)  # the parameters refused before any file
+        meta = {
+            "schema_version": str(SCHEMA_VERSION),
+            "params": params_to_json(params),
+            "fingerprint": params.fingerprint(),
+            "store_text": "1" if keep else "0",
+        }
+        if path is None:
+            index.store.begin()
+            index.store.write_meta(meta)
+            index.store.commit()
+            return index
+        create_file(path, meta, timeout)  # whole, or nothing at path (a full disk, a kill)
+        index.store = SqliteStore(path, timeout=timeout)
         return index
 
     @classmethod

@@ -149,15 +149,16 @@ def file_damaged(where: str, text: str) -> IndexCorrupt:
 class SqliteStore:
     """The on-disk store (see the module docstring)."""
 
-    def __init__(self, path: str, *, create: bool = False, timeout: float = 10.0) -> None:
-        self.where = str(path)
+    def __init__(
+        self, path: str, *, create: bool = False, timeout: float = 10.0, where: str | None = None
+    ) -> None:
+        """``where``: the name messages give (``create_file`` builds under another one)."""
+        self.where = str(path) if where is None else where
         self.unicode_only = True
         self.timeout = timeout
         if create:
             if os.path.exists(path):
-                raise InputError(
-                    f"{path} already exists; choose a new path or remove it first to rebuild"
-                )
+                raise exists_error(self.where)
             uri = f"file:{_quote(path)}?mode=rwc"
         else:
             if not os.path.exists(path):
@@ -188,7 +189,7 @@ class SqliteStore:
                     with contextlib.suppress(OSError):
                         os.remove(made)
                 raise OutputError(
-                    f"cannot create the index {path} (SQLite says: {exc}); check that its "
+                    f"cannot create the index {self.where} (SQLite says: {exc}); check that its "
                     "folder exists and is writable"
                 ) from None
             if "malformed" in str(exc):  # SQLite's words for a damaged database file
@@ -549,6 +550,11 @@ class SqliteStore:
             self._checkpointer = None
         self.rollback()
         self.db.close()
+
+
+def exists_error(path: str) -> InputError:
+    """The refusal to create an index where a file is."""
+    return InputError(f"{path} already exists; choose a new path or remove it first to rebuild")
 
 
 def upgrade(path: str, timeout: float = 10.0) -> int:
