@@ -256,6 +256,12 @@ def _gone(index: Index, url: str) -> object:
     return doc["gone"]
 
 
+def _seen(index: Index, url: str) -> object:
+    doc = index.get(url)
+    assert doc is not None
+    return doc["last_seen"]
+
+
 def test_index_retire_again_without_date_keeps_the_recorded_date(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -268,9 +274,35 @@ def test_index_retire_again_without_date_keeps_the_recorded_date(
     assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "date"]) == 0
     assert main(["index", "retire", path, "http://a/1", "--date", "2024-04-01"]) == 0
     assert main(["index", "retire", path, "http://a/1"]) == 0
-    assert "retired 1 URLs" in capsys.readouterr().err
+    assert "retired 1 URL\n" in capsys.readouterr().err
     with Index.open(path) as index:
         assert _gone(index, "http://a/1") == "2024-04-01"
+
+
+def test_a_url_added_again_without_a_date_keeps_its_date_and_a_misspelt_field_is_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "lf.db")
+    src = tmp_path / "c.jsonl"
+    src.write_text(
+        '{"url": "http://a/1", "date": "2024-01-01", "text": "some text about a fox and a dog"}\n'
+        '{"url": "http://a/2", "date": "2024-01-02", "text": "other words on rain and a walk"}\n'
+    )
+    assert main(["index", "create", path]) == 0
+    assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "date"]) == 0
+    capsys.readouterr()
+    assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "dat"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: no record had the field 'dat' that --date-field names" in err
+    with Index.open(path) as index:  # the stored dates were erased
+        assert [_seen(index, u) for u in ("http://a/1", "http://a/2")] == [
+            "2024-01-01",
+            "2024-01-02",
+        ]
+        index.add(["http://a/1"], ["some text about a fox and a dog"], dates=["2024-03-01"])
+        assert _seen(index, "http://a/1") == "2024-03-01"
+    assert main(["index", "add", path, str(src), "--url-field", "nourl"]) == 1
+    assert "no record has the field 'nourl' that --url-field names" in capsys.readouterr().err
 
 
 def test_moved_for_an_unknown_url_says_it_is_not_in_the_index_without_nothing_was_changed(

@@ -32,10 +32,10 @@ def _edit(args: argparse.Namespace) -> int:
     try:
         if args.index_command == "remove":
             n = index.remove(args.ids)
-            sys.stderr.write(f"neardup: removed {n:,} documents\n")
+            sys.stderr.write(f"neardup: removed {n:,} document{'s' * (n != 1)}\n")
         else:
             n = index.retire(args.urls, args.date)
-            sys.stderr.write(f"neardup: retired {n:,} URLs\n")
+            sys.stderr.write(f"neardup: retired {n:,} URL{'s' * (n != 1)}\n")
     finally:
         index.close()
     return 0

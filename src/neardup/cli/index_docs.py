@@ -32,8 +32,19 @@ def _add(args: argparse.Namespace) -> int:
         f"({done['documents']:,} in the index; {done['docs_per_s']:,} docs/s){_skipped(done)}\n"
     )
     warning = _unnamed(done.get("named_by_line", 0), args.url_field or args.id_field)
+    warning += _undated(done.get("without_date", 0), done["read"], args.date_field)
     sys.stderr.write(("" if args.quiet else summary) + warning)
     return 0
+
+
+def _undated(n: int, read: int, date_field: str | None) -> str:
+    """A warning when no record read had the --date-field (a misspelt name, most likely)."""
+    if not date_field or not read or n < read:
+        return ""
+    return (
+        f"neardup: warning: no record had the field {date_field!r} that --date-field names: "
+        "no date was stored (documents added again keep the date they had); check its name\n"
+    )
 
 
 def _unnamed(n: int, id_field: str) -> str:

@@ -262,9 +262,13 @@ class Index:
             present = np.flatnonzero(old >= 0)
             if len(present):
                 stored = self.store.load(old[present])
-                for i, first in zip(present.tolist(), stored.first_seen, strict=True):
+                for i, first, last in zip(
+                    present.tolist(), stored.first_seen, stored.last_seen, strict=True
+                ):
                     if first is not None:
                         new.first_seen[i] = first
+                    if new.last_seen[i] is None:  # no date given: the known one stays
+                        new.last_seen[i] = last
                 self._delete(stored)
             self.store.insert(new)
             return AddResult(added=n - len(present), replaced=len(present))

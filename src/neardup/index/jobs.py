@@ -43,7 +43,10 @@ def _open(
     """Inputs for the index jobs: a URL field stands for the id, a date field is read as a key."""
     if url_field and read.id_field != "id":
         raise ParamError("--url-field names the id of each document; give it or --id-field")
-    return read.open(inputs, id_field=url_field, key_field=date_field)
+    source = read.open(inputs, id_field=url_field, key_field=date_field)
+    if url_field:
+        source.id_flag = "--url-field"
+    return source
 
 
 def _dates(keys: list[object] | None) -> list[str | None] | None:
@@ -160,6 +163,7 @@ def add_source(
                 bar.close()
             skipped = source.errors.total
             unnamed = source.named_by_place
+            undated = source.missing_keys if date_field else 0
         size = len(index)
     finally:
         index.close()
@@ -170,6 +174,7 @@ def add_source(
         "replaced": done.replaced,
         "skipped_records": skipped,
         "named_by_line": unnamed,
+        "without_date": undated,
         "documents": size,
         "seconds": round(seconds, 3),
         "docs_per_s": round(docs / max(seconds, 1e-9)),

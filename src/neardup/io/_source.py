@@ -77,11 +77,11 @@ def _check_unchanged(entry: Entry) -> None:
         )
 
 
-def missing_id_field(id_field: str) -> str:
-    """What a run says when no record has the id field it was told to read."""
+def missing_id_field(id_field: str, flag: str = "--id-field") -> str:
+    """What a run says when no record has the id field it was told to read (by ``flag``)."""
     return (
-        f"no record has the field {id_field!r} that --id-field names; check its name, or leave "
-        "--id-field out to name records by their line (or row)"
+        f"no record has the field {id_field!r} that {flag} names; check its name, or leave "
+        f"{flag} out to name records by their line (or row)"
     )
 
 
@@ -108,6 +108,8 @@ class Source:
         self.fmt: Fmt = cast(Fmt, self.format.name)
         self.text_field = text_field
         self.id_field = id_field
+        #: The option that named ``id_field``, for messages (``index add --url-field``).
+        self.id_flag = "--id-field"
         self.key_field = key_field
         self.on_error: OnError = on_error
         self.errors = ErrorReport()
@@ -257,7 +259,7 @@ class Source:
         if self.id_field == DEFAULT_ID_FIELD or not self.format.has_fields:
             return
         if n_docs and self.named_by_place == n_docs:
-            raise ParamError(missing_id_field(self.id_field))
+            raise ParamError(missing_id_field(self.id_field, self.id_flag))
 
     def _pass1_records(
         self,
