@@ -262,16 +262,23 @@ def _seen(index: Index, url: str) -> object:
     return doc["last_seen"]
 
 
+def _url_index(tmp_path: Path, n: int) -> tuple[str, Path]:
+    """An index of the first ``n`` of two dated URLs, added from a JSONL file (also returned)."""
+    path, src = str(tmp_path / "lf.db"), tmp_path / "c.jsonl"
+    lines = [
+        '{"url": "http://a/1", "date": "2024-01-01", "text": "some text about a fox and a dog"}\n',
+        '{"url": "http://a/2", "date": "2024-01-02", "text": "other words on rain and a walk"}\n',
+    ]
+    src.write_text("".join(lines[:n]))
+    assert main(["index", "create", path]) == 0
+    assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "date"]) == 0
+    return path, src
+
+
 def test_index_retire_again_without_date_keeps_the_recorded_date(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = str(tmp_path / "lf.db")
-    src = tmp_path / "c.jsonl"
-    src.write_text(
-        '{"url": "http://a/1", "date": "2024-01-01", "text": "some text about a fox and a dog"}\n'
-    )
-    assert main(["index", "create", path]) == 0
-    assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "date"]) == 0
+    path, _ = _url_index(tmp_path, 1)
     assert main(["index", "retire", path, "http://a/1", "--date", "2024-04-01"]) == 0
     assert main(["index", "retire", path, "http://a/1"]) == 0
     assert "retired 1 URL\n" in capsys.readouterr().err
@@ -282,14 +289,7 @@ def test_index_retire_again_without_date_keeps_the_recorded_date(
 def test_a_url_added_again_without_a_date_keeps_its_date_and_a_misspelt_field_is_warned(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = str(tmp_path / "lf.db")
-    src = tmp_path / "c.jsonl"
-    src.write_text(
-        '{"url": "http://a/1", "date": "2024-01-01", "text": "some text about a fox and a dog"}\n'
-        '{"url": "http://a/2", "date": "2024-01-02", "text": "other words on rain and a walk"}\n'
-    )
-    assert main(["index", "create", path]) == 0
-    assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "date"]) == 0
+    path, src = _url_index(tmp_path, 2)
     capsys.readouterr()
     assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "dat"]) == 0
     err = capsys.readouterr().err
