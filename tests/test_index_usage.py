@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import random
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,33 @@ def test_unverified_simhash_index_takes_thresholds_down_to_its_max_distance_scor
     assert at_75 == [[m for m in ms if m.score >= 0.75] for ms in found]
     with pytest.raises(ParamError, match=re.escape("finds matches at 0.703125 and above")):
         index.query(queries, threshold=0.7)
+
+
+def test_an_index_used_from_another_thread_says_so_not_damaged(tmp_path: Path) -> None:
+    path = str(tmp_path / "t.db")
+    Index.create(path).close()
+    index = Index.open(path)
+    index.add(["a"], ["the quick brown fox jumps over the lazy dog near the river bank"])
+    caught: list[BaseException] = []
+
+    def elsewhere() -> None:
+        for use in (
+            lambda: index.add(["x"], ["some text here and there"]),
+            lambda: index.query(["the quick brown fox"]),
+            lambda: index.get("a"),
+        ):
+            try:
+                use()
+            except BaseException as exc:  # checked in the test's thread
+                caught.append(exc)
+
+    worker = threading.Thread(target=elsewhere)
+    worker.start()
+    worker.join()
+    assert len(caught) == 3
+    for exc in caught:
+        assert isinstance(exc, NeardupError) and not isinstance(exc, IndexCorrupt)
+        assert "opened in another thread" in str(exc) and "one Index per thread" in str(exc)
+        assert "neardup index check" not in str(exc)
+    assert len(index) == 1  # the thread that opened it goes on
+    index.close()

@@ -212,6 +212,12 @@ class SqliteStore:
         """The NeardupError an SQLite error means here (what happened and what to do)."""
         name = getattr(exc, "sqlite_errorname", "") or ""
         text = str(exc)
+        if isinstance(exc, sqlite3.ProgrammingError) and "same thread" in text:
+            return NeardupError(
+                f"{self.where}: this Index was opened in another thread, and its SQLite "
+                "connection can only be used in the thread that opened it; open one Index per "
+                "thread (Index.open in each), or hand the work to the thread that opened it"
+            )
         if name in _WRITE_FAILED and self._in_tx:
             return OutputError(
                 f"{self.where}: could not write the index (SQLite: {text}; the disk is full or a "
