@@ -822,3 +822,71 @@ def test_sigterm_with_slow_clients_stops_at_once_without_tracebacks(tmp_path: Pa
     assert answer is not None and answer.startswith(b"HTTP/1.1 503 ") and b"stopping" in answer
     assert "Traceback" not in log and "Exception in ASGI" not in log, log[-2000:]
     assert "serve stopped" in log
+
+
+def _nested(levels: int) -> dict[str, object]:
+    """Metadata nesting ``levels`` dicts (itself the first)."""
+    meta: dict[str, object] = {"x": 1}
+    for _ in range(levels - 1):
+        meta = {"x": meta}
+    return meta
+
+
+def test_metadata_nested_deeper_than_an_answer_can_give_is_refused_when_added(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    r = _post(
+        server, "/add", {"documents": [{"id": "deep", "text": "a b c", "meta": _nested(300)}]}
+    )
+    assert r.status_code == 422
+    assert r.json()["error"]["type"] == "InputError"
+    assert r.json()["error"]["message"].startswith(
+        "documents.0.meta: nests lists or dicts more than 200 levels deep"
+    )
+    assert httpx.get(server.url + "/documents/deep", headers=auth).status_code == 404
+    r = _post(
+        server, "/add", {"documents": [{"id": "deep", "text": "a b c", "meta": _nested(200)}]}
+    )
+    assert r.status_code == 200
+    r = httpx.get(server.url + "/documents/deep", headers=auth)
+    assert r.status_code == 200 and r.json()["meta"] == _nested(200)
+    client = server.client()  # the client raises what Index raises
+    with client, pytest.raises(InputError, match="document 'deep2': its metadata nests"):
+        client.add(["deep2"], ["a b c"], meta=[_nested(201)])
+    embedded = Index.create(None)
+    with pytest.raises(InputError, match=r"document 'deep2': its metadata nests .* 200 levels"):
+        embedded.add(["deep2"], ["a b c"], meta=[_nested(201)])
+    with pytest.raises(InputError, match="document 'deep3': its metadata nests"):
+        embedded.add(["deep3"], ["a b c"], meta=[_nested(5000)])  # deeper than json.dumps goes
+
+
+def test_an_internal_error_is_answered_as_json_and_its_traceback_logged_once(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    from neardup.index.checksum import DOC_FIELDS, doc_crc
+
+    path = tmp_path / "deep.db"
+    index = Index.create(str(path))
+    index.add(["deep"], ["a document whose metadata is made too deep behind the index's back"])
+    index.close()
+    db = sqlite3.connect(path)  # metadata no answer can give (checksum kept right)
+    row = list(db.execute(f"SELECT {', '.join(DOC_FIELDS)} FROM docs").fetchone())
+    row[DOC_FIELDS.index("meta")] = json.dumps(_nested(300))
+    db.execute("UPDATE docs SET meta = ?, crc = ?", (row[DOC_FIELDS.index("meta")], doc_crc(row)))
+    db.commit()
+    db.close()
+    server = Server(path)
+    try:
+        r = httpx.get(server.url + "/documents/deep")
+        assert r.status_code == 500 and r.json()["error"]["type"] == "ServiceError"
+        assert "this is a bug in neardup" in r.json()["error"]["message"]
+        assert httpx.get(server.url + "/health").status_code == 200
+    finally:
+        assert server.stop() == 0
+    log = server.log.read_text()
+    assert log.count("Traceback") == 1, log
+    assert "internal error answering GET /documents/deep" in log

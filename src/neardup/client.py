@@ -23,7 +23,7 @@ import numpy as np
 from . import errors
 from .errors import NeardupError, ServiceError
 from .index import AddResult, Deduplicated, Match
-from .index.checks import check_limit, not_unicode
+from .index.checks import check_limit, meta_json, not_unicode
 
 #: Error types the service names, raised again here by name.
 _ERRORS: dict[str, type[NeardupError]] = {
@@ -131,6 +131,7 @@ class Client:
         ids, texts = _sequence(ids, "ids"), _sequence(texts, "texts")
         if len(ids) != len(texts):
             raise errors.InputError(f"{len(ids)} ids for {len(texts)} texts; give one id per text")
+        meta_json(ids, meta)  # what Index refuses, refused here: JSON could not carry all of it
         docs: list[dict[str, Any]] = [{"id": i, "text": t} for i, t in zip(ids, texts, strict=True)]
         for name, values in (("meta", meta), ("date", dates)):
             if values is None:

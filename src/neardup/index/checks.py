@@ -120,13 +120,47 @@ def non_finite(value: object, path: str = "") -> tuple[str, float] | None:
     return None
 
 
+#: How deep metadata may nest lists and dicts (the metadata itself is 1): the service answers
+#: through pydantic-core, which stops serialising at about 255 levels, so deeper metadata
+#: could be stored but never read back over HTTP.
+META_DEPTH = 200
+
+#: What is wrong with metadata nested too deep, and what to do.
+TOO_DEEP = (
+    f"nests lists or dicts more than {META_DEPTH} levels deep, deeper than an answer can give "
+    "back; flatten it"
+)
+
+
+def too_deep(value: object, limit: int = META_DEPTH) -> bool:
+    """Whether ``value`` nests dicts and lists more than ``limit`` levels deep (counted
+    without recursion, so metadata deeper than Python's recursion limit is told too)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            inner: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            inner = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((x, depth + 1) for x in inner)
+    return False
+
+
 def meta_json(ids: Sequence[str], meta: Sequence[dict[str, Any] | None] | None) -> list[str | None]:
     """Each document's metadata as the JSON the index keeps, or InputError: not one per
-    document, or a NaN or infinity (JSON has neither: an answer would turn it into null)."""
+    document, nested too deep to be answered, or a NaN or infinity (JSON has neither: an
+    answer would turn it into null)."""
     if meta is None:
         return [None] * len(ids)
     if len(meta) != len(ids):
         raise InputError(f"meta has {len(meta)} entries for {len(ids)} texts")
+    for id_, m in zip(ids, meta, strict=True):
+        if m is not None and too_deep(m):
+            raise InputError(f"document {id_!r}: its metadata {TOO_DEEP}")
     stored = [None if m is None else _meta_text(id_, m) for id_, m in zip(ids, meta, strict=True)]
     for id_, m, text in zip(ids, meta, stored, strict=True):
         if text and ("NaN" in text or "Infinity" in text) and (found := non_finite(m)):

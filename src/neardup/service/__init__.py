@@ -26,7 +26,7 @@ from fastapi import FastAPI
 from .. import __version__
 from ..errors import ParamError
 from ..index import Index
-from .errors import handle_errors
+from .errors import InternalErrors, handle_errors
 from .guard import Guard, Limits, declare_bearer
 from .lanes import Lanes
 from .routes import BODIES, router
@@ -70,6 +70,7 @@ def create_app(
     docs = (app.docs_url, app.redoc_url, app.openapi_url, app.swagger_ui_oauth2_redirect_url)
     open_paths = frozenset(["/health", *(p for p in docs if p and open_docs)])
     app.add_middleware(Guard, token=token, limits=limits, open_paths=open_paths)
+    app.add_middleware(InternalErrors)  # outermost: around the guard too
     if token is not None:
         declare_bearer(app, open_paths)
     handle_errors(app, BODIES)

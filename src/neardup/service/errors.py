@@ -13,6 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import (
     IndexCorrupt,
@@ -191,12 +192,36 @@ def handle_errors(app: FastAPI, bodies: Mapping[str, type[BaseModel]]) -> None:
         status, kind, message = _validation_message(exc, bodies.get(request.url.path))
         return error_response(status, kind, message)
 
-    @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception) -> Any:
-        log.exception("internal error answering %s %s", request.method, request.url.path)
-        return error_response(
-            500,
-            "ServiceError",
-            f"internal error ({type(exc).__name__}: {exc}); this is a bug in neardup, please "
-            "report it with the request",
-        )
+
+class InternalErrors:
+    """Answer an exception no handler took with a JSON 500 and log its traceback once.
+
+    Starlette's own handler for ``Exception`` answers, then raises the exception again for the
+    server, so uvicorn logged a second traceback ("Exception in ASGI application"); here it
+    stops at this middleware."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            log.exception("internal error answering %s %s", scope["method"], scope["path"])
+            if not started:  # else the answer is cut short: the server closes the connection
+                await error_response(
+                    500,
+                    "ServiceError",
+                    f"internal error ({type(exc).__name__}: {exc}); this is a bug in neardup, "
+                    "please report it with the request",
+                )(scope, receive, send)

@@ -16,7 +16,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from ..index.checks import NON_FINITE, non_finite, not_unicode
+from ..index.checks import NON_FINITE, TOO_DEEP, non_finite, not_unicode, too_deep
 
 #: The fields that are parameters of a call, not documents: a value of the wrong type is a
 #: ParamError (400), as ``Index`` refuses it; ``Index`` itself checks their range.
@@ -57,12 +57,14 @@ QueryId = Annotated[
 
 
 #: Error types whose message says where inside the value it is wrong (no "got an object").
-WHERE_INSIDE = frozenset({"non_finite"})
+WHERE_INSIDE = frozenset({"non_finite", "too_deep"})
 
 
 def _finite(value: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Metadata without NaN or infinity: Python's JSON reader takes them (``NaN``, ``1e999``),
-    but no answer could give them back."""
+    """Metadata without NaN or infinity, nested no deeper than an answer can give back:
+    Python's JSON reader takes them (``NaN``, ``1e999``, 300 levels), but no answer could."""
+    if value is not None and too_deep(value):
+        raise PydanticCustomError("too_deep", TOO_DEEP)
     if value is not None and (found := non_finite(value)):
         raise PydanticCustomError("non_finite", NON_FINITE.format(*found))
     return value
