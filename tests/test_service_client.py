@@ -3,7 +3,9 @@ values at the edges (lone surrogates, parameters of the wrong type, non-finite m
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,7 +14,7 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
-from neardup import Client, Index, InputError, ParamError
+from neardup import Client, Index, IndexCorrupt, InputError, NeardupError, ParamError, errors
 from neardup.errors import UnknownIdError
 
 from .test_service import TOKEN, Server
@@ -133,3 +135,48 @@ def test_metadata_holding_nan_or_infinity_is_422_naming_the_field_as_index_refus
         with pytest.raises(InputError, match=f"field y.0 holds {shown}"):
             index.add(["m"], ["t t t"], meta=[{"y": [float(value)]}])
         assert "m" not in index
+
+
+def test_a_damaged_index_raises_index_corrupt_through_the_client_as_index_does(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "damaged.db"
+    with Index.create(str(path), store_text=True) as index:
+        index.add(["a", "b"], ["the quick brown fox jumps over the lazy dog", "another text"])
+    db = sqlite3.connect(path)
+    db.execute("UPDATE docs SET text = 'tampered' WHERE id = 'a'")  # its checksum now fails
+    db.commit()
+    db.close()
+    embedded = Index.open(str(path))
+    with pytest.raises(IndexCorrupt) as by_index:
+        embedded.get("a")
+    embedded.close()
+    server = Server(path)
+    try:
+        with server.client() as client:
+            with pytest.raises(IndexCorrupt) as by_client:
+                client.get("a")
+            assert client.get("b") is not None
+    finally:
+        assert server.stop() == 0
+    assert str(by_client.value) == str(by_index.value)
+
+
+def test_every_neardup_error_the_service_names_is_raised_again_as_that_class() -> None:
+    """The service sends ``type(exc).__name__``; the client must know every class it may name."""
+    classes = [
+        c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, NeardupError)
+    ]
+    assert {errors.IndexCorrupt, errors.OutputError} <= set(classes)
+    for cls in classes:
+
+        def answer(request: httpx.Request, name: str = cls.__name__) -> httpx.Response:
+            body = {"error": {"type": name, "message": "what went wrong"}}
+            return httpx.Response(500, json=body)
+
+        client = Client(transport=httpx.MockTransport(answer))
+        with pytest.raises(cls, match="what went wrong") as caught:
+            client.stats()
+        assert type(caught.value) is cls
+        if cls is errors.ServiceError:
+            assert caught.value.status == 500  # type: ignore[attr-defined]

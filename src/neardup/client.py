@@ -25,16 +25,12 @@ from .errors import NeardupError, ServiceError
 from .index import AddResult, Deduplicated, Match
 from .index.checks import check_limit, meta_json, not_unicode
 
-#: Error types the service names, raised again here by name.
+#: Error types the service names, raised again here by name: every ``neardup.errors`` class
+#: (ServiceError carries the HTTP status, so it is made apart).
 _ERRORS: dict[str, type[NeardupError]] = {
-    cls.__name__: cls
-    for cls in (
-        errors.NeardupError,
-        errors.InputError,
-        errors.ParamError,
-        errors.IndexMismatchError,
-        errors.UnknownIdError,
-    )
+    name: cls
+    for name, cls in vars(errors).items()
+    if isinstance(cls, type) and issubclass(cls, NeardupError) and cls is not ServiceError
 }
 
 
