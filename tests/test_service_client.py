@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -15,7 +16,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from neardup import Client, Index, IndexCorrupt, InputError, NeardupError, ParamError, errors
-from neardup.errors import UnknownIdError
+from neardup.errors import ServiceError, UnknownIdError
 
 from .test_service import TOKEN, Server
 
@@ -180,3 +181,52 @@ def test_every_neardup_error_the_service_names_is_raised_again_as_that_class() -
         assert type(caught.value) is cls
         if cls is errors.ServiceError:
             assert caught.value.status == 500  # type: ignore[attr-defined]
+
+
+ODD_IDS = [".", "..", "x\ny", "", "a/../b", "./", "%2E", "a\r\nb", "/.", "?q#f"]
+
+
+def test_ids_of_dots_slashes_and_newlines_are_read_and_removed_over_http_as_index_does(
+    both: tuple[Index, Client],
+) -> None:
+    embedded, client = both
+    texts = [f"a document with an odd id number {i} and some words" for i in range(len(ODD_IDS))]
+    for index in (embedded, client):
+        index.add(ODD_IDS, texts)
+        for i, text in zip(ODD_IDS, texts, strict=True):
+            found = index.get(i)
+            assert found is not None and (found["id"], found["text"]) == (i, text), i
+            assert i in index
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    for i in ODD_IDS[:4]:  # DELETE /documents/{id}, the path escaped as the client does
+        path = "/documents/" + quote(i, safe="").replace(".", "%2E")
+        r = httpx.delete(client.url + path, headers=auth)
+        assert (r.status_code, r.json()) == (200, {"removed": 1}), (i, r.text)
+        assert i not in client and embedded.remove([i]) == 1
+    assert client.remove(ODD_IDS[4:]) == embedded.remove(ODD_IDS[4:]) == len(ODD_IDS) - 4
+    for index in (embedded, client):
+        assert all(index.get(i) is None and i not in index for i in ODD_IDS)
+        assert len(index) == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "content"),
+    [
+        (307, {"location": "/documents"}, b""),
+        (200, {"content-type": "text/html"}, b"<html>a proxy page</html>"),
+        (200, {}, b""),
+    ],
+    ids=["redirect", "html", "empty"],
+)
+def test_an_answer_that_is_not_json_is_a_service_error_saying_so(
+    status: int, headers: dict[str, str], content: bytes
+) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, headers=headers, content=content)
+
+    client = Client(transport=httpx.MockTransport(answer))
+    for call in (client.stats, lambda: client.get("x")):
+        with pytest.raises(ServiceError) as caught:
+            call()
+        assert caught.value.status == status
+        assert "not JSON" in str(caught.value) or f"HTTP {status}" in str(caught.value)

@@ -78,9 +78,17 @@ class Client:
                 f"cannot reach {self.url} ({exc}); is `neardup serve` running there?",
                 status=None,
             ) from None
-        if response.status_code < 400:
+        if response.status_code >= 300:
+            raise self._error(response)
+        try:
             return response.json()
-        raise self._error(response)
+        except ValueError:
+            raise ServiceError(
+                f"{self.url} answered {method} {path} with HTTP {response.status_code} that is "
+                f"not JSON ({response.headers.get('content-type', 'no content type')}: "
+                f"{response.text[:200]!r}); is it `neardup serve`?",
+                status=response.status_code,
+            ) from None
 
     def _post(self, path: str, body: dict[str, Any]) -> Any:
         """POST ``body`` as JSON escaped to ASCII: a lone surrogate (which ``Index`` takes in a
@@ -192,7 +200,7 @@ class Client:
         if not_unicode([id]):  # no URL can carry it, and no stored id holds one
             return None
         try:
-            found: dict[str, Any] = self._request("GET", f"/documents/{quote(id, safe='')}")
+            found: dict[str, Any] = self._request("GET", _document_path(id))
         except errors.UnknownIdError:
             return None
         return found
@@ -212,6 +220,13 @@ class Client:
 
     def __contains__(self, id: object) -> bool:
         return isinstance(id, str) and self.get(id) is not None
+
+
+def _document_path(id: str) -> str:
+    """The path of a stored document, every character of its id escaped but letters and digits:
+    ``/`` would split it, and an id ``.`` or ``..`` would be taken as a dot segment (httpx
+    removes it, as URLs say), so dots travel as ``%2E``; the server unescapes them all."""
+    return "/documents/" + quote(id, safe="").replace(".", "%2E")
 
 
 def _sequence(values: object, name: str) -> list[Any]:

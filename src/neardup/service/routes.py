@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel
+from starlette.convertors import Convertor, register_url_convertor
 
 from ..errors import UnknownIdError
 from .lanes import Lanes
@@ -20,6 +21,22 @@ from .models import (
     QueryResponse,
     RetireRequest,
 )
+
+
+class _AnyText(Convertor[str]):
+    """A path parameter of any characters, slashes and newlines too (Starlette's ``path``,
+    ``.*``, stops at a newline, so an id holding one was "no endpoint")."""
+
+    regex = "(?s:.*)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("any_text", _AnyText())
 
 
 def _lanes(request: Request) -> Lanes:
@@ -103,7 +120,7 @@ async def moved(
     return {"url": url, "moved": [m.as_dict() for m in found]}
 
 
-@router.get("/documents/{id:path}", summary="A stored document")
+@router.get("/documents/{id:any_text}", summary="A stored document")
 async def get(id: str, lanes: Served) -> dict[str, Any]:
     found = await lanes.call("reader", lambda index: index.get(id))
     if found is None:
@@ -111,7 +128,7 @@ async def get(id: str, lanes: Served) -> dict[str, Any]:
     return found
 
 
-@router.delete("/documents/{id:path}", summary="Remove one document")
+@router.delete("/documents/{id:any_text}", summary="Remove one document")
 async def delete(id: str, lanes: Served) -> dict[str, int]:
     return {"removed": await lanes.call("writer", lambda index: index.remove([id]))}
 
