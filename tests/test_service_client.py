@@ -3,12 +3,14 @@ values at the edges (lone surrogates, parameters of the wrong type, non-finite m
 
 from __future__ import annotations
 
+import datetime
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+import numpy as np
 import pytest
 
 pytest.importorskip("httpx")
@@ -230,3 +232,53 @@ def test_an_answer_that_is_not_json_is_a_service_error_saying_so(
             call()
         assert caught.value.status == status
         assert "not JSON" in str(caught.value) or f"HTTP {status}" in str(caught.value)
+
+
+def test_values_json_cannot_carry_raise_the_input_error_index_raises_not_a_type_error(
+    both: tuple[Index, Client],
+) -> None:
+    day = datetime.date(2024, 1, 1)
+    said = []
+    for index in both:
+        with pytest.raises(InputError, match="document 'm1': its metadata cannot be") as meta:
+            index.add(["m1"], ["a b c"], meta=[{"d": day}])
+        with pytest.raises(InputError, match="document 'm2': its date is date") as date:
+            index.add(["m2"], ["a b c"], dates=[day])  # type: ignore[list-item]
+        for when in (2024, day):
+            with pytest.raises(InputError, match=r"the date is .* not a string") as retired:
+                index.retire(["a"], when)  # type: ignore[arg-type]
+        said.append((str(meta.value), str(date.value), str(retired.value)))
+        assert "m1" not in index and "m2" not in index
+        found = index.get("a")
+        assert found is not None and found["gone"] is None
+    assert said[0] == said[1]
+
+
+def test_numpy_numbers_are_taken_as_threshold_and_limit_as_python_ones(
+    both: tuple[Index, Client],
+) -> None:
+    query = ["the quick brown fox jumps over the lazy dog by the river bank!"]
+    answers = []
+    for index in both:
+        expected = index.query(query, 0.9, 2)
+        assert expected and expected[0]  # the stored document matches
+        for threshold, limit in [
+            (np.float32(0.9), None),
+            (np.float64(0.9), np.int64(2)),
+            (None, np.int32(2)),
+            (np.float16(1.0), np.uint8(1)),
+        ]:
+            assert index.query(query, threshold, limit) == index.query(  # type: ignore[arg-type]
+                query,
+                None if threshold is None else float(threshold),
+                None if limit is None else int(limit),
+            )
+        assert index.moved("a", np.int64(1)) == index.moved("a", 1)  # type: ignore[arg-type]
+        with pytest.raises(ParamError, match="limit"):
+            index.query(query, None, np.float64(2.0))  # type: ignore[arg-type]
+        with pytest.raises(ParamError, match="threshold"):
+            index.query(query, np.bool_(True), None)  # type: ignore[arg-type]
+        with pytest.raises(ParamError, match="threshold"):
+            index.query(query, np.float32(0.5), None)
+        answers.append(expected)
+    assert answers[0] == answers[1]

@@ -23,7 +23,7 @@ import numpy as np
 from . import errors
 from .errors import NeardupError, ServiceError
 from .index import AddResult, Deduplicated, Match
-from .index.checks import check_limit, meta_json, not_unicode
+from .index.checks import check_date, check_dates, check_limit, meta_json, not_unicode
 
 #: Error types the service names, raised again here by name: every ``neardup.errors`` class
 #: (ServiceError carries the HTTP status, so it is made apart).
@@ -94,7 +94,13 @@ class Client:
         """POST ``body`` as JSON escaped to ASCII: a lone surrogate (which ``Index`` takes in a
         query and refuses in what it stores) travels as ``\\ud800`` for the service to answer
         as ``Index`` does; httpx's ``json=`` writes UTF-8, which cannot hold one."""
-        content = json.dumps(body, ensure_ascii=True, separators=(",", ":"))
+        try:
+            content = json.dumps(body, ensure_ascii=True, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:  # what Index would refuse as well: not JSON
+            raise errors.InputError(
+                f"the request to {path} cannot be sent as JSON ({exc}); give strings, numbers, "
+                "booleans, lists, dicts or None"
+            ) from None
         headers = {"Content-Type": "application/json"}
         return self._request("POST", path, content=content.encode("ascii"), headers=headers)
 
@@ -136,6 +142,7 @@ class Client:
         if len(ids) != len(texts):
             raise errors.InputError(f"{len(ids)} ids for {len(texts)} texts; give one id per text")
         meta_json(ids, meta)  # what Index refuses, refused here: JSON could not carry all of it
+        check_dates(ids, dates)
         docs: list[dict[str, Any]] = [{"id": i, "text": t} for i, t in zip(ids, texts, strict=True)]
         for name, values in (("meta", meta), ("date", dates)):
             if values is None:
@@ -154,9 +161,9 @@ class Client:
         """For each text, the live stored documents it duplicates, best first (exact first)."""
         body: dict[str, Any] = {"documents": [{"text": t} for t in _sequence(texts, "texts")]}
         if threshold is not None:
-            body["threshold"] = threshold
+            body["threshold"] = _python(threshold)
         if limit is not None:
-            body["limit"] = limit
+            body["limit"] = _python(limit)
         found = self._post("/query", body)
         return [[_match(m) for m in r["matches"]] for r in found["results"]]
 
@@ -181,12 +188,15 @@ class Client:
 
     def retire(self, urls: Sequence[str], date: str | None = None) -> int:
         """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``."""
+        check_date(date)
         body = {"urls": _sequence(urls, "urls"), "date": date}
         return int(self._post("/retire", body)["retired"])
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first."""
-        check_limit(limit)  # here: a URL's query string cannot say 2.0 from 2 or true from 1
+        limit = check_limit(
+            limit
+        )  # here: a URL's query string cannot say 2.0 from 2 or true from 1
         if not_unicode([url]):  # no URL can carry it, and no stored id holds one
             raise errors.UnknownIdError(f"URL {url!r} is not in the index")
         params: dict[str, Any] = {"url": url}
@@ -220,6 +230,12 @@ class Client:
 
     def __contains__(self, id: object) -> bool:
         return isinstance(id, str) and self.get(id) is not None
+
+
+def _python(value: object) -> object:
+    """A numpy scalar as the Python number (or bool) it holds, which JSON can carry: ``Index``
+    takes ``np.float32(0.9)`` as a threshold and ``np.int64(2)`` as a limit."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _document_path(id: str) -> str:

@@ -41,6 +41,7 @@ from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, make_verifier
 from .checks import (
+    check_date,
     check_dates,
     check_ids,
     check_limit,
@@ -290,6 +291,7 @@ class Index:
         """Mark URLs gone (as of ``date``): no longer matched, still found by ``moved``. Without
         a date, a URL retired before keeps the date it was retired with."""
         urls = check_ids(urls, None)
+        check_date(date)
         stored_as_unicode(urls, None, None, None if date is None else [date] * len(urls))
 
         def work() -> int:
@@ -442,13 +444,13 @@ class Index:
         limit: int | None,
     ) -> Answers:
         hashes, sigs, ev, texts = signed
-        check_limit(limit)
+        limit = check_limit(limit)
         with self.store.snapshot():
             return self._match(hashes, sigs, ev, texts, threshold, limit)
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first, with dates."""
-        check_limit(limit)
+        limit = check_limit(limit)
         with self.store.snapshot():
             return self._moved(url, limit)
 

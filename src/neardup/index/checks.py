@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -70,12 +71,16 @@ def check_ids(ids: object, n: int | None) -> list[str]:
     return items
 
 
-def check_limit(limit: int | None) -> None:
-    """ParamError for a match limit below 1 (None: every match)."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+def check_limit(limit: int | None) -> int | None:
+    """A match limit as an int (None: every match), or ParamError for one below 1 or not a whole
+    number; numpy integers are whole numbers too (``np.int64(2)``), booleans are not."""
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Integral) or limit < 1:
         raise ParamError(
             f"limit {limit!r}: give at least 1 match per query, or leave it out for every match"
         )
+    return int(limit)
 
 
 def refuse_surrogates(ids: Sequence[str], values: Sequence[str | None], what: str) -> None:
@@ -200,6 +205,15 @@ def check_dates(ids: Sequence[str], dates: Sequence[object] | None) -> None:
             )
 
 
+def check_date(date: object) -> None:
+    """InputError unless ``date`` (of a retirement) is an ISO date string or None."""
+    if date is not None and not isinstance(date, str):
+        raise InputError(
+            f"the date is {type(date).__name__} {date!r}, not a string; give an ISO date "
+            "string such as '2024-01-01', or None"
+        )
+
+
 #: What is wrong with metadata holding a NaN or an infinity (path, value), and what to do.
 NON_FINITE = "field {0} holds {1!r}, a number JSON cannot hold; give a finite number or null"
 
@@ -219,7 +233,7 @@ def query_floor(params: DedupParams, threshold: float | None) -> float:
     base = index_floor(params)
     if (
         isinstance(threshold, bool)
-        or not isinstance(threshold, int | float)
+        or not isinstance(threshold, numbers.Real)  # numpy's floats and integers are too
         or not math.isfinite(threshold)
         or threshold > 1.0
     ):
