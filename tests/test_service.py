@@ -890,3 +890,23 @@ def test_an_internal_error_is_answered_as_json_and_its_traceback_logged_once(
     log = server.log.read_text()
     assert log.count("Traceback") == 1, log
     assert "internal error answering GET /documents/deep" in log
+
+
+def test_dedup_add_takes_only_true_or_false_and_anything_else_writes_nothing(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    with server.client() as client:
+        before = len(client)
+        for value in ("yes", "true", 1, "on", 0, None, "false"):
+            doc = {"id": f"lax-{value}", "text": f"a text to deduplicate with add set to {value}"}
+            r = _post(server, "/dedup", {"documents": [doc], "add": value})
+            assert (r.status_code, r.json()["error"]["type"]) == (400, "ParamError"), r.text
+            assert r.json()["error"]["message"].startswith("add: Input should be a valid boolean")
+        assert len(client) == before
+        with pytest.raises(ParamError, match="add"):
+            client.dedup(["lax"], ["a text"], add="yes")  # type: ignore[arg-type]
+        assert client.dedup(["strict"], ["a text added on purpose, add is true"], add=True).added
+        assert len(client) == before + 1
+    with pytest.raises(ParamError, match="add must be True or False, got str 'yes'"):
+        Index.create(None).dedup(["lax"], ["a text"], add="yes")  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    StrictBool,
     StrictFloat,
     StrictInt,
     StrictStr,
@@ -20,7 +21,7 @@ from ..index.checks import NON_FINITE, TOO_DEEP, non_finite, not_unicode, too_de
 
 #: The fields that are parameters of a call, not documents: a value of the wrong type is a
 #: ParamError (400), as ``Index`` refuses it; ``Index`` itself checks their range.
-PARAMETERS = frozenset({"threshold", "limit"})
+PARAMETERS = frozenset({"threshold", "limit", "add"})
 
 
 class _Strict(BaseModel):
@@ -132,7 +133,9 @@ class DedupDocument(_Strict):
 
 class DedupRequest(_Strict):
     documents: list[DedupDocument]
-    add: bool = Field(False, description="add the kept documents to the index (one transaction)")
+    add: StrictBool = Field(
+        False, description="add the kept documents to the index (one transaction): true or false"
+    )
 
 
 class DedupResult(BaseModel):
