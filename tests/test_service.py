@@ -910,3 +910,25 @@ def test_dedup_add_takes_only_true_or_false_and_anything_else_writes_nothing(
         assert len(client) == before + 1
     with pytest.raises(ParamError, match="add must be True or False, got str 'yes'"):
         Index.create(None).dedup(["lax"], ["a text"], add="yes")  # type: ignore[arg-type]
+
+
+def test_a_token_no_http_header_can_carry_is_refused_by_serve_and_by_the_client(
+    tmp_path: Path,
+) -> None:
+    real = tmp_path / "real.db"
+    Index.create(str(real)).close()
+    token_file = tmp_path / "token.txt"
+    token_file.write_text("clé-secrète\n", encoding="utf-8")
+    for args in (
+        ["--token", "clé-secrète"],
+        ["--token-file", str(token_file)],
+        ["--token", "a\tb"],
+    ):
+        done = _run_serve(str(real), *args)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.count("\n") == 1 and done.stderr.startswith("neardup: error: ")
+        assert "which an HTTP header cannot" in done.stderr
+    assert "'é', not an ASCII character" in _run_serve(str(real), "--token", "clé").stderr
+    for token in ("clé-secrète", "a\nb", " padded", ""):
+        with pytest.raises(ParamError, match="the token"):
+            Client("http://127.0.0.1:9", token=token)

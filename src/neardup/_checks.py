@@ -1,4 +1,5 @@
-"""Vectorised argument checks shared by the public wrappers of the Numba kernels."""
+"""Argument checks shared by public wrappers: of the Numba kernels (vectorised), and the
+service's bearer token (checked alike by ``neardup serve`` and ``neardup.Client``)."""
 
 from __future__ import annotations
 
@@ -36,3 +37,23 @@ def offsets_valid(offsets: np.ndarray, total: int) -> bool:
         and offsets[-1] == total
         and np.all(offsets[1:] >= offsets[:-1])
     )
+
+
+def check_token(token: str, given: str) -> None:
+    """ParamError for a bearer token no HTTP header can carry as typed: empty, not ASCII
+    (``clé``: clients encode headers as ASCII, or as Latin-1 bytes no client matches), or
+    holding a control character or a space at either end. ``given``: where it came from."""
+    if not token.strip():
+        raise ParamError(f"the token is empty; give a non-empty {given}")
+    if not token.isascii():
+        bad = next(c for c in token if not c.isascii())
+        raise ParamError(
+            f"the token holds {bad!r}, not an ASCII character, which an HTTP header cannot "
+            f"carry as typed; give a {given} of ASCII letters, digits and punctuation"
+        )
+    if not token.isprintable() or token != token.strip():
+        raise ParamError(
+            f"the token holds a control character or a space at either end ({token[:3]!r}...), "
+            f"which an HTTP header cannot carry; give a {given} of ASCII letters, digits and "
+            "punctuation"
+        )

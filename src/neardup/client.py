@@ -21,6 +21,7 @@ from urllib.parse import quote
 import numpy as np
 
 from . import errors
+from ._checks import check_token
 from .errors import NeardupError, ServiceError
 from .index import AddResult, Deduplicated, Match
 from .index.checks import check_date, check_dates, check_limit, meta_json, not_unicode
@@ -56,6 +57,8 @@ class Client:
             raise NeardupError(
                 "neardup.Client needs httpx; install it with: pip install 'neardup[service]'"
             ) from None
+        if token is not None:
+            check_token(token, "token")
         headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
         self.url = url.rstrip("/")
         self._httpx = httpx

@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from .. import __version__
-from ..errors import ParamError
+from .._checks import check_token
 from ..index import Index
 from .errors import InternalErrors, handle_errors
 from .guard import Guard, Limits, declare_bearer
@@ -48,8 +48,8 @@ def create_app(
     schema (``/docs``, ``/redoc``, ``/openapi.json``) unless ``open_docs``."""
     path = os.fspath(index_path)
     limits = limits or Limits()
-    if token is not None and not token.strip():
-        raise ParamError("the token is empty; give a non-empty --token or --token-file")
+    if token is not None:
+        check_token(token, "--token or --token-file")
     Index.open(path).close()
 
     @asynccontextmanager
