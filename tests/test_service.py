@@ -932,3 +932,45 @@ def test_a_token_no_http_header_can_carry_is_refused_by_serve_and_by_the_client(
     for token in ("clé-secrète", "a\nb", " padded", ""):
         with pytest.raises(ParamError, match="the token"):
             Client("http://127.0.0.1:9", token=token)
+
+
+def _raw_exchange(server: Server, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send ``raw`` on a new connection; (status, headers, body) of the last answer, read until
+    the server closes the connection."""
+    port = int(server.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(raw)
+        got = b""
+        while chunk := sock.recv(65536):
+            got += chunk
+    last = got[[m.start() for m in re.finditer(rb"HTTP/1\.1 \d{3} ", got)][-1] :]
+    head, _, body = last.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), headers, body
+
+
+def test_requests_that_are_not_http_are_answered_in_json_and_a_huge_length_is_413(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    post = b"POST /query HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    cases = [
+        (b"GARBAGE\r\n\r\n", 400, "illegal request line"),
+        (post + b"Content-Length: abc\r\n\r\n{}", 400, "bad Content-Length"),
+        (b"GET /health HTTP/1.1\r\n\r\n", 400, "Missing mandatory Host"),
+        (b"GET /health HTTP/1.1\r\nHost: x\r\n\r\nGARBAGE\r\n\r\n", 400, "not valid HTTP/1.1"),
+        (post + b"Content-Length: " + b"9" * 25 + b"\r\n\r\n{}", 413, "larger than any body"),
+    ]
+    for raw, status, said in cases:
+        got, headers, body = _raw_exchange(server, raw)
+        assert (got, headers["content-type"], headers["connection"]) == (
+            status,
+            "application/json",
+            "close",
+        ), raw
+        error = json.loads(body)["error"]
+        assert error["type"] == "ServiceError" and said in error["message"], (raw, error)
+    started = time.monotonic()  # and the server goes on answering, at once
+    assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+    assert time.monotonic() - started < 2

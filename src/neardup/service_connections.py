@@ -28,9 +28,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 import resource
 import socket
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any
 
 import h11
@@ -211,6 +213,47 @@ def _raw_response(status: int, reason: str, message: str) -> bytes:
     return head.encode("ascii") + body
 
 
+#: How much of a request head is kept to say what is wrong with it (h11's own limit is 16 KiB).
+_HEAD_KEPT = 16 * 1024
+
+
+def _malformed(head: bytes) -> tuple[int, str, str]:
+    """(status, reason, message) for a request head h11 refused, read again to learn why."""
+    status, why = 400, ""
+    if head:  # empty: the head is not known (it came with an earlier request); b"" means EOF
+        probe = h11.Connection(h11.SERVER)
+        probe.receive_data(head)
+        try:
+            while not isinstance(probe.next_event(), h11.Request | h11.ConnectionClosed | type):
+                pass  # NEED_DATA and PAUSED are types (sentinels): the head is not all here
+        except h11.RemoteProtocolError as exc:
+            status, why = exc.error_status_hint, str(exc)
+    declared = re.findall(rb"(?im)^content-length[ \t]*:[ \t]*([^\r\n]*?)[ \t]*\r?$", head)
+    if "Content-Length" in why and declared and all(v.isdigit() for v in declared):
+        return (
+            413,
+            "Content Too Large",
+            f"the request's Content-Length ({_shown(declared[0])}) is larger than any body this "
+            "service takes (--max-body); split it into smaller batches",
+        )
+    reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Bad Request"
+    said = f" ({why})" if why else ""
+    return (
+        status,
+        reason,
+        f"the request is not valid HTTP/1.1{said}; send a request line such as 'POST /query "
+        "HTTP/1.1', headers with Host and a Content-Length of digits, then the body",
+    )
+
+
+def _shown(digits: bytes) -> str:
+    return (
+        digits.decode()
+        if len(digits) <= 30
+        else f"{digits[:30].decode()}... ({len(digits)} digits)"
+    )
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a head deadline, per-client and total caps, quick stop."""
 
@@ -222,6 +265,7 @@ class GuardedH11Protocol(H11Protocol):
         self.peer = ""
         self._head_timer: Any = None
         self._registered = False
+        self._head = bytearray()  # the bytes of the request head arriving, to say what is wrong
 
     def connection_made(self, transport: Any) -> None:
         super().connection_made(transport)
@@ -240,9 +284,17 @@ class GuardedH11Protocol(H11Protocol):
         self.registry.now_idle(self, False)
         if self.conn.their_state is h11.IDLE:
             self._arm_head_timer()  # the next request's head starts now (if not already)
+            if len(self._head) < _HEAD_KEPT:
+                self._head += data[: _HEAD_KEPT - len(self._head)]
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:
             self._disarm_head_timer()
+            self._head.clear()
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse: a JSON error saying what is wrong (uvicorn's own answer
+        is an empty text/plain 400), 413 for a Content-Length too large to be a number."""
+        self._close_with(*_malformed(bytes(self._head)))
 
     def on_response_complete(self) -> None:
         if self.conn.their_state is h11.SEND_BODY and not self.transport.is_closing():
