@@ -974,3 +974,23 @@ def test_requests_that_are_not_http_are_answered_in_json_and_a_huge_length_is_41
     started = time.monotonic()  # and the server goes on answering, at once
     assert httpx.get(server.url + "/health").json() == {"status": "ok"}
     assert time.monotonic() - started < 2
+
+
+def test_a_number_too_long_to_read_is_told_as_such_not_as_python_advice(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    big = "9" * 5000
+    for route, body in [
+        ("/query", f'{{"documents": [{{"id": {big}, "text": "x"}}]}}'),
+        ("/add", f'{{"documents": [{{"id": "n", "text": "x", "meta": {{"n": {big}}}}}]}}'),
+    ]:
+        r = httpx.post(server.url + route, content=body.encode(), headers=headers)
+        assert (r.status_code, r.json()["error"]["type"]) == (400, "InputError"), r.text
+        message = r.json()["error"]["message"]
+        assert message.startswith(
+            "the request body holds a number with more than 4,300 digits (one has 5000)"
+        ), message
+        assert "sys." not in message and "set_int_max_str_digits" not in message
+

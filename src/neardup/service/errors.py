@@ -4,6 +4,8 @@ class, and messages for bodies FastAPI refused that say where they are wrong and
 from __future__ import annotations
 
 import logging
+import re
+import sys
 import typing
 from collections.abc import Mapping
 from typing import Any
@@ -163,6 +165,13 @@ def _unreadable_body(cause: BaseException | None) -> str:
         return (
             "the request body nests JSON lists or objects too deeply to read; send one JSON "
             "object with the fields given in /docs"
+        )
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        digits = re.search(r"value has (\d+) digits", str(cause))
+        has = f" (one has {digits[1]})" if digits else ""
+        return (
+            f"the request body holds a number with more than {sys.get_int_max_str_digits():,} "
+            f"digits{has}, too long to read; send it as a string, or a shorter number"
         )
     if cause is not None and type(cause).__name__ == "ClientDisconnect":
         return "the client closed the connection before the request body had all arrived"
