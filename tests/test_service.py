@@ -994,3 +994,12 @@ def test_a_number_too_long_to_read_is_told_as_such_not_as_python_advice(
         ), message
         assert "sys." not in message and "set_int_max_str_digits" not in message
 
+
+def test_head_on_the_health_probe_answers_as_get_without_a_body(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    r = httpx.head(server.url + "/health")  # no token: the probe is open
+    assert (r.status_code, r.content) == (200, b"")
+    assert r.headers["content-type"] == "application/json"
+    assert httpx.get(server.url + "/health").json() == {"status": "ok"}

@@ -57,7 +57,9 @@ BODIES: dict[str, type[BaseModel]] = {
 }
 
 
-@router.get("/health", summary="Is the service up and its index readable?")
+@router.api_route(
+    "/health", methods=["GET", "HEAD"], summary="Is the service up and its index readable?"
+)
 async def health(lanes: Served) -> dict[str, str]:
     await lanes.call("reader", lambda index: None)
     return {"status": "ok"}
