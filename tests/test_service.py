@@ -1003,3 +1003,23 @@ def test_head_on_the_health_probe_answers_as_get_without_a_body(
     assert (r.status_code, r.content) == (200, b"")
     assert r.headers["content-type"] == "application/json"
     assert httpx.get(server.url + "/health").json() == {"status": "ok"}
+
+
+def test_an_unknown_query_parameter_is_refused_as_an_unknown_field_is(
+    served: tuple[Server, Path],
+) -> None:
+    server, _ = served
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    url = "https://unknown-params.example/a"
+    with server.client() as client:
+        client.add([url], ["a page about the unknown query parameters of a service"])
+    r = httpx.get(server.url + "/moved", params={"url": url, "lmit": "3"}, headers=auth)
+    assert (r.status_code, r.json()["error"]["type"]) == (422, "InputError"), r.text
+    assert r.json()["error"]["message"] == (
+        "lmit: unknown query parameter (check its spelling); the parameters are url (required), "
+        "limit; see /docs for the request schema"
+    )
+    r = httpx.get(server.url + "/moved", params={"url": url, "limit": "3"}, headers=auth)
+    assert (r.status_code, r.json()) == (200, {"url": url, "moved": []})
+    r = httpx.get(server.url + "/moved", params={"url": url, "limit": "x"}, headers=auth)
+    assert r.status_code == 400 and r.json()["error"]["message"].startswith("limit: ")

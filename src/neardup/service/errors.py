@@ -97,9 +97,13 @@ def _is_parameter(loc: tuple[Any, ...]) -> bool:
 def _problem(p: Mapping[str, Any], model: type[BaseModel] | None) -> str:
     """One refused field: where (``documents.0.id``), what is wrong with it, what came."""
     loc = [x for x in p.get("loc", ()) if x != "body"]
+    loc = loc[1:] if loc[:1] == ["query"] else loc  # a query parameter: its name, as a field's
     where = ".".join(str(x) for x in loc) or "body"
     kind = p.get("type")
-    if kind == "extra_forbidden":
+    parameters = (p.get("ctx") or {}).get("fields")
+    if kind == "extra_forbidden" and parameters:  # a query parameter (routes._only_query)
+        what = f"unknown query parameter (check its spelling); the parameters are {parameters}"
+    elif kind == "extra_forbidden":
         what = "unknown field (check its spelling)"
         fits = _model_at(model, loc[:-1])
         if fits is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel
 from starlette.convertors import Convertor, register_url_convertor
 
@@ -45,6 +46,32 @@ def _lanes(request: Request) -> Lanes:
 
 
 Served = Annotated[Lanes, Depends(_lanes)]
+
+
+def _only_query(*names: str) -> Any:
+    """A dependency refusing query parameters other than ``names`` (the first required), as
+    bodies refuse unknown fields: ``?lmit=3`` would otherwise be ignored without a word."""
+    fits = ", ".join([f"{names[0]} (required)", *names[1:]])
+
+    def check(request: Request) -> None:
+        unknown = [k for k in request.query_params if k not in names]
+        if unknown:
+            raise RequestValidationError(
+                [
+                    {
+                        "type": "extra_forbidden",
+                        "loc": ("query", k),
+                        "msg": "unknown query parameter",
+                        "input": request.query_params[k],
+                        "ctx": {"fields": fits},
+                    }
+                    for k in unknown
+                ]
+            )
+
+    return Depends(check)
+
+
 router = APIRouter()
 
 #: The request model of each path that takes a body, for the messages about a body refused.
@@ -112,7 +139,11 @@ async def retire(req: RetireRequest, lanes: Served) -> dict[str, int]:
     return {"retired": await lanes.call("writer", lambda index: index.retire(req.urls, req.date))}
 
 
-@router.get("/moved", summary="Live URLs holding near-copies of a URL's last content")
+@router.get(
+    "/moved",
+    summary="Live URLs holding near-copies of a URL's last content",
+    dependencies=[_only_query("url", "limit")],
+)
 async def moved(
     lanes: Served,
     url: str = Query(..., description="a URL (id) in the index"),
