@@ -33,7 +33,7 @@ from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
 from ..candidates import distinct, find_sorted, stable_order
 from ..engine import Deduplicator
-from ..errors import NeardupError, ParamError, UnknownIdError
+from ..errors import NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
 from ..params import DedupParams
@@ -41,6 +41,7 @@ from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, make_verifier
 from .checks import (
+    check_add,
     check_date,
     check_dates,
     check_ids,
@@ -390,9 +391,7 @@ class Index:
         it they are added, one transaction per batch. Neither the kept set nor the counts
         depend on where the batches end: a duplicate of the index resembles a document stored
         before the call; the other removed documents duplicate a kept one of the input."""
-        if not isinstance(add, bool | np.bool_):  # "yes" or 0 would be read as a wish to write
-            raise ParamError(f"add must be True or False, got {type(add).__name__} {add!r}")
-        add = bool(add)
+        add = check_add(add)
         seen = self if add else Index.create(None, self.params, store_text=self.store_text)
         kept_parts: list[npt.NDArray[np.bool_]] = []
         added_ids: set[str] = set()
