@@ -305,6 +305,29 @@ def test_a_url_added_again_without_a_date_keeps_its_date_and_a_misspelt_field_is
     assert "no record has the field 'nourl' that --url-field names" in capsys.readouterr().err
 
 
+def test_dates_that_are_no_iso_dates_are_refused_or_skipped_as_bad_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # moved orders ties by the date strings: "2020-13-45" or "notadate" were stored as given
+    index = Index.create(None)
+    with pytest.raises(InputError, match=r"document 'a': its date '2020-13-45' is not an ISO"):
+        index.add(["a"], ["some words"], dates=["2020-13-45"])
+    with pytest.raises(InputError, match=r"the date 'notadate' is not an ISO date"):
+        index.retire(["a"], "notadate")
+    path, src = _url_index(tmp_path, 2)
+    src.write_text(src.read_text().replace("2024-01-02", "January 2nd"))
+    capsys.readouterr()
+    assert main(["index", "add", path, str(src), "--url-field", "url", "--date-field", "date"]) == 1
+    assert "document 'http://a/2': its date 'January 2nd' is not an ISO date" in (
+        capsys.readouterr().err
+    )
+    args = ["--url-field", "url", "--date-field", "date", "--on-error", "skip"]
+    assert main(["index", "add", path, str(src), *args]) == 0
+    assert "skipped 1 bad record" in capsys.readouterr().err
+    with Index.open(path) as index:
+        assert _seen(index, "http://a/2") == "2024-01-02"  # as added before
+
+
 def test_moved_for_an_unknown_url_says_it_is_not_in_the_index_without_nothing_was_changed(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,7 @@ import json
 import math
 import numbers
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -205,20 +206,38 @@ def check_dates(ids: Sequence[str], dates: Sequence[object] | None) -> None:
     if len(dates) != len(ids):
         raise InputError(f"dates has {len(dates)} entries for {len(ids)} texts")
     for id_, date in zip(ids, dates, strict=True):
-        if date is not None and not isinstance(date, str):
-            raise InputError(
-                f"document {id_!r}: its date is {type(date).__name__} {date!r}, not a string; "
-                "give an ISO date string such as '2024-01-01', or None"
-            )
+        problem = date_problem(date)
+        if problem:
+            raise InputError(f"document {id_!r}: its {problem}")
 
 
 def check_date(date: object) -> None:
     """InputError unless ``date`` (of a retirement) is an ISO date string or None."""
-    if date is not None and not isinstance(date, str):
-        raise InputError(
-            f"the date is {type(date).__name__} {date!r}, not a string; give an ISO date "
-            "string such as '2024-01-01', or None"
+    problem = date_problem(date)
+    if problem:
+        raise InputError(f"the {problem}")
+
+
+def date_problem(date: object) -> str:
+    """What is wrong with a document's date ("" for an ISO date string or None): dates are
+    compared as strings (``moved`` orders ties by them), so only ISO dates sort as dates."""
+    if date is None:
+        return ""
+    if not isinstance(date, str):
+        return (
+            f"date is {type(date).__name__} {date!r}, not a string; give an ISO date string "
+            "such as '2024-01-01', or None"
         )
+    if not is_unicode(date):
+        return SURROGATE.removeprefix("its ").format(what="date")
+    try:
+        datetime.fromisoformat(date)
+    except ValueError:
+        return (
+            f"date {date!r} is not an ISO date; give one such as '2024-01-01' or "
+            "'2024-01-01T12:00:00', or no date"
+        )
+    return ""
 
 
 #: What is wrong with metadata holding a NaN or an infinity (path, value), and what to do.

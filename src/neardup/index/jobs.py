@@ -30,7 +30,7 @@ from ..io._report import BAD_TEXT, ErrorReport
 from ..progress import Progress
 from ..run import ReadOptions, _check_jobs, _kept_format, _paths, default_memory_limit
 from . import Index
-from .checks import SURROGATE, check_limit, not_unicode
+from .checks import SURROGATE, check_limit, date_problem, not_unicode
 from .results import Deduplicated
 
 
@@ -80,13 +80,19 @@ def index_files(path: str, outputs: Mapping[str, str | None]) -> list[str]:
     return [path, *(path + suffix for suffix in SQLITE_FILES)]
 
 
-def _not_unicode(
+def _bad_rows(
     ids: Sequence[str], texts: Sequence[str], dates: Sequence[str | None] | None
 ) -> dict[int, str]:
-    """Rows whose id, stored text or date is not Unicode (a lone surrogate), and which."""
-    bad = {i: "id" for i in not_unicode(ids)}
+    """Rows whose id, stored text or date is not Unicode (a lone surrogate), or whose date is
+    no ISO date, and what is wrong with each."""
+    bad = {i: SURROGATE.format(what="id") for i in not_unicode(ids)}
     for what, values in (("text", texts), ("date", dates or [])):
-        bad.update({i: what for i in not_unicode(values) if i not in bad})
+        found = {i: SURROGATE.format(what=what) for i in not_unicode(values) if i not in bad}
+        bad.update(found)
+    for i, date in enumerate(dates or []):
+        problem = "" if i in bad else date_problem(date)
+        if problem:
+            bad[i] = f"its {problem}"
     return bad
 
 
@@ -94,14 +100,14 @@ def _skip_or_stop(
     bad: dict[int, str], ids: Sequence[str], on_error: str, report: ErrorReport
 ) -> None:
     """Each bad row one line, counted under ``--on-error skip``, else the run stops there."""
-    messages = {i: f"document {ids[i]!r}: {SURROGATE.format(what=what)}" for i, what in bad.items()}
+    messages = {i: f"document {ids[i]!r}: {said}" for i, said in bad.items()}
     if on_error == "stop":
         raise InputError(f"{messages[min(bad)]}, or use --on-error skip to skip such records")
     for i in sorted(bad):
         report.add(BAD_TEXT, messages[i])
 
 
-def _unicode_only(
+def _acceptable(
     ids: list[str],
     texts: Sequence[str],
     dates: list[str | None] | None,
@@ -110,8 +116,9 @@ def _unicode_only(
     report: ErrorReport,
 ) -> tuple[list[str], Sequence[str], None, list[str | None] | None]:
     """A batch to add without the records whose id, stored text or date is not Unicode (a
-    lone surrogate): each one line, counted under ``--on-error skip``, else the run stops."""
-    bad = _not_unicode(ids, texts if store_text else [], dates)
+    lone surrogate) or whose date is no ISO date: each one line, counted under ``--on-error
+    skip``, else the run stops."""
+    bad = _bad_rows(ids, texts if store_text else [], dates)
     if not bad:
         return ids, texts, None, dates
     _skip_or_stop(bad, ids, on_error, report)
@@ -146,7 +153,7 @@ def add_source(
             ]:
                 for batch in prefetch(read.batches(source)):
                     sizes.append(batch.nbytes)
-                    yield _unicode_only(
+                    yield _acceptable(
                         list(batch.ids), batch.texts, _dates(batch.keys), index.store_text,
                         read.on_error, source.errors,
                     )  # fmt: skip
@@ -370,7 +377,7 @@ class _UnicodeBatches:
     def __iter__(self) -> Iterator[tuple[list[str], Sequence[str]]]:
         for b in self.batches:
             ids, texts = list(b.ids), b.texts
-            bad = _not_unicode(ids, texts if self.stored else [], None)
+            bad = _bad_rows(ids, texts if self.stored else [], None)
             if bad:
                 _skip_or_stop(bad, ids, self.on_error, self.report)
                 self.skipped.extend(int(b.positions[i]) for i in sorted(bad))
