@@ -142,3 +142,10 @@ def test_pieces_of_a_batch_are_its_matches_in_order_each_bounded(max_pairs: int)
         (d, b, sh, whole.spans(i))
         for i, (d, b, sh) in enumerate(zip(whole.doc, whole.item, whole.shared, strict=True))
     ]
+
+
+def test_pieces_refuse_a_pair_budget_that_is_no_positive_integer() -> None:
+    finder = Decontaminator(["one two three"], DecontaminateParams(0.5))
+    for bad in (0, -1, "x", 2.5):  # 0 yielded empty pieces for ever
+        with pytest.raises(ParamError, match="max_pairs must be an integer from 1"):
+            next(finder.scan_pieces(["one two three four"], bad))  # type: ignore[arg-type]

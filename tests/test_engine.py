@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from neardup._kernels.hashing import EMPTY
 from neardup.engine import Deduplicator, exact_groups
 from neardup.errors import NeardupError, ParamError
-from neardup.params import DedupParams, FeatureParams, MinhashParams, SimhashMethodParams
+from neardup.params import (
+    DedupParams,
+    FeatureParams,
+    MinhashParams,
+    SampledParams,
+    SimhashMethodParams,
+)
 from neardup.planner import features_for, sketch_for
 from neardup.shingles import content_hashes, shingle_batch
 from neardup.testing.synth import near_duplicate_corpus, random_documents
@@ -327,3 +333,13 @@ def test_finish_twice_raises_neardup_error() -> None:
 def test_deduplicator_refuses_params_that_are_not_dedup_params() -> None:
     with pytest.raises(ParamError, match="params must be a DedupParams, got dict"):
         Deduplicator({"threshold": 0.8}).fit(["a"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("texts", [[], ["", "!!"], ["one two", "three four"], ["a", "b", "c", "d"]])
+def test_sampled_containment_keeps_everything_when_no_document_keeps_a_shingle(
+    texts: list[str],
+) -> None:
+    # no fingerprint 0 mod m: the runs of equal keys were computed from none (a numpy error)
+    for m in (2, 2**20):
+        dedup = Deduplicator(DedupParams(method=SampledParams(m=m))).fit(texts)
+        assert dedup.kept_.tolist() == [True] * len(texts)

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from ._kernels import contain as _k
 from ._types import IntArray
-from .params import DecontaminateParams
+from .params import DecontaminateParams, check_int
 from .shingles import shingle_batch, shingle_sequence
 from .text import Utf8Texts, check_texts, token_spans
 
@@ -133,7 +133,7 @@ class Decontaminator:
         400 million pairs in one batch)."""
         texts = check_texts(texts)
         fps, offsets = shingle_sequence(texts, self.params.shingle)
-        limit = MAX_PAIRS if max_pairs is None else max_pairs
+        limit = MAX_PAIRS if max_pairs is None else check_int("max_pairs", max_pairs, 1, 2**63 - 1)
         start = 0
         while True:
             doc, item, shared, start = _k.contained_counts(

@@ -63,8 +63,10 @@ class SampledMethod:
         order = np.lexsort((row, key))
         k, r = key[order], row[order]
         n = len(k)
-        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]) if n else np.zeros(0, np.int64)
-        ends = np.r_[starts[1:], n].astype(np.int64)
+        starts = ends = np.zeros(0, np.int64)  # no document kept a shingle: no run
+        if n:
+            starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]]).astype(np.int64)
+            ends = np.r_[starts[1:], n].astype(np.int64)
         run_end = np.repeat(ends, ends - starts)
         after = run_end - np.arange(n) - 1  # partners later in the same run
         total = int(after.sum())
