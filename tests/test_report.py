@@ -330,3 +330,29 @@ def test_a_paragraph_runs_report_counts_removed_paragraphs_or_lines_not_document
     assert main([*report, "--summary-json", str(summary)]) == 0
     assert "1 removed line," in capsys.readouterr().err
     assert "lines removed" in out.read_text(encoding="utf-8")
+
+
+def test_a_line_runs_report_shows_the_lines_its_summary_names(tmp_path: Path) -> None:
+    shared = "the shared line is here with many words in it"
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        json.dumps({"id": "a", "text": f"first line of a alone\n{shared}\nlast of a"})
+        + "\n"
+        + json.dumps({"id": "b", "text": f"b opens differently here\n{shared}\nb ends"})
+        + "\n"
+    )
+    clusters = tmp_path / "lines.jsonl"
+    rows = [
+        {"id": "a", "paragraph": 1, "cluster": 1, "kept": True, "duplicate_of": None},
+        {"id": "b", "paragraph": 1, "cluster": 1, "kept": False, "duplicate_of": "a"},
+    ]
+    for row in rows:
+        row |= {"duplicate_of_paragraph": 1 if row["duplicate_of"] else None, "score": 1.0}
+    clusters.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"unit": "line", "documents": 2, "paragraphs_removed": 1}))
+    out = tmp_path / "r.html"
+    stats = write_report(src, clusters, out, run_summary=summary)
+    assert stats.unit == "line"
+    docs = _payload(out.read_text(encoding="utf-8"))["docs"]
+    assert docs == [["a \u00b61", shared, 0], ["b \u00b61", shared, 0]]

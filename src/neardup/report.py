@@ -530,13 +530,21 @@ def write_report(
     by_label, order = _by_size(rows)
     need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
     units = _shown_units(rows, order[:text_clusters], by_label)
+    unit = _unit(rows, run)  # before the texts: a line run's rows number lines, not paragraphs
     texts, n_input = read_texts(
-        inputs, need, fmt, text_field, id_field, on_error, max_record_size, units
+        inputs,
+        need,
+        fmt,
+        text_field,
+        id_field,
+        on_error,
+        max_record_size,
+        units,
+        unit="line" if unit == "line" else "paragraph",
     )
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
     summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run)
-    unit = _unit(rows, run)
     if unit != "document":
         summary = _as_units(summary, unit)
     data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}

@@ -13,7 +13,7 @@ from .errors import InputError, ParamError
 from .io import open_source
 from .io._report import OnError
 from .io._source import Fmt, Inputs
-from .paragraphs import split
+from .paragraphs import Unit, split
 
 
 def open_lines(path: str | Path) -> Iterator[bytes]:
@@ -76,10 +76,12 @@ def read_texts(
     units: dict[str, list[tuple[int, str]]] | None = None,
     what: str = "the clusters file",
     run: str = "dedup",
+    unit: Unit = "paragraph",
 ) -> tuple[dict[str, str], int]:
     """The texts of the documents ``need`` names, and the number of input documents; with
-    ``units`` (document id -> [(paragraph, name)]), those paragraphs' texts by name. ``what``
-    names the file that needs them and ``run`` the command that read the input, for errors."""
+    ``units`` (document id -> [(paragraph, name)]), those paragraphs' texts by name, the
+    document split into ``unit``s as the run split it. ``what`` names the file that needs them
+    and ``run`` the command that read the input, for errors."""
     texts: dict[str, str] = {}
     n_input = 0
     with open_source(
@@ -94,7 +96,7 @@ def read_texts(
             n_input += len(batch)
             for rid, text in zip(batch.ids, batch.texts, strict=True):
                 if units is not None and rid in units:
-                    found = split([text])
+                    found = split([text], unit)
                     for part, name in units[rid]:
                         if part < len(found):
                             texts[name] = found.texts()[part]
