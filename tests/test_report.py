@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 from neardup.cli import main
 from neardup.errors import InputError
 from neardup.params import ShingleParams
-from neardup.report import _shingle_texts, read_clusters, shared_spans, write_report
+from neardup.report import (
+    _script_json,
+    _shingle_texts,
+    read_clusters,
+    shared_spans,
+    write_report,
+)
 from neardup.testing.synth import edit, random_documents
 from neardup.text import fold_char
 
@@ -356,3 +362,39 @@ def test_a_line_runs_report_shows_the_lines_its_summary_names(tmp_path: Path) ->
     assert stats.unit == "line"
     docs = _payload(out.read_text(encoding="utf-8"))["docs"]
     assert docs == [["a \u00b61", shared, 0], ["b \u00b61", shared, 0]]
+
+
+@pytest.mark.parametrize("score", ["NaN", "Infinity", "-Infinity", "1.5", "-0.1"])
+def test_a_score_that_is_not_from_0_to_1_is_refused_naming_its_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], score: str
+) -> None:
+    src, clusters, _ = _corpus(tmp_path)
+    out = tmp_path / "r.html"
+    bad = tmp_path / "bad-clusters.jsonl"
+    lines = clusters.read_text().splitlines()
+    lines[2] = lines[2].replace('"score": 1.0', f'"score": {score}')
+    bad.write_text("\n".join(lines) + "\n")
+    assert main(["report", str(src), "--clusters", str(bad), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "bad-clusters.jsonl line 3: 'score' must be a number from 0 to 1" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
+    old = tmp_path / "old.jsonl"  # no duplicate_of: the pairs file's scores are shown
+    old.write_text(
+        "".join(
+            json.dumps({"id": d, "cluster": 0, "kept": d == "doc0"}) + "\n"
+            for d in ("doc0", "doc12")
+        )
+    )
+    pairs = tmp_path / "bad-pairs.jsonl"
+    pairs.write_text(f'{{"id_a": "doc0", "id_b": "doc12", "score": {score}}}\n')
+    report = ["report", str(src), "--clusters", str(old), "--pairs", str(pairs), "-o", str(out)]
+    assert main(report) == 1
+    err = capsys.readouterr().err
+    assert "bad-pairs.jsonl line 1: 'score' must be a number from 0 to 1" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_the_pages_data_is_never_given_nan(tmp_path: Path) -> None:
+    assert _script_json({"a": [1.0, None]}) == '{"a":[1.0,null]}'
+    with pytest.raises(ValueError):
+        _script_json({"a": float("nan")})

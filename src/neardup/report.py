@@ -107,6 +107,8 @@ def read_clusters(path: str | Path) -> list[ClusterRow]:
         score = obj.get("score")
         if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
             raise error(n, "'score' is neither a number nor null")
+        if score is not None and not 0 <= score <= 1:  # NaN fails too
+            raise error(n, f"'score' must be a number from 0 to 1 or null, got {score!r}")
         part, dup_part = obj.get("paragraph"), obj.get("duplicate_of_paragraph")
         for name, value in (("paragraph", part), ("duplicate_of_paragraph", dup_part)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
@@ -158,6 +160,10 @@ def iter_pairs(path: str | Path) -> Iterator[tuple[str, str, float]]:
             ) from None
         if isinstance(score, bool) or not isinstance(score, int | float):
             raise InputError(f"{path} line {n}: 'score' is not a number; {_PAIRS}")
+        if not 0 <= score <= 1:  # NaN fails too
+            raise InputError(
+                f"{path} line {n}: 'score' must be a number from 0 to 1, got {score!r}; {_PAIRS}"
+            )
         yield a, b, float(score)
 
 
@@ -292,8 +298,11 @@ def _template() -> str:
 
 def _script_json(value: object) -> str:
     """JSON safe inside <script type="application/json">: every "<" is written \\u003c, so no
-    text ("</script>", "<!--<script>") can end the element or change how it is parsed."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    text ("</script>", "<!--<script>") can end the element or change how it is parsed; never
+    NaN or Infinity, which the browser's JSON.parse refuses (a blank page)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace(
+        "<", "\\u003c"
+    )
 
 
 @dataclass
