@@ -132,6 +132,21 @@ def test_plot_curve_writes_a_png(tmp_path: Path) -> None:
     assert out2.read_text().lstrip().startswith("<?xml")
 
 
+@pytest.mark.parametrize("kind", ["svg", "pdf", "png"])
+def test_a_curve_drawn_twice_is_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    import matplotlib
+
+    salt = matplotlib.rcParams["svg.hashsalt"]
+    drawn = []
+    for n, epoch in enumerate(("0", "86400")):  # drawn on two days
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+        drawn.append(plot_curve(plan(0.8), tmp_path / f"curve{n}.{kind}").read_bytes())
+    assert drawn[0] == drawn[1] and len(drawn[0]) > 10_000
+    assert matplotlib.rcParams["svg.hashsalt"] == salt  # the salt is set for the save only
+
+
 def test_planner_rejects_bad_arguments() -> None:
     for bad in (0, 1, 1.5, -0.1, "0.8", True):
         with pytest.raises(ParamError, match="threshold"):

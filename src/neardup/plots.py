@@ -101,14 +101,29 @@ def check_picture(path: str | Path) -> None:
         )
 
 
+#: Metadata that would make two drawings of one figure differ (the date of the drawing), left
+#: out; each backend names it its own way (PostScript's date can only be fixed by the
+#: SOURCE_DATE_EPOCH environment variable, svgz's gzip header holds the time too).
+_UNDATED: dict[str, dict[str, None]] = {
+    "svg": {"Date": None},
+    "svgz": {"Date": None},
+    "pdf": {"CreationDate": None},
+}
+
+
 def save_figure(fig: Any, path: str | Path) -> Path:
     """Write a matplotlib figure whose type follows the suffix (.png, .svg, .pdf), atomically:
-    complete or absent, never a half-drawn file."""
+    complete or absent, never a half-drawn file. The same figure gives the same bytes in PNG,
+    SVG and PDF: no date is written and SVG's element ids come from a fixed salt, not a random
+    one."""
+    from matplotlib import rc_context
+
     out = Path(path)
     check_picture(out)
     kind = out.suffix.lstrip(".").lower() or "png"
-    with atomic_write(out, "wb") as handle:
-        fig.savefig(handle, dpi=110, format=kind)
+    extra = {"metadata": _UNDATED[kind]} if kind in _UNDATED else {}
+    with rc_context({"svg.hashsalt": "neardup"}), atomic_write(out, "wb") as handle:
+        fig.savefig(handle, dpi=110, format=kind, **extra)
     return out
 
 
