@@ -398,3 +398,19 @@ def test_the_pages_data_is_never_given_nan(tmp_path: Path) -> None:
     assert _script_json({"a": [1.0, None]}) == '{"a":[1.0,null]}'
     with pytest.raises(ValueError):
         _script_json({"a": float("nan")})
+
+
+def test_a_lone_surrogate_in_a_text_or_id_is_escaped_in_the_page(tmp_path: Path) -> None:
+    src, clusters, texts = _corpus(tmp_path)
+    lines = src.read_text().splitlines()
+    # doc12 (a copy of doc0) gets a lone surrogate in its text, doc13 in its id too
+    lines[12] = json.dumps({"id": "doc12", "text": texts[12] + " \udfff"})
+    lines[13] = json.dumps({"id": "doc13\ud800", "text": texts[13]})
+    src.write_text("\n".join(lines) + "\n")
+    clusters.write_text(clusters.read_text().replace('"doc13"', '"doc13\\ud800"'))
+    out = tmp_path / "r.html"
+    write_report(src, clusters, out)
+    page = out.read_bytes().decode("utf-8")  # strict: the page is UTF-8
+    docs = {d[0]: d[1] for d in _payload(page)["docs"]}
+    assert docs["doc12"].endswith(" \udfff") and "doc13\ud800" in docs
+    assert "\\udfff" in page and "\\ud800" in page

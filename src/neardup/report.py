@@ -299,10 +299,14 @@ def _template() -> str:
 def _script_json(value: object) -> str:
     """JSON safe inside <script type="application/json">: every "<" is written \\u003c, so no
     text ("</script>", "<!--<script>") can end the element or change how it is parsed; never
-    NaN or Infinity, which the browser's JSON.parse refuses (a blank page)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).replace(
-        "<", "\\u003c"
-    )
+    NaN or Infinity, which the browser's JSON.parse refuses (a blank page); a lone surrogate
+    (a JSONL ``"\\udfff"``, which no UTF-8 can hold) is written as its escape too."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text.replace("<", "\\u003c"))
+
+
+#: A surrogate code point in a Python string, which UTF-8 cannot hold and a JSON escape can.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -422,7 +426,7 @@ def _page(title: str, summary: list[tuple[str, str]], figures: list[str], data: 
         "DATA": _script_json(data),
     }
     page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fills[m.group(1)], _template())
-    return page.encode("utf-8")
+    return page.encode("utf-8", "replace")  # the data has none; a lone surrogate elsewhere: "?"
 
 
 def _by_size(rows: list[ClusterRow]) -> tuple[dict[int, list[int]], list[int]]:
