@@ -414,3 +414,23 @@ def test_a_lone_surrogate_in_a_text_or_id_is_escaped_in_the_page(tmp_path: Path)
     docs = {d[0]: d[1] for d in _payload(page)["docs"]}
     assert docs["doc12"].endswith(" \udfff") and "doc13\ud800" in docs
     assert "\\udfff" in page and "\\ud800" in page
+
+
+def test_a_part_of_a_clusters_file_is_refused_not_shown_as_self_duplicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, clusters, _ = _corpus(tmp_path)
+    lines = clusters.read_text().splitlines()
+    removed = tmp_path / "removed.jsonl"  # grep '"kept": false'
+    removed.write_text("".join(line + "\n" for line in lines if '"kept": false' in line))
+    no_partner = tmp_path / "no-doc13.jsonl"  # doc14 duplicates doc13
+    no_partner.write_text("".join(line + "\n" for line in lines if '"id": "doc13"' not in line))
+    out = tmp_path / "r.html"
+    for part, said in (
+        (removed, "cluster 0 has no kept member"),
+        (no_partner, "'doc14' duplicates 'doc13', which is not in it"),
+    ):
+        assert main(["report", str(src), "--clusters", str(part), "-o", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert said in err and "the clusters file is incomplete" in err
+        assert len(err.splitlines()) == 1 and not out.exists()

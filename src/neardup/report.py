@@ -132,6 +132,24 @@ def read_clusters(path: str | Path) -> list[ClusterRow]:
     return rows
 
 
+def check_whole(rows: list[ClusterRow], path: str | Path) -> None:
+    """InputError for a clusters file that is part of one (some of its lines, as a grep gives):
+    a cluster without its kept member, or a ``duplicate_of`` that is not in the file."""
+    kept = {r.cluster for r in rows if r.kept}
+    ids = {r.id for r in rows}
+    for r in rows:
+        if r.cluster not in kept:
+            problem = f"cluster {r.cluster} has no kept member"
+        elif r.duplicate_of is not None and r.duplicate_of not in ids:
+            problem = f"{r.id!r} duplicates {r.duplicate_of!r}, which is not in it"
+        else:
+            continue
+        raise InputError(
+            f"{path}: {problem}; the clusters file is incomplete: give the whole file "
+            "neardup dedup --clusters wrote"
+        )
+
+
 def unit_key(doc: str, paragraph: int) -> str:
     """How a paragraph is named in a report: its document's id and its number."""
     return f"{doc} \u00b6{paragraph}"
@@ -345,7 +363,7 @@ def _layout(
     n_pairs = 0
     for rank, label in enumerate(order):
         members = [rows[k] for k in by_label[label]]
-        kept = [m for m in members if m.kept] or members[:1]
+        kept = [m for m in members if m.kept]  # one at least (check_whole)
         pair_rows: list[list[Any]] = []
         for m in members:
             if m.kept and m in kept:
@@ -538,6 +556,7 @@ def write_report(
     sources = [*on_disk(inputs), *(x for x in (clusters, pairs, run_summary) if x is not None)]
     plan = plan_outputs(sources, {"-o": out})
     rows = read_clusters(clusters)
+    check_whole(rows, clusters)
     from_pairs = _partners(rows, pairs)  # every named file read before the input
     run = _run_summary(run_summary)
     by_label, order = _by_size(rows)
