@@ -434,3 +434,30 @@ def test_a_part_of_a_clusters_file_is_refused_not_shown_as_self_duplicates(
         err = capsys.readouterr().err
         assert said in err and "the clusters file is incomplete" in err
         assert len(err.splitlines()) == 1 and not out.exists()
+
+
+def test_a_summary_of_another_run_is_refused_naming_both_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, _, _ = _corpus(tmp_path)
+    cl, summary = tmp_path / "run-clusters.jsonl", tmp_path / "run-summary.json"
+    run = ["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--clusters", str(cl), "-q"]
+    assert main([*run, "--threshold", "0.5", "--summary-json", str(summary)]) == 0
+    out = tmp_path / "r.html"
+    report = ["report", str(src), "--clusters", str(cl), "-o", str(out), "--summary-json"]
+    assert main([*report, str(summary)]) == 0  # its own run's summary
+    capsys.readouterr()
+    figures = json.loads(summary.read_text())
+    removed = sum(1 for r in read_clusters(cl) if not r.kept)
+    assert (figures["documents"], figures["removed"]) == (16, removed)
+    other = tmp_path / "other.json"
+    for key, value, said in (
+        ("documents", 20, "counts 20 documents where the input has 16"),
+        ("removed", removed + 1, f"counts {removed + 1} removed documents where {cl} has"),
+    ):
+        other.write_text(json.dumps(figures | {key: value}))
+        out.unlink(missing_ok=True)
+        assert main([*report, str(other)]) == 1
+        err = capsys.readouterr().err
+        assert f"--summary-json {other} is another run's" in err and said in err
+        assert len(err.splitlines()) == 1 and not out.exists()

@@ -490,6 +490,32 @@ def _run_summary(path: str | Path | None) -> dict[str, Any] | None:
     return run
 
 
+def _check_summary(
+    run: dict[str, Any] | None,
+    path: str | Path | None,
+    clusters: str | Path,
+    n_input: int,
+    rows: list[ClusterRow],
+    unit: str,
+) -> None:
+    """InputError when the run summary's counts are not those of the input and clusters file
+    (the summary of another run); a count the summary does not hold is not compared."""
+    if run is None:
+        return
+    removed = sum(1 for r in rows if not r.kept)
+    removed_key = "removed" if unit == "document" else "paragraphs_removed"
+    for key, found, where, what in (
+        ("documents", n_input, "the input", "documents"),
+        (removed_key, removed, str(clusters), f"removed {unit}s"),
+    ):
+        said = run.get(key)
+        if isinstance(said, int) and not isinstance(said, bool) and said != found:
+            raise InputError(
+                f"--summary-json {path} is another run's: it counts {said:,} {what} where "
+                f"{where} has {found:,}; give the summary of the run that wrote {clusters}"
+            )
+
+
 def _shown_units(
     rows: list[ClusterRow], shown: Sequence[int], by_label: dict[int, list[int]]
 ) -> dict[str, list[tuple[int, str]]] | None:
@@ -574,6 +600,7 @@ def write_report(
         units,
         unit="line" if unit == "line" else "paragraph",
     )
+    _check_summary(run, run_summary, clusters, n_input, rows, unit)
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
     summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run)
