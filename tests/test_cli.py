@@ -156,6 +156,24 @@ def test_a_plot_to_standard_output_is_refused_before_the_plan_is_printed(
         assert out == "" and "cannot draw to -" in err and len(err.splitlines()) == 1
 
 
+def test_a_plot_to_a_name_of_standard_output_is_refused_before_the_plan_is_printed(
+    tmp_path: Path,
+) -> None:
+    printed = tmp_path / "plan.txt"
+    plan = [sys.executable, "-m", "neardup.cli", "plan", "--threshold", "0.8", "--plot"]
+    for where in ("/dev/stdout", str(printed)):
+        with printed.open("wb") as out:
+            proc = subprocess.run(
+                [*plan, where],
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+            )
+        assert proc.returncode == 1 and printed.read_bytes() == b""
+        assert f"cannot draw to {where}: the plan's text goes to standard output" in proc.stderr
+
+
 def test_console_script_reads_stdin(tmp_path: Path) -> None:
     lines = [
         json.dumps({"text": t})

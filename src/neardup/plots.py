@@ -7,6 +7,7 @@ Agg canvas is used directly, so no global pyplot state or backend is touched.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ import numpy as np
 from .errors import NeardupError, ParamError
 from .features import acceptance, rejection
 from .io import atomic_write
+from .io._targets import stdout_identity
 from .params import FeatureParams
 from .planner import Plan, check_threshold
 
@@ -87,11 +89,12 @@ PICTURE_TYPES = frozenset(
 
 def check_picture(path: str | Path) -> None:
     """ParamError for a picture name whose suffix names no picture type, before any work (and
-    without loading matplotlib); "-" too: the printed report goes to standard output."""
-    if str(path) == "-":
+    without loading matplotlib); "-" too, and any name of standard output (/dev/stdout, a
+    file stdout is redirected to): the printed report goes to standard output."""
+    if str(path) == "-" or _is_stdout(path):
         raise ParamError(
-            "cannot draw to -: the plan's text goes to standard output and the picture would be "
-            "mixed into it; name a .png, .svg or .pdf file (--plot)"
+            f"cannot draw to {path}: the plan's text goes to standard output and the picture "
+            "would be mixed into it; name a .png, .svg or .pdf file (--plot)"
         )
     out = Path(path)
     kind = out.suffix.lstrip(".").lower() or "png"
@@ -109,6 +112,15 @@ _UNDATED: dict[str, dict[str, None]] = {
     "svgz": {"Date": None},
     "pdf": {"CreationDate": None},
 }
+
+
+def _is_stdout(path: str | Path) -> bool:
+    """Whether ``path`` names the file standard output writes to."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == stdout_identity()
 
 
 def save_figure(fig: Any, path: str | Path) -> Path:
