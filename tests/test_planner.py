@@ -122,6 +122,14 @@ def test_describe_is_a_readable_table() -> None:
     assert len(text.splitlines()) >= 15
 
 
+@pytest.mark.parametrize(
+    ("threshold", "row"), [(1e-9, "1e-09"), (0.8125, "0.8125"), (0.8, "0.800")]
+)
+def test_the_threshold_row_of_the_table_shows_the_threshold(threshold: float, row: str) -> None:
+    (marked,) = [x for x in plan(threshold).describe().splitlines() if x.endswith("<- threshold")]
+    assert marked.split()[0] == row
+
+
 def test_plot_curve_writes_a_png(tmp_path: Path) -> None:
 
     # moved to plots.py; the old names still resolve

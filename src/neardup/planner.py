@@ -133,7 +133,8 @@ class Plan:
         miss = rejection(np.array([rho for rho, _ in self.curve]), self.k, self.s, self.r)
         for (rho, p), m in zip(self.curve, miss, strict=True):
             mark = "  <- threshold" if rho == self.threshold else ""
-            lines.append(f"  {rho:6.3f}   {p:12.4g}   {float(m):10.4g}{mark}")
+            shown = f"{rho:6.3f}" if round(rho, 3) == rho else f"{rho:6.4g}"  # 1e-09, not 0.000
+            lines.append(f"  {shown}   {p:12.4g}   {float(m):10.4g}{mark}")
         return "\n".join(lines)
 
     def summary(self) -> str:
