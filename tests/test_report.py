@@ -461,3 +461,30 @@ def test_a_summary_of_another_run_is_refused_naming_both_counts(
         err = capsys.readouterr().err
         assert f"--summary-json {other} is another run's" in err and said in err
         assert len(err.splitlines()) == 1 and not out.exists()
+
+
+def _pair_scores_row(page: Path) -> str:
+    found = re.search(r"<th>pair scores</th><td>(.*?)</td>", page.read_text(encoding="utf-8"))
+    assert found is not None
+    return found.group(1)
+
+
+def test_the_pair_scores_row_says_why_there_are_none(tmp_path: Path) -> None:
+    src, _, _ = _corpus(tmp_path)
+    old = tmp_path / "old.jsonl"  # an older run's rows: no duplicate_of, no score
+    old.write_text(
+        "".join(
+            json.dumps({"id": d, "cluster": 0, "kept": d == "doc0"}) + "\n"
+            for d in ("doc0", "doc12")
+        )
+    )
+    empty, no_pairs = tmp_path / "empty.jsonl", tmp_path / "no-pairs.jsonl"
+    empty.write_text("")
+    no_pairs.write_text("")
+    out = tmp_path / "r.html"
+    write_report(src, old, out)
+    assert _pair_scores_row(out) == "not in the clusters file (an older run; give --pairs)"
+    write_report(src, old, out, pairs=no_pairs)
+    assert _pair_scores_row(out) == "none: neither the clusters file nor the --pairs file has them"
+    write_report(src, empty, out)
+    assert _pair_scores_row(out) == "none: the clusters file has no removed document"

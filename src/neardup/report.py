@@ -401,9 +401,18 @@ def _summary(
     text_clusters: int,
     max_chars: int,
     run: dict[str, Any] | None,
+    pairs_given: bool = False,
 ) -> list[tuple[str, str]]:
     """The (name, value) rows of the summary table (and those of the run's summary ``run``)."""
     removed = sum(1 for r in rows if not r.kept)
+    if scores.size:
+        pair_scores = f"min {scores.min():.3f}, median {np.median(scores):.3f}"
+    elif not removed:
+        pair_scores = "none: the clusters file has no removed document"
+    elif pairs_given:
+        pair_scores = "none: neither the clusters file nor the --pairs file has them"
+    else:
+        pair_scores = "not in the clusters file (an older run; give --pairs)"
     out = [
         ("input documents", f"{n_input:,}"),
         ("clusters (2 or more documents)", f"{sizes.size:,}"),
@@ -411,12 +420,7 @@ def _summary(
         ("documents removed", f"{removed:,}"),
         ("documents kept", f"{n_input - removed:,}"),
         ("largest cluster", f"{int(sizes.max()) if sizes.size else 0:,} documents"),
-        (
-            "pair scores",
-            f"min {scores.min():.3f}, median {np.median(scores):.3f}"
-            if scores.size
-            else "not in the clusters file (an older run; give --pairs)",
-        ),
+        ("pair scores", pair_scores),
         (
             "texts shown",
             f"largest {min(text_clusters, sizes.size):,} clusters, "
@@ -603,7 +607,9 @@ def write_report(
     _check_summary(run, run_summary, clusters, n_input, rows, unit)
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
-    summary = _summary(n_input, rows, sizes, layout.scores, text_clusters, max_chars, run)
+    summary = _summary(
+        n_input, rows, sizes, layout.scores, text_clusters, max_chars, run, pairs is not None
+    )
     if unit != "document":
         summary = _as_units(summary, unit)
     data = {"pageSize": page_size, "w": shingle.w, "clusters": layout.clusters, "docs": layout.docs}
