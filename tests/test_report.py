@@ -358,6 +358,8 @@ def test_a_line_runs_report_shows_the_lines_its_summary_names(tmp_path: Path) ->
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"unit": "line", "documents": 2, "paragraphs_removed": 1}))
     out = tmp_path / "r.html"
+    with pytest.raises(InputError, match="for a --unit line run, give its --summary-json"):
+        write_report(src, clusters, out)  # line 1 taken as paragraph 1: there is none
     stats = write_report(src, clusters, out, run_summary=summary)
     assert stats.unit == "line"
     docs = _payload(out.read_text(encoding="utf-8"))["docs"]

@@ -593,17 +593,23 @@ def write_report(
     need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
     units = _shown_units(rows, order[:text_clusters], by_label)
     unit = _unit(rows, run)  # before the texts: a line run's rows number lines, not paragraphs
-    texts, n_input = read_texts(
-        inputs,
-        need,
-        fmt,
-        text_field,
-        id_field,
-        on_error,
-        max_record_size,
-        units,
-        unit="line" if unit == "line" else "paragraph",
-    )
+    try:
+        texts, n_input = read_texts(
+            inputs,
+            need,
+            fmt,
+            text_field,
+            id_field,
+            on_error,
+            max_record_size,
+            units,
+            unit="line" if unit == "line" else "paragraph",
+        )
+    except InputError as exc:
+        if unit != "paragraph" or run is not None or "not in the input" not in str(exc):
+            raise
+        # the rows alone do not say lines from paragraphs; the run's summary does
+        raise InputError(f"{exc}; for a --unit line run, give its --summary-json") from None
     _check_summary(run, run_summary, clusters, n_input, rows, unit)
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
