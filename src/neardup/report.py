@@ -26,7 +26,7 @@ import html
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -42,27 +42,23 @@ from .io._atomic import open_output
 from .io._report import MAX_RECORD_SIZE, OnError
 from .io._source import Fmt, Inputs
 from .params import ShingleParams
-from .report_files import check_minimums, json_objects, line_errors, on_disk, open_lines, read_texts
+from .report_files import check_minimums, on_disk
+from .report_inputs import (
+    ClusterRow,
+    check_summary,
+    check_whole,
+    iter_pairs,
+    read_clusters,
+    read_run_texts,
+    run_summary_of,
+    run_unit,
+)
 from .shingles import shingle_sequence
 
 #: Default number of largest clusters whose texts are embedded (the rest list ids and scores).
 TEXT_CLUSTERS = 2000
 #: Default characters of each document's text shown.
 MAX_CHARS = 3000
-
-
-@dataclass(frozen=True)
-class ClusterRow:
-    """One row of a clusters file."""
-
-    id: str
-    cluster: int
-    kept: bool
-    duplicate_of: str | None
-    score: float | None
-    #: Paragraph runs: the document's id and the paragraph's number (``id`` is then ``ID ¶N``).
-    doc: str | None = None
-    paragraph: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,110 +75,6 @@ class ReportStats:
     bytes: int
     #: What the members are: "document", or "paragraph" / "line" for a paragraph run's rows.
     unit: str = "document"
-
-
-_CLUSTERS_ROWS = (
-    'a clusters file has one JSON object per line with "id", "cluster", "kept" and optionally '
-    '"duplicate_of" and "score" (neardup dedup --clusters writes it)'
-)
-
-
-def read_clusters(path: str | Path) -> list[ClusterRow]:
-    """Rows of a clusters JSONL file (optionally gzipped); InputError names a bad line."""
-    rows: list[ClusterRow] = []
-    error = line_errors(path, _CLUSTERS_ROWS)
-    for n, obj in json_objects(open_lines(path), error):
-        rid, label, kept = obj.get("id"), obj.get("cluster"), obj.get("kept")
-        if isinstance(rid, int) and not isinstance(rid, bool):
-            rid = str(rid)
-        if not isinstance(rid, str):
-            raise error(n, "'id' is missing or not a string")
-        if not isinstance(label, int) or isinstance(label, bool):
-            raise error(n, "'cluster' is missing or not an integer")
-        if not isinstance(kept, bool):
-            raise error(n, "'kept' is missing or not true/false")
-        dup = obj.get("duplicate_of")
-        if dup is not None and not isinstance(dup, str | int):
-            raise error(n, "'duplicate_of' is neither an id nor null")
-        score = obj.get("score")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise error(n, "'score' is neither a number nor null")
-        if score is not None and not 0 <= score <= 1:  # NaN fails too
-            raise error(n, f"'score' must be a number from 0 to 1 or null, got {score!r}")
-        part, dup_part = obj.get("paragraph"), obj.get("duplicate_of_paragraph")
-        for name, value in (("paragraph", part), ("duplicate_of_paragraph", dup_part)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise error(n, f"'{name}' is neither an integer nor null")
-        doc = rid
-        if part is not None:
-            rid = unit_key(rid, part)
-            if dup is not None and dup_part is not None:
-                dup = unit_key(str(dup), dup_part)
-        rows.append(
-            ClusterRow(
-                rid,
-                label,
-                kept,
-                None if dup is None else str(dup),
-                None if score is None else float(score),
-                None if part is None else doc,
-                part,
-            )
-        )
-    return rows
-
-
-def check_whole(rows: list[ClusterRow], path: str | Path) -> None:
-    """InputError for a clusters file that is part of one (some of its lines, as a grep gives):
-    a cluster without its kept member, or a ``duplicate_of`` that is not in the file."""
-    kept = {r.cluster for r in rows if r.kept}
-    ids = {r.id for r in rows}
-    for r in rows:
-        if r.cluster not in kept:
-            problem = f"cluster {r.cluster} has no kept member"
-        elif r.duplicate_of is not None and r.duplicate_of not in ids:
-            problem = f"{r.id!r} duplicates {r.duplicate_of!r}, which is not in it"
-        else:
-            continue
-        raise InputError(
-            f"{path}: {problem}; the clusters file is incomplete: give the whole file "
-            "neardup dedup --clusters wrote"
-        )
-
-
-def unit_key(doc: str, paragraph: int) -> str:
-    """How a paragraph is named in a report: its document's id and its number."""
-    return f"{doc} \u00b6{paragraph}"
-
-
-#: What a pairs file's line holds, for errors.
-_PAIRS = "--pairs takes the file neardup dedup --pairs writes"
-
-
-def read_pairs(path: str | Path) -> list[tuple[str, str, float]]:
-    """Rows (id_a, id_b, score) of a pairs JSONL file (``neardup dedup --pairs``)."""
-    return list(iter_pairs(path))
-
-
-def iter_pairs(path: str | Path) -> Iterator[tuple[str, str, float]]:
-    """``read_pairs`` one row at a time, so a file can be checked without being held."""
-    for n, line in enumerate(open_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            a, b, score = str(obj["id_a"]), str(obj["id_b"]), obj["score"]
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError):
-            raise InputError(
-                f"{path} line {n}: not a JSON object with 'id_a', 'id_b' and 'score'; {_PAIRS}"
-            ) from None
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            raise InputError(f"{path} line {n}: 'score' is not a number; {_PAIRS}")
-        if not 0 <= score <= 1:  # NaN fails too
-            raise InputError(
-                f"{path} line {n}: 'score' must be a number from 0 to 1, got {score!r}; {_PAIRS}"
-            )
-        yield a, b, float(score)
 
 
 def _best_partners(
@@ -475,51 +367,6 @@ def _partners(rows: list[ClusterRow], pairs: str | Path | None) -> dict[str, tup
     return _best_partners(rows, rows_read)
 
 
-def _run_summary(path: str | Path | None) -> dict[str, Any] | None:
-    """The run's ``--summary-json`` object; InputError for a file that is missing, not JSON,
-    or not an object."""
-    if path is None:
-        return None
-    if not Path(path).exists():
-        raise InputError(f"--summary-json {path}: file not found; check the path")
-    try:
-        run = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"--summary-json {path}: cannot read the run summary ({exc})") from None
-    if not isinstance(run, dict):
-        raise InputError(
-            f"--summary-json {path}: not a run summary: it holds a JSON "
-            f"{type(run).__name__}, where a run writes an object; give the run's summary file"
-        )
-    return run
-
-
-def _check_summary(
-    run: dict[str, Any] | None,
-    path: str | Path | None,
-    clusters: str | Path,
-    n_input: int,
-    rows: list[ClusterRow],
-    unit: str,
-) -> None:
-    """InputError when the run summary's counts are not those of the input and clusters file
-    (the summary of another run); a count the summary does not hold is not compared."""
-    if run is None:
-        return
-    removed = sum(1 for r in rows if not r.kept)
-    removed_key = "removed" if unit == "document" else "paragraphs_removed"
-    for key, found, where, what in (
-        ("documents", n_input, "the input", "documents"),
-        (removed_key, removed, str(clusters), f"removed {unit}s"),
-    ):
-        said = run.get(key)
-        if isinstance(said, int) and not isinstance(said, bool) and said != found:
-            raise InputError(
-                f"--summary-json {path} is another run's: it counts {said:,} {what} where "
-                f"{where} has {found:,}; give the summary of the run that wrote {clusters}"
-            )
-
-
 def _shown_units(
     rows: list[ClusterRow], shown: Sequence[int], by_label: dict[int, list[int]]
 ) -> dict[str, list[tuple[int, str]]] | None:
@@ -534,14 +381,6 @@ def _shown_units(
             if row.doc is not None and row.paragraph is not None:
                 units.setdefault(row.doc, []).append((row.paragraph, row.id))
     return units
-
-
-def _unit(rows: list[ClusterRow], run: dict[str, Any] | None) -> str:
-    """What the members are: "document", else the unit of a paragraph run, "line" when its
-    summary says so (its rows name a line ``paragraph`` too), else "paragraph"."""
-    if not any(r.paragraph is not None for r in rows):
-        return "document"
-    return "line" if run is not None and run.get("unit") == "line" else "paragraph"
 
 
 def _as_units(summary: list[tuple[str, str]], unit: str) -> list[tuple[str, str]]:
@@ -588,29 +427,15 @@ def write_report(
     rows = read_clusters(clusters)
     check_whole(rows, clusters)
     from_pairs = _partners(rows, pairs)  # every named file read before the input
-    run = _run_summary(run_summary)
+    run = run_summary_of(run_summary)
     by_label, order = _by_size(rows)
     need = {rows[k].id for c in order[:text_clusters] for k in by_label[c]}
     units = _shown_units(rows, order[:text_clusters], by_label)
-    unit = _unit(rows, run)  # before the texts: a line run's rows number lines, not paragraphs
-    try:
-        texts, n_input = read_texts(
-            inputs,
-            need,
-            fmt,
-            text_field,
-            id_field,
-            on_error,
-            max_record_size,
-            units,
-            unit="line" if unit == "line" else "paragraph",
-        )
-    except InputError as exc:
-        if unit != "paragraph" or run is not None or "not in the input" not in str(exc):
-            raise
-        # the rows alone do not say lines from paragraphs; the run's summary does
-        raise InputError(f"{exc}; for a --unit line run, give its --summary-json") from None
-    _check_summary(run, run_summary, clusters, n_input, rows, unit)
+    unit = run_unit(rows, run)  # before the texts: a line run's rows number lines, not paragraphs
+    texts, n_input = read_run_texts(
+        (inputs, fmt, text_field, id_field, on_error, max_record_size), need, units, unit, run
+    )
+    check_summary(run, run_summary, clusters, n_input, rows, unit)
     layout = _layout(rows, order, by_label, texts, from_pairs, shingle, max_chars, text_clusters)
     sizes = np.asarray([len(by_label[c]) for c in order], dtype=np.int64)
     summary = _summary(
@@ -623,13 +448,6 @@ def write_report(
     with plan.commit(), open_output(plan["-o"]) as fh:
         fh.write(encoded)
     return ReportStats(
-        input_documents=n_input,
-        clusters=len(order),
-        documents_in_clusters=len(rows),
-        removed=sum(1 for r in rows if not r.kept),
-        pairs=layout.pairs,
-        clusters_with_text=min(text_clusters, len(order)),
-        scores=int(layout.scores.size),
-        bytes=len(encoded),
-        unit=unit,
-    )
+        n_input, len(order), len(rows), sum(1 for r in rows if not r.kept), layout.pairs,
+        min(text_clusters, len(order)), int(layout.scores.size), len(encoded), unit,
+    )  # fmt: skip
