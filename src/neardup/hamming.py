@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -128,9 +129,13 @@ class HammingPlan:
 
 
 def _check_fk(k: int, f: int) -> None:
-    if not isinstance(f, int) or isinstance(f, bool) or not 1 <= f <= 64:
+    if not isinstance(f, numbers.Integral) or isinstance(f, bool) or not 1 <= f <= 64:
         raise ParamError(f"fingerprint width f must be an integer from 1 to 64, got {f!r}")
-    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < min(f, MAX_BLOCKS):
+    if (
+        not isinstance(k, numbers.Integral)
+        or isinstance(k, bool)
+        or not 0 <= k < min(f, MAX_BLOCKS)
+    ):
         raise ParamError(
             f"max distance k must be an integer from 0 to {min(f, MAX_BLOCKS) - 1}, got {k!r}; "
             "k is the largest number of differing bits that still counts as a near duplicate, "

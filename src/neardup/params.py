@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -71,10 +72,40 @@ def params_json(obj: object) -> dict[str, object]:
 
 
 def check_seed(seed: object) -> int:
-    """The one seed check: an integer from 0 to 2**63-1 (bools refused)."""
-    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63:
+    """The one seed check: an integer from 0 to 2**63-1 (NumPy integers taken, bools refused)."""
+    if (
+        not isinstance(seed, numbers.Integral)
+        or isinstance(seed, bool)
+        or not 0 <= int(seed) < 2**63
+    ):
         raise ParamError(f"seed must be an integer from 0 to 2**63-1, got {seed!r}")
-    return seed
+    return int(seed)
+
+
+def check_fraction(name: str, value: object) -> float:
+    """A number in (0, 1] (NumPy numbers taken, bools refused), as a float."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not real or not 0.0 < value <= 1.0:  # type: ignore[operator]
+        raise ParamError(f"{name} must be a number in (0, 1], got {value!r}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def _store_ints(obj: object, *specs: tuple[str, str, int, int, str]) -> None:
+    """Check integer fields (field, name, lo, hi, hint) and keep them as Python ints: a NumPy
+    integer kept as given failed later checks and the JSON of ``fingerprint``."""
+    for attr, name, lo, hi, hint in specs:
+        object.__setattr__(obj, attr, check_int(name, getattr(obj, attr), lo, hi, hint))
+
+
+def _store_flags(obj: object, *attrs: str) -> None:
+    """Check True/False fields and keep them as bools: "no" switched an option on."""
+    import numpy as np
+
+    for attr in attrs:
+        value = getattr(obj, attr)
+        if not isinstance(value, bool | np.bool_):
+            raise ParamError(f"{attr} must be True or False, got {value!r}")
+        object.__setattr__(obj, attr, bool(value))
 
 
 def check_int(name: str, value: object, lo: int, hi: int, hint: str = "") -> int:
@@ -109,8 +140,8 @@ class ShingleParams:
     hash: HashKind = "mix"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.w, int) or isinstance(self.w, bool) or not 1 <= self.w <= 64:
-            raise ParamError(f"shingle size w must be an integer from 1 to 64, got {self.w!r}")
+        _store_ints(self, ("w", "shingle size w", 1, 64, ""))
+        _store_flags(self, "nfkc")
         _choice("tokens", self.tokens, ("word", "char"))
         _choice("hash", self.hash, ("mix", "rabin"))
 
@@ -135,11 +166,8 @@ class SketchParams:
 
     def __post_init__(self) -> None:
         _choice("sketch kind", self.kind, ("oph", "classic", "bottomk"))
-        if not isinstance(self.t, int) or isinstance(self.t, bool) or not 1 <= self.t <= MAX_T:
-            raise ParamError(
-                f"sketch length t must be an integer from 1 to {MAX_T}, got {self.t!r}"
-            )
-        check_seed(self.seed)
+        _store_ints(self, ("t", "sketch length t", 1, MAX_T, ""))
+        object.__setattr__(self, "seed", check_seed(self.seed))
 
     def fingerprint(self) -> str:
         return _fingerprint(self)
@@ -162,9 +190,12 @@ class FeatureParams:
 
     def __post_init__(self) -> None:
         hint = "(or use neardup.planner.plan)"
-        check_int("number of features k", self.k, 1, MAX_T, f"try k=6 {hint}")
-        check_int("values per feature s", self.s, 1, MAX_T, f"try s=14 {hint}")
-        check_int("required shared features r", self.r, 1, self.k, "r cannot exceed k")
+        _store_ints(
+            self,
+            ("k", "number of features k", 1, MAX_T, f"try k=6 {hint}"),
+            ("s", "values per feature s", 1, MAX_T, f"try s=14 {hint}"),
+        )
+        _store_ints(self, ("r", "required shared features r", 1, self.k, "r cannot exceed k"))
         if self.k * self.s > MAX_T:
             raise ParamError(
                 f"k*s = {self.k * self.s} sketch values needed, more than the maximum sketch "
@@ -210,12 +241,10 @@ class SimhashParams:
 
     def __post_init__(self) -> None:
         _choice("SimHash features", self.features, ("char", "word", "shingle"))
-        for name in ("q", "w"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 64:
-                raise ParamError(f"SimHash {name} must be an integer from 1 to 64, got {v!r}")
+        _store_ints(self, ("q", "SimHash q", 1, 64, ""), ("w", "SimHash w", 1, 64, ""))
+        _store_flags(self, "nfkc")
         _choice("weighting", self.weighting, ("count", "binary", "idf"))
-        check_seed(self.seed)
+        object.__setattr__(self, "seed", check_seed(self.seed))
 
     def shingle_params(self) -> ShingleParams:
         """The shingling that produces this SimHash's features."""
@@ -258,8 +287,12 @@ class MinhashParams:
                 f"sketch kind for deduplication must be 'oph' or 'classic' (features need "
                 f"positional sketches; bottom-k is for estimation), got {self.sketch!r}"
             )
-        check_int("max_t (--max-perm)", self.max_t, 1, MAX_T)
-        check_int("max_bucket", self.max_bucket, 2, 2**62, "try the default 200")
+        _store_ints(
+            self,
+            ("max_t", "max_t (--max-perm)", 1, MAX_T, ""),
+            ("max_bucket", "max_bucket", 2, 2**62, "try the default 200"),
+        )
+        _store_flags(self, "super_features")
         if self.features is not None and self.super_features:
             count = math.comb(self.features.k, self.features.r)
             if count > MAX_SUPER_FEATURES:
@@ -288,14 +321,10 @@ class SimhashMethodParams:
     max_distance: int = 3
 
     def __post_init__(self) -> None:
-        SimhashParams(features=self.features, q=self.q, weighting=self.weighting)
-        check_int(
-            "max_distance (--max-distance)",
-            self.max_distance,
-            0,
-            MAX_DISTANCE,
-            "the permuted tables need more blocks than differing bits, and at most 20 blocks",
-        )
+        q = SimhashParams(features=self.features, q=self.q, weighting=self.weighting).q
+        object.__setattr__(self, "q", q)
+        hint = "the permuted tables need more blocks than differing bits, and at most 20 blocks"
+        _store_ints(self, ("max_distance", "max_distance (--max-distance)", 0, MAX_DISTANCE, hint))
 
     def fingerprint(self) -> str:
         return _fingerprint(self)
@@ -319,7 +348,7 @@ class SampledParams:
     m: int = DEFAULT_SAMPLE_MOD
 
     def __post_init__(self) -> None:
-        check_int("sampling modulus m (--sample-mod)", self.m, 1, 2**32, "try m=2")
+        _store_ints(self, ("m", "sampling modulus m (--sample-mod)", 1, 2**32, "try m=2"))
 
     def fingerprint(self) -> str:
         return _fingerprint(self)
@@ -394,9 +423,7 @@ class DedupParams:
                 "copies it exists to find: drop verify (--verify) or use another method"
             )
         if self.threshold is not None:
-            t = self.threshold
-            if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 < t <= 1.0:
-                raise ParamError(f"threshold must be a number in (0, 1], got {t!r}")
+            check_fraction("threshold", self.threshold)
             if isinstance(self.method, SimhashMethodParams) and verify == "none":
                 raise ParamError(
                     "threshold does nothing with the SimHash method unless its pairs are "
@@ -409,7 +436,7 @@ class DedupParams:
         _choice("removal", self.removal, ("keep-aware", "components"))
         if not isinstance(self.shingle, ShingleParams):
             raise ParamError(f"shingle must be a ShingleParams, got {self.shingle!r}")
-        check_seed(self.seed)
+        object.__setattr__(self, "seed", check_seed(self.seed))
         object.__setattr__(self, "verify", verify)
         threshold = DEFAULT_THRESHOLD if self.threshold is None else float(self.threshold)
         object.__setattr__(self, "threshold", threshold)
@@ -463,10 +490,7 @@ class DecontaminateParams:
     shingle: ShingleParams = field(default_factory=ShingleParams)
 
     def __post_init__(self) -> None:
-        c = self.containment
-        if isinstance(c, bool) or not isinstance(c, int | float) or not 0.0 < c <= 1.0:
-            raise ParamError(f"containment must be a number in (0, 1], got {c!r}")
-        object.__setattr__(self, "containment", float(c))
+        object.__setattr__(self, "containment", check_fraction("containment", self.containment))
         if not isinstance(self.shingle, ShingleParams):
             raise ParamError(f"shingle must be a ShingleParams, got {self.shingle!r}")
         if self.shingle.nfkc:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -147,7 +148,7 @@ class Plan:
 
 def check_threshold(threshold: float) -> float:
     """A threshold strictly between 0 and 1, as a float (a curve needs room on both sides)."""
-    if not isinstance(threshold, int | float) or isinstance(threshold, bool):
+    if not isinstance(threshold, numbers.Real) or isinstance(threshold, bool):
         raise ParamError(f"threshold must be a number between 0 and 1, got {threshold!r}")
     x = float(threshold)
     if not 0.0 < x < 1.0:
@@ -226,7 +227,11 @@ def planned(
     ``max_keys``: at most C(k, r) keys a document (super features), None: any."""
     rho0 = check_threshold(threshold)
     cfn = _check_cost("cost_fn (--fn-cost)", cost_fn)
-    if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
+    if (
+        not isinstance(max_t, numbers.Integral)
+        or isinstance(max_t, bool)
+        or not 1 <= max_t <= MAX_T
+    ):
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
     k, s, r = _search(rho0, 1.0, cfn, (max_t, max_t, 3), max_keys)
     return FeatureParams(k, s, r)
@@ -256,13 +261,21 @@ def plan(
         _check_cost("cost_fp (--fp-cost)", cost_fp),
         _check_cost("cost_fn (--fn-cost)", cost_fn),
     )
-    if not isinstance(max_t, int) or isinstance(max_t, bool) or not 1 <= max_t <= MAX_T:
+    if (
+        not isinstance(max_t, numbers.Integral)
+        or isinstance(max_t, bool)
+        or not 1 <= max_t <= MAX_T
+    ):
         raise ParamError(f"max_t must be an integer from 1 to {MAX_T}, got {max_t!r}")
-    if not isinstance(max_r, int) or isinstance(max_r, bool) or max_r < 1:
+    if not isinstance(max_r, numbers.Integral) or isinstance(max_r, bool) or max_r < 1:
         raise ParamError(f"max_r must be a positive integer, got {max_r!r}")
     k_max = max_t
     if max_bytes is not None:
-        if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 8:
+        if (
+            not isinstance(max_bytes, numbers.Integral)
+            or isinstance(max_bytes, bool)
+            or max_bytes < 8
+        ):
             raise ParamError(
                 f"max_bytes (--budget) must be an integer of at least 8 (one 8-byte feature), got "
                 f"{max_bytes!r}"

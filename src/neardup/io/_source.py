@@ -10,6 +10,7 @@ so ``kept[position]`` always refers to the record that pass 1 produced at that p
 from __future__ import annotations
 
 import contextlib
+import numbers
 import os
 import tempfile
 import threading
@@ -186,7 +187,7 @@ class Source:
             raise ParamError("give batch_size (documents) or batch_bytes (bytes), or both")
         for name, value in (("batch_size", batch_size), ("batch_bytes", batch_bytes)):
             if value is not None and (
-                not isinstance(value, int) or isinstance(value, bool) or value < 1
+                not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1
             ):
                 raise ParamError(f"{name} must be a positive integer, got {value!r}")
         return self._pass1(batch_size or 1 << 62, batch_bytes or 1 << 62)
