@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
@@ -80,3 +81,49 @@ def test_csv_cells_that_are_numbers_compare_as_numbers(
     src.write_text(src.read_text() + delimiter.join(["e", text, "N/A"]) + "\n")
     assert main([*args[:-1], "-q"]) == 1
     assert "row 5: field 'score' is a string, but the first key" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        [dt.datetime(2020, 1, 1), dt.datetime(2021, 1, 1), dt.datetime(2019, 1, 1)],
+        [dt.datetime(2020, 1, 1), dt.datetime(2021, 1, 1), None],
+        [dt.date(2020, 1, 1), dt.date(2021, 1, 1), dt.date(2019, 1, 1)],
+        [dt.date(2020, 1, 1), dt.datetime(2021, 1, 1, 12), None],
+        np.array([dt.datetime(2020, 1, 1), dt.datetime(2021, 1, 1), None], dtype=object),
+        [
+            dt.datetime(2021, 1, 1, 9, tzinfo=dt.timezone(dt.timedelta(hours=5))),  # 04:00 UTC
+            dt.datetime(2021, 1, 1, 5, tzinfo=dt.UTC),
+            None,
+        ],
+    ],
+)
+def test_keep_field_accepts_python_datetimes_and_keeps_the_latest(key: object) -> None:
+    texts = [*TWINS, "the cat sat on the mat today."]
+    kept = Deduplicator(DedupParams(keep="field")).fit(texts, key=key).kept_  # type: ignore[arg-type]
+    assert kept.tolist() == [False, True, False]
+
+
+def test_keep_field_with_prefer_min_keeps_the_earliest_python_date() -> None:
+    texts = [*TWINS, "the cat sat on the mat today."]
+    key = [dt.date(2020, 1, 1), None, dt.date(2019, 1, 1)]
+    kept = Deduplicator(DedupParams(keep="field", keep_prefer="min")).fit(texts, key=key).kept_
+    assert kept.tolist() == [False, False, True]
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ([dt.datetime(2020, 1, 1), 5], r"key\[1\] is a number, but the first key .* date/time"),
+        ([3.5, dt.date(2020, 1, 1)], r"key\[1\] is a date/time, but the first key .* number"),
+        (
+            [dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, tzinfo=dt.UTC)],
+            r"key\[1\] is a datetime with a time zone, key\[0\] one without",
+        ),
+    ],
+)
+def test_keep_field_refuses_python_datetimes_mixed_with_other_keys(
+    key: object, message: str
+) -> None:
+    with pytest.raises(InputError, match=message):
+        Deduplicator(DedupParams(keep="field")).fit(TWINS, key=key)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ removal (``removal.py``) and when a cluster chooses its representative (``cluste
 
 from __future__ import annotations
 
+import datetime as _dt
 from typing import Literal
 
 import numpy as np
@@ -56,7 +57,23 @@ def _kind(t: type) -> str:
         return "a number"
     if issubclass(t, str | np.str_):
         return "a string"
-    return "a date/time" if issubclass(t, np.datetime64) else t.__name__
+    return "a date/time" if issubclass(t, np.datetime64 | _dt.date) else t.__name__
+
+
+def _as_datetime64(values: list[object], where: IntArray) -> np.ndarray:
+    """Python datetimes and dates (and np.datetime64) as datetime64[us], which ranks them
+    (NumPy keeps them as objects); aware datetimes in UTC, refused mixed with naive ones."""
+    aware = [getattr(v, "tzinfo", None) is not None for v in values]
+    if any(aware):
+        if not all(aware):
+            i, j = int(where[aware.index(True)]), int(where[aware.index(False)])
+            raise InputError(
+                f"key[{i}] is a datetime with a time zone, key[{j}] one without; "
+                "give every key a time zone or none"
+            )
+        utc = _dt.UTC
+        values = [v.astimezone(utc).replace(tzinfo=None) for v in values]  # type: ignore[attr-defined]
+    return np.array(values, dtype="datetime64[us]")
 
 
 def _check_one_kind(values: npt.NDArray[np.object_], where: IntArray) -> None:
@@ -92,7 +109,11 @@ def _key_ranks(key: npt.ArrayLike, n: int, prefer: str) -> IntArray:
     present = arr[~missing]
     if arr.dtype == object:
         _check_one_kind(present, np.flatnonzero(~missing))
-        present = np.asarray(present.tolist())  # e.g. [None, 3] -> int64 once None is gone
+        values = present.tolist()
+        if values and _kind(type(values[0])) == "a date/time":  # datetime.datetime, date
+            present = _as_datetime64(values, np.flatnonzero(~missing))
+        else:
+            present = np.asarray(values)  # e.g. [None, 3] -> int64 once None is gone
     ranks = np.zeros(n, dtype=np.int64)
     ranks[~missing] = _value_ranks(present, present.shape[0], "key") + 1
     if prefer == "min":
