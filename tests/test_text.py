@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup.text import canonical_tokens, encode_batch, fold_char, tables
+from neardup.text import canonical_tokens, check_texts, encode_batch, fold_char, tables
 
 
 def test_case_and_punctuation_are_ignored() -> None:
@@ -92,3 +93,9 @@ def test_canonical_tokens_and_token_spans_refuse_an_unknown_mode() -> None:
         canonical_tokens("a b", "words")  # type: ignore[arg-type]
     with pytest.raises(ParamError, match="mode must be 'word' or 'char'"):
         token_spans(["a b"], "words")  # type: ignore[arg-type]
+
+
+def test_check_texts_refuses_a_zero_dimensional_array_as_a_type_error() -> None:
+    with pytest.raises(TypeError, match=r"texts must be a list of strings, got a 0-d array"):
+        check_texts(np.array("one text"))
+    assert list(check_texts(np.array(["a", "b"]))) == ["a", "b"]

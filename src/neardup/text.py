@@ -280,6 +280,11 @@ def check_texts(texts: object, what: str = "texts") -> Sequence[str]:
         raise TypeError(
             f"{what} must be a list of strings, not one {type(texts).__name__}; wrap it: [text]"
         )
+    if isinstance(texts, np.ndarray) and texts.ndim != 1:
+        raise TypeError(
+            f"{what} must be a list of strings, got a {texts.ndim}-d array of shape "
+            f"{texts.shape}; pass a 1-d array or a list: [text]"
+        )
     if not isinstance(texts, Sequence):
         if not isinstance(texts, Iterable):
             raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}")
