@@ -343,3 +343,75 @@ def test_sampled_containment_keeps_everything_when_no_document_keeps_a_shingle(
     for m in (2, 2**20):
         dedup = Deduplicator(DedupParams(method=SampledParams(m=m))).fit(texts)
         assert dedup.kept_.tolist() == [True] * len(texts)
+
+
+TWO = [
+    "The cat sat on the mat today and the dog slept.",
+    "the cat sat on the mat today, and the dog slept!",
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: Deduplicator(method="minhash"),
+            r"method must be a Method object or None, got str",
+        ),  # type: ignore[arg-type]
+        (
+            lambda: Deduplicator(
+                DedupParams(method=SimhashMethodParams(weighting="idf")),
+                idf="x",  # type: ignore[arg-type]
+            ),
+            r"idf must be an IdfTable or None, got str",
+        ),
+    ],
+)
+def test_constructor_refuses_a_method_or_idf_of_the_wrong_type(make: object, message: str) -> None:
+    with pytest.raises(ParamError, match=message):
+        make().fit(TWO)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("nbytes", ["10", -5, 2.5, True])
+def test_partial_fit_refuses_nbytes_that_is_not_a_non_negative_integer(nbytes: object) -> None:
+    with pytest.raises(ParamError, match=r"nbytes must be an integer from 0"):
+        Deduplicator().partial_fit(TWO, nbytes=nbytes)  # type: ignore[arg-type]
+    assert Deduplicator().partial_fit(TWO, nbytes=0).finish().stats_.bytes_in == 0
+
+
+def test_fit_refuses_a_progress_that_is_not_callable() -> None:
+    with pytest.raises(ParamError, match=r"progress must be None or a callable"):
+        Deduplicator().fit(TWO, progress=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("jobs", ["2", 0, -1, 2.5])
+def test_feed_checks_jobs_as_the_constructor_does(jobs: object) -> None:
+    with pytest.raises(ParamError, match=r"jobs must be an integer from 1 to 1024"):
+        Deduplicator().feed([TWO], lambda b: b, lambda b: None, jobs=jobs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("texts", [np.array("one text"), np.array([["a b c", "d e f"]])])
+def test_fit_refuses_an_array_that_is_not_one_dimensional(texts: np.ndarray) -> None:
+    with pytest.raises(TypeError, match=r"texts must be a list of strings, got a \d-d array"):
+        Deduplicator().fit(texts)
+
+
+@pytest.mark.parametrize(
+    ("fetch", "message"),
+    [
+        (lambda docs: None, r"it returned NoneType"),
+        (lambda docs: [], r"it returned 0 texts"),
+        (lambda docs: [b"x"] * len(docs), r"item 0 \(document \d+\) is bytes"),
+    ],
+)
+def test_finish_says_fetch_texts_must_return_one_string_per_document(
+    corpus: list[str], fetch: object, message: str
+) -> None:
+    dedup = Deduplicator(DedupParams(threshold=0.8, verify="hybrid")).partial_fit(corpus)
+    with pytest.raises(NeardupError, match=r"one string per document asked for .*" + message):
+        dedup.finish(fetch_texts=fetch)  # type: ignore[arg-type]
+
+
+def test_finish_refuses_a_fetch_texts_that_is_not_callable() -> None:
+    with pytest.raises(ParamError, match=r"fetch_texts must be None or a callable"):
+        Deduplicator().partial_fit(TWO).finish(fetch_texts="texts.jsonl")  # type: ignore[arg-type]

@@ -218,7 +218,17 @@ class Deduplicator:
         self._spill_dir = spill_dir
         self._blocks = blocks
         self._spilled_sets = 0
+        if idf is not None and not isinstance(idf, IdfTable):
+            raise ParamError(
+                f"idf must be an IdfTable or None, got {type(idf).__name__}; "
+                "pass Deduplicator.fit_idf(params, texts) or leave it None"
+            )
         self.idf = idf
+        if method is not None and not isinstance(method, Method):
+            raise ParamError(
+                f"method must be a Method object or None, got {type(method).__name__}; "
+                "choose the method in the parameters: DedupParams(method=MinhashParams())"
+            )
         self._method = method
         self.verifier: Verifier = make_verifier(self.params)
         self._bytes = 0
@@ -292,6 +302,8 @@ class Deduplicator:
         ):
             # Columns contiguous: ``finish`` reads the keys one column at a time.
             signed = replace(signed, signatures=Signatures(np.asfortranarray(sigs.data)))
+        if nbytes is not None:
+            nbytes = check_int("nbytes", nbytes, 0, 2**62, "the batch's input bytes, or None")
         self.blocks.append(signed)
         self._bytes += nbytes if nbytes is not None else int(signed.lengths.sum())
         return self
@@ -305,14 +317,21 @@ class Deduplicator:
     ) -> Iterator[_Item]:
         """Fit a stream of batches in order, signing up to ``jobs`` at once in threads; yields
         each item once its batch is added (the result never depends on ``jobs``)."""
+        jobs = check_int("jobs", jobs, 1, 1024)
         self.method  # built once, before threads share it  # noqa: B018
-        for item, signed in ordered_map(lambda it: self.sign(texts(it)), items, jobs):
-            self.append(signed, nbytes(item))
-            yield item
+
+        def fed() -> Iterator[_Item]:
+            for item, signed in ordered_map(lambda it: self.sign(texts(it)), items, jobs):
+                self.append(signed, nbytes(item))
+                yield item
+
+        return fed()
 
     def partial_fit(self, texts: Sequence[str], nbytes: int | None = None) -> Deduplicator:
         """Signatures and verification evidence of one batch (indices continue from the last)."""
         self._check_open()
+        if nbytes is not None:
+            check_int("nbytes", nbytes, 0, 2**62, "the batch's input bytes, or None")
         return self.append(self.sign(texts), nbytes)
 
     def fit(
@@ -332,6 +351,10 @@ class Deduplicator:
         twice; hybrid verification re-checks borderline pairs on their texts).
         """
         batch_size = check_int("batch_size", batch_size, 1, 2**31)
+        if progress is not None and not callable(progress):
+            raise ParamError(
+                f"progress must be None or a callable progress(docs, bytes), got {progress!r}"
+            )
         texts = check_texts(texts)
         if self.idf is None:
             self.idf = self.fit_idf(self.params, lambda: texts, batch_size)
@@ -362,6 +385,10 @@ class Deduplicator:
           indices, in that order (the CLI reads its input again; ``fit`` keeps the texts).
         """
         self._check_open()
+        if fetch_texts is not None and not callable(fetch_texts):
+            raise ParamError(
+                f"fetch_texts must be None or a callable fetch_texts(docs), got {fetch_texts!r}"
+            )
         blocks = self.blocks
         if not len(blocks):  # nothing fed: empty blocks of the right shapes
             self.append(self.sign([]))

@@ -28,13 +28,13 @@ from ._types import IntArray
 from .allpairs import every_pair
 from .blocks import BlockStore, KeyColumns
 from .candidates import CandidateResult, pairs_by_column
-from .errors import NeardupError, ParamError
+from .errors import ParamError
 from .exact import FetchSets, SetStore
 from .leaders import Buckets, bucket_lists, remove_by_leaders
 from .methods import Candidates, KeyedCandidates, Method, Signatures, keyed_candidates
 from .params import DedupParams
 from .shingles import ShingleBatch
-from .verify import Evidence, FetchTexts, PairCheck, Verifier
+from .verify import Evidence, FetchTexts, PairCheck, Verifier, fetched_texts
 
 #: (a, b, score) of document pairs.
 Pairs = tuple[IntArray, IntArray, npt.NDArray[np.float64]]
@@ -290,9 +290,7 @@ def _fetch_sets(s: Search, docs: IntArray) -> FetchSets:
                 "verify='hybrid' needs the borderline documents' texts: give a way to "
                 "fetch them (fit() keeps them; the CLI reads its input again)"
             )
-        texts = s.fetch_texts(docs[rows])
-        if len(texts) != len(rows):
-            raise NeardupError(f"fetch_texts returned {len(texts)} texts for {len(rows)} documents")
+        texts = fetched_texts(s.fetch_texts, docs[rows])
         return s.verifier.exact_sets(texts, s.jobs)
 
     return fetch_sets

@@ -56,6 +56,24 @@ RECHECK_CHARS = 4 << 20
 FetchTexts = Callable[[IntArray], Sequence[str]]
 
 
+def fetched_texts(fetch: FetchTexts, docs: IntArray) -> list[str]:
+    """``fetch(docs)``: one string per document asked for, in order, or a NeardupError saying
+    what came back instead (None, a count that differs, an item that is not a string)."""
+    got = fetch(docs)
+    need = f"fetch_texts must return one string per document asked for ({len(docs)})"
+    if isinstance(got, str | bytes) or not isinstance(got, Sequence | np.ndarray):
+        raise NeardupError(f"{need}, a list of them; it returned {type(got).__name__}")
+    texts = list(got)
+    if len(texts) != len(docs):
+        raise NeardupError(f"{need}; it returned {len(texts)} texts")
+    bad = next((i for i, t in enumerate(texts) if not isinstance(t, str)), None)
+    if bad is not None:
+        raise NeardupError(
+            f"{need}; item {bad} (document {int(docs[bad])}) is {type(texts[bad]).__name__}"
+        )
+    return texts
+
+
 class Evidence(Protocol):
     """What a verifier keeps per document, with row selection and concatenation."""
 
@@ -382,9 +400,7 @@ class HybridVerification(SketchVerification):
                 "(fit() keeps them; the CLI reads its input again)"
             )
         docs = np.unique(np.concatenate([a[near], b[near]]))
-        texts = list(fetch(docs))
-        if len(texts) != len(docs):
-            raise NeardupError(f"fetch_texts returned {len(texts)} texts for {len(docs)} documents")
+        texts = fetched_texts(fetch, docs)
         batch = self.exact_sets(texts, jobs)
         la, lb = np.searchsorted(docs, a[near]), np.searchsorted(docs, b[near])
         score[near] = pair_scores(batch, la, lb, "jaccard")
