@@ -91,3 +91,26 @@ def test_pair_measures_refuse_unsorted_duplicated_or_2d_sets(fn: object) -> None
             fn(good, bad)  # type: ignore[operator]
     with pytest.raises(ParamError, match="x must be a 1-d array"):
         fn(np.array([[1, 2], [3, 4]]), good)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("x", "message"),
+    [
+        ([-1, 2], r"got -1"),
+        (["a"], r"got <U1 values"),
+        ([1.5, 2.7], r"got float 1.5"),
+        (np.array([1.5, 2.7]), r"got float64 values"),
+        ([True], r"got bool values"),
+        ([2**64], r"got 18446744073709551616"),
+        (np.array([3, None], dtype=object), r"got NoneType None"),
+    ],
+)
+def test_jaccard_refuses_inputs_that_are_not_uint64_fingerprints(x: object, message: str) -> None:
+    with pytest.raises(ParamError, match=r"x must hold integer fingerprints .*" + message):
+        jaccard(x, [2])  # type: ignore[arg-type]
+
+
+def test_jaccard_takes_python_ints_up_to_the_largest_uint64() -> None:
+    assert jaccard([1, 2**64 - 1], [2**64 - 1]) == 0.5  # type: ignore[arg-type]
+    assert jaccard(np.array([1, 2], dtype=np.int32), np.array([2], dtype=np.uint8)) == 0.5
+    assert jaccard([], []) == 0.0  # type: ignore[arg-type]

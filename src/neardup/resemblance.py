@@ -35,9 +35,32 @@ def _measure(inter: np.ndarray, size_a: np.ndarray, size_b: np.ndarray, measure:
     return out
 
 
-def _sorted_set(x: np.ndarray, name: str) -> np.ndarray:
+def _fingerprints(x: object, name: str) -> np.ndarray:
+    """x as uint64, refused unless it holds integers from 0 to 2**64 - 1: casting would
+    truncate floats, wrap negatives or fail on strings with NumPy's own error."""
+    arr = np.asarray(x)
+    if arr.dtype.kind == "f" and isinstance(x, list | tuple):
+        arr = np.asarray(x, dtype=object)  # [1, 2**64 - 1] would be float64, rounded
+    need = f"{name} must hold integer fingerprints from 0 to 2**64 - 1 (uint64)"
+    if arr.size and arr.dtype.kind == "O":
+        items = arr.ravel().tolist()
+        ok = [isinstance(v, int) and not isinstance(v, bool) for v in items]
+        if not all(ok):
+            bad = items[ok.index(False)]
+            raise ParamError(f"{need}, got {type(bad).__name__} {bad!r}")
+        if min(items) < 0 or max(items) >= 2**64:
+            raise ParamError(f"{need}, got {min(items) if min(items) < 0 else max(items)}")
+        return np.ascontiguousarray(np.array(items, dtype=np.uint64).reshape(arr.shape))
+    if arr.size and arr.dtype.kind not in "iu":
+        raise ParamError(f"{need}, got {arr.dtype} values; pass shingle fingerprints")
+    if arr.size and arr.dtype.kind == "i" and arr.min() < 0:
+        raise ParamError(f"{need}, got {arr.min()}")
+    return np.ascontiguousarray(arr, dtype=np.uint64)
+
+
+def _sorted_set(x: object, name: str) -> np.ndarray:
     """x as a 1-d uint64 array, refused unless sorted and unique: the kernel merges them as such."""
-    x = np.ascontiguousarray(x, dtype=np.uint64)
+    x = _fingerprints(x, name)
     if x.ndim != 1:
         raise ParamError(f"{name} must be a 1-d array of fingerprints, got shape {x.shape}")
     if not np.all(x[1:] > x[:-1]):
