@@ -180,3 +180,10 @@ def test_sketch_refuses_offsets_not_non_decreasing_from_zero(kind: str, offsets:
     fps = np.array([1, 2, 3], dtype=np.uint64)
     with pytest.raises(ParamError, match="non-decreasing boundaries from 0 to len"):
         sketch(fps, np.array(offsets), SketchParams(t=4, kind=kind))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("params", [None, "oph", {"t": 64}])
+def test_sketch_refuses_params_that_are_not_sketch_params(params: object) -> None:
+    batch = shingle_batch(["the cat sat on the mat today"])
+    with pytest.raises(ParamError, match=r"params must be a SketchParams, got"):
+        sketch(batch.fps, batch.offsets, params)  # type: ignore[arg-type]

@@ -937,3 +937,25 @@ def test_one_file_given_twice_is_refused_before_reading(
             f"neardup: error: {said}; give each input once"
         )
     assert not (tmp_path / "k.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("params", "outputs", "read", "message"),
+    [
+        (None, "outputs", None, r"params must be a DedupParams, got NoneType"),
+        ("params", None, None, r"outputs must be a DedupOutputs, got NoneType"),
+        ("params", "outputs", {"key_field": "q"}, r"read must be a ReadOptions, got dict"),
+    ],
+)
+def test_dedup_source_names_an_argument_of_the_wrong_type(
+    tmp_path: Path, params: object, outputs: object, read: object, message: str
+) -> None:
+    from neardup.run import DedupOutputs, dedup_source
+
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"text": "the cat sat on the mat"}\n')
+    params = DedupParams() if params == "params" else params
+    outputs = DedupOutputs(kept=str(tmp_path / "out.jsonl")) if outputs == "outputs" else outputs
+    with pytest.raises(ParamError, match=message):
+        dedup_source(str(src), params, outputs, read)  # type: ignore[arg-type]
+    assert not (tmp_path / "out.jsonl").exists()

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.errors import ParamError
-from neardup.params import ShingleParams
+from neardup.params import ShingleParams, SketchParams
 from neardup.shingles import ShingleBatch, content_hashes, shingle_batch, shingle_sequence
 from tests import reference as ref
 from tests.strategies import texts
@@ -147,3 +147,9 @@ def test_text_functions_refuse_a_str_or_non_str_texts(texts: object) -> None:
             fn(texts)  # type: ignore[operator]
     with pytest.raises(TypeError, match=r"not one str|texts\[\d\] is"):
         shingle_batch(texts)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("params", [SketchParams(), None, 5])
+def test_shingle_batch_refuses_params_that_are_not_shingle_params(params: object) -> None:
+    with pytest.raises(ParamError, match=r"params must be a ShingleParams, got"):
+        shingle_batch(["the cat sat on the mat today"], params)  # type: ignore[arg-type]

@@ -39,6 +39,11 @@ def sketch(
     Repeated fingerprints within a document are allowed and change nothing (a sketch is a function
     of the shingle *set*), so ``shingle_sequence`` output can be sketched without deduplication.
     """
+    if not isinstance(params, SketchParams):
+        raise ParamError(
+            f"params must be a SketchParams, got {type(params).__name__}; "
+            "pass SketchParams(kind='oph', t=128, ...) or leave the default"
+        )
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     if not offsets_valid(offsets, fps.shape[0]):

@@ -143,6 +143,14 @@ def _check_jobs(jobs: int | None) -> int:
     return default_jobs() if jobs is None else check_int("jobs (--jobs)", jobs, 1, 1024)
 
 
+def _check_type(name: str, value: object, cls: type, example: str) -> None:
+    """ParamError naming the argument when ``value`` is not a ``cls`` (None included)."""
+    if not isinstance(value, cls):
+        raise ParamError(
+            f"{name} must be a {cls.__name__}, got {type(value).__name__}; pass {example}"
+        )
+
+
 #: Share of the available memory that per-document blocks may hold by default.
 MEMORY_SHARE = 1 / 8
 
@@ -257,6 +265,10 @@ def dedup_source(
     ``prepare`` runs once the outputs are checked, before the engine loads (the command line
     chooses the kernels' mode there).
     """
+    _check_type("params", params, DedupParams, "DedupParams(threshold=0.8, ...)")
+    _check_type("outputs", outputs, DedupOutputs, "DedupOutputs(kept=PATH, ...)")
+    if read is not None:
+        _check_type("read", read, ReadOptions, "ReadOptions(...) or None")
     read = read or ReadOptions()
     jobs = _check_jobs(jobs)
     if params.keep == "field" and not read.key_field:

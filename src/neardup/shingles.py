@@ -80,6 +80,11 @@ def _rabin_table() -> np.ndarray:
 def _run(
     texts: Sequence[str], params: ShingleParams
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    if not isinstance(params, ShingleParams):
+        raise ParamError(
+            f"params must be a ShingleParams, got {type(params).__name__}; "
+            "pass ShingleParams(w=5, ...) or leave the default"
+        )
     is_word, fold = tables()
     buf, offsets = encode_batch(texts, params.nfkc)
     chars, rabin = params.tokens == "char", params.hash == "rabin"
