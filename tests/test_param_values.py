@@ -9,36 +9,26 @@ import pytest
 
 from neardup import plan
 from neardup.errors import ParamError
-from neardup.params import (
-    DecontaminateParams,
-    DedupParams,
-    FeatureParams,
-    MinhashParams,
-    SampledParams,
-    ShingleParams,
-    SimhashMethodParams,
-    SimhashParams,
-    SketchParams,
-)
+from neardup import params as pm
 
 
 @pytest.mark.parametrize(
     ("given", "plain"),
     [
-        (lambda: ShingleParams(w=np.int64(3)), lambda: ShingleParams(w=3)),
-        (lambda: SketchParams(t=np.int32(64), seed=np.uint8(7)), lambda: SketchParams(t=64, seed=7)),
-        (lambda: FeatureParams(np.int64(6), np.int16(14), np.int8(2)), lambda: FeatureParams(6, 14, 2)),
-        (lambda: MinhashParams(max_t=np.int64(128), max_bucket=np.int64(50)),
-         lambda: MinhashParams(max_t=128, max_bucket=50)),
-        (lambda: SimhashParams(q=np.int64(5), w=np.int64(2), seed=np.int64(3)),
-         lambda: SimhashParams(q=5, w=2, seed=3)),
-        (lambda: SimhashMethodParams(q=np.int64(4), max_distance=np.int64(3)),
-         lambda: SimhashMethodParams(q=4, max_distance=3)),
-        (lambda: SampledParams(m=np.int64(2)), lambda: SampledParams(m=2)),
-        (lambda: DedupParams(threshold=np.float64(0.7), seed=np.int64(9)),
-         lambda: DedupParams(threshold=0.7, seed=9)),
-        (lambda: DecontaminateParams(containment=np.float64(0.5)),
-         lambda: DecontaminateParams(containment=0.5)),
+        (lambda: pm.ShingleParams(w=np.int64(3)), lambda: pm.ShingleParams(w=3)),
+        (lambda: pm.SketchParams(t=np.int32(64), seed=np.uint8(7)), lambda: pm.SketchParams(t=64, seed=7)),
+        (lambda: pm.FeatureParams(np.int64(6), np.int16(14), np.int8(2)), lambda: pm.FeatureParams(6, 14, 2)),
+        (lambda: pm.MinhashParams(max_t=np.int64(128), max_bucket=np.int64(50)),
+         lambda: pm.MinhashParams(max_t=128, max_bucket=50)),
+        (lambda: pm.SimhashParams(q=np.int64(5), w=np.int64(2), seed=np.int64(3)),
+         lambda: pm.SimhashParams(q=5, w=2, seed=3)),
+        (lambda: pm.SimhashMethodParams(q=np.int64(4), max_distance=np.int64(3)),
+         lambda: pm.SimhashMethodParams(q=4, max_distance=3)),
+        (lambda: pm.SampledParams(m=np.int64(2)), lambda: pm.SampledParams(m=2)),
+        (lambda: pm.DedupParams(threshold=np.float64(0.7), seed=np.int64(9)),
+         lambda: pm.DedupParams(threshold=0.7, seed=9)),
+        (lambda: pm.DecontaminateParams(containment=np.float64(0.5)),
+         lambda: pm.DecontaminateParams(containment=0.5)),
     ],
 )  # fmt: skip
 def test_numpy_numbers_make_the_same_parameters_as_python_ones(
@@ -51,17 +41,17 @@ def test_numpy_numbers_make_the_same_parameters_as_python_ones(
 
 
 def test_numpy_floats_are_taken_as_thresholds_and_containments() -> None:
-    assert DedupParams(threshold=np.float32(0.75)).threshold == 0.75
-    assert DecontaminateParams(containment=np.float32(0.5)).containment == 0.5
+    assert pm.DedupParams(threshold=np.float32(0.75)).threshold == 0.75
+    assert pm.DecontaminateParams(containment=np.float32(0.5)).containment == 0.5
     assert plan(np.float32(0.75)).params == plan(0.75).params  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     "make",
     [
-        lambda v: ShingleParams(nfkc=v),
-        lambda v: SimhashParams(nfkc=v),
-        lambda v: MinhashParams(super_features=v),
+        lambda v: pm.ShingleParams(nfkc=v),
+        lambda v: pm.SimhashParams(nfkc=v),
+        lambda v: pm.MinhashParams(super_features=v),
     ],
 )
 def test_flags_take_only_true_or_false(make: object) -> None:

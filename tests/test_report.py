@@ -315,18 +315,24 @@ def test_options_of_the_other_kind_of_report_are_refused_not_ignored(
     assert main([*dedup_page, "--text-clusters", "1", "-w", "4"]) == 0 and out.exists()
 
 
+def _unit_pair(path: Path, kept: str, removed: str, unit: int) -> Path:
+    """A paragraph run's clusters file of one cluster: paragraph (or line) ``unit`` of
+    ``removed`` duplicates the same one of ``kept``."""
+    rows = [
+        {"id": kept, "paragraph": unit, "cluster": unit, "kept": True, "duplicate_of": None},
+        {"id": removed, "paragraph": unit, "cluster": unit, "kept": False, "duplicate_of": kept},
+    ]
+    for row in rows:
+        row |= {"duplicate_of_paragraph": unit if row["duplicate_of"] else None, "score": 1.0}
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def test_a_paragraph_runs_report_counts_removed_paragraphs_or_lines_not_documents(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     src, _, _ = _corpus(tmp_path)  # doc12 copies doc0: their paragraph 0 is the same
-    clusters = tmp_path / "units.jsonl"
-    rows = [
-        {"id": "doc0", "paragraph": 0, "cluster": 0, "kept": True, "duplicate_of": None},
-        {"id": "doc12", "paragraph": 0, "cluster": 0, "kept": False, "duplicate_of": "doc0"},
-    ]
-    for row in rows:
-        row |= {"duplicate_of_paragraph": 0 if row["duplicate_of"] else None, "score": 1.0}
-    clusters.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    clusters = _unit_pair(tmp_path / "units.jsonl", "doc0", "doc12", 0)
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"unit": "line", "seconds": 1.0}))
     out = tmp_path / "r.html"
@@ -347,14 +353,7 @@ def test_a_line_runs_report_shows_the_lines_its_summary_names(tmp_path: Path) ->
         + json.dumps({"id": "b", "text": f"b opens differently here\n{shared}\nb ends"})
         + "\n"
     )
-    clusters = tmp_path / "lines.jsonl"
-    rows = [
-        {"id": "a", "paragraph": 1, "cluster": 1, "kept": True, "duplicate_of": None},
-        {"id": "b", "paragraph": 1, "cluster": 1, "kept": False, "duplicate_of": "a"},
-    ]
-    for row in rows:
-        row |= {"duplicate_of_paragraph": 1 if row["duplicate_of"] else None, "score": 1.0}
-    clusters.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    clusters = _unit_pair(tmp_path / "lines.jsonl", "a", "b", 1)
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"unit": "line", "documents": 2, "paragraphs_removed": 1}))
     out = tmp_path / "r.html"
