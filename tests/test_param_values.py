@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from neardup import params as pm
 from neardup import plan
 from neardup.errors import ParamError
-from neardup import params as pm
 
 
 @pytest.mark.parametrize(
