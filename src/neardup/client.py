@@ -197,9 +197,8 @@ class Client:
 
     def moved(self, url: str, limit: int | None = None) -> list[Match]:
         """Live documents holding near-copies of ``url``'s last content, best first."""
-        limit = check_limit(
-            limit
-        )  # here: a URL's query string cannot say 2.0 from 2 or true from 1
+        # here: a URL's query string cannot say 2.0 from 2 or true from 1
+        limit = check_limit(limit)
         if not_unicode([url]):  # no URL can carry it, and no stored id holds one
             raise errors.UnknownIdError(f"URL {url!r} is not in the index")
         params: dict[str, Any] = {"url": url}

@@ -97,15 +97,20 @@ def _store_ints(obj: object, *specs: tuple[str, str, int, int, str]) -> None:
         object.__setattr__(obj, attr, check_int(name, getattr(obj, attr), lo, hi, hint))
 
 
-def _store_flags(obj: object, *attrs: str) -> None:
-    """Check True/False fields and keep them as bools: "no" switched an option on."""
+def check_flag(name: str, value: object) -> bool:
+    """A True/False parameter (NumPy's bool taken) as a bool; anything else refused: "no" or 0
+    would be read as a wish."""
     import numpy as np
 
+    if not isinstance(value, bool | np.bool_):
+        raise ParamError(f"{name} must be True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def _store_flags(obj: object, *attrs: str) -> None:
+    """Check True/False fields and keep them as bools: "no" switched an option on."""
     for attr in attrs:
-        value = getattr(obj, attr)
-        if not isinstance(value, bool | np.bool_):
-            raise ParamError(f"{attr} must be True or False, got {value!r}")
-        object.__setattr__(obj, attr, bool(value))
+        object.__setattr__(obj, attr, check_flag(attr, getattr(obj, attr)))
 
 
 def check_int(name: str, value: object, lo: int, hi: int, hint: str = "") -> int:

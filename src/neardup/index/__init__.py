@@ -36,12 +36,11 @@ from ..engine import Deduplicator
 from ..errors import NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
-from ..params import DedupParams
+from ..params import DedupParams, check_flag
 from ..signing import sign_texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, make_verifier
 from .checks import (
-    check_add,
     check_date,
     check_dates,
     check_ids,
@@ -391,7 +390,7 @@ class Index:
         it they are added, one transaction per batch. Neither the kept set nor the counts
         depend on where the batches end: a duplicate of the index resembles a document stored
         before the call; the other removed documents duplicate a kept one of the input."""
-        add = check_add(add)
+        add = check_flag("add", add)  # "yes" or 0 would be read as a wish to write
         seen = self if add else Index.create(None, self.params, store_text=self.store_text)
         kept_parts: list[npt.NDArray[np.bool_]] = []
         added_ids: set[str] = set()

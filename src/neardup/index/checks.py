@@ -191,13 +191,6 @@ def _meta_text(id_: str, meta: object) -> str:
         ) from None
 
 
-def check_add(add: object) -> bool:
-    """``add`` as a bool, refusing anything else: "yes" or 0 would be read as a wish to write."""
-    if not isinstance(add, bool | np.bool_):
-        raise ParamError(f"add must be True or False, got {type(add).__name__} {add!r}")
-    return bool(add)
-
-
 def check_dates(ids: Sequence[str], dates: Sequence[object] | None) -> None:
     """InputError unless ``dates`` has one ISO date string (or None) per document, alike for
     every store (an int date failed as a raw TypeError on file, and was kept in memory)."""
