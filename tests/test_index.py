@@ -302,7 +302,37 @@ def test_a_url_added_again_without_a_date_keeps_its_date_and_a_misspelt_field_is
         index.add(["http://a/1"], ["some text about a fox and a dog"], dates=["2024-03-01"])
         assert _seen(index, "http://a/1") == "2024-03-01"
     assert main(["index", "add", path, str(src), "--url-field", "nourl"]) == 1
-    assert "no record has the field 'nourl' that --url-field names" in capsys.readouterr().err
+    assert "none of the first 2 records has the field 'nourl' that --url-field names" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize("batch", ["1", "2"])
+def test_a_misspelt_url_field_is_refused_before_any_batch_is_added(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], batch: str
+) -> None:
+    # index add commits batch by batch: the refusal came at the end of the input, after every
+    # batch had been added under line-number ids ("1", "2", ...) that later adds replace
+    path, src = str(tmp_path / "u.db"), tmp_path / "u.jsonl"
+    words = ["fox", "dog", "rain", "walk", "sun", "tree", "lake", "hill"]
+    src.write_text(
+        "".join(
+            f'{{"url": "http://a/{i}", "text": "{w} a b c d e"}}\n' for i, w in enumerate(words)
+        )
+    )
+    assert main(["index", "create", path]) == 0
+    args = ["index", "add", path, str(src), "--url-field", "nourl", "--batch-size", batch]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert f"none of the first {batch} records has the field 'nourl' that --url-field" in err
+    assert "nothing was added" in err
+    with Index.open(path) as index:
+        assert len(index) == 0
+    # a record of the first batch with the field is enough: the others are named by line
+    src.write_text('{"text": "no url here a b c d e"}\n{"url": "http://a/9", "text": "x y z"}\n')
+    assert main(["index", "add", path, str(src), "--url-field", "url", "--batch-size", "2"]) == 0
+    with Index.open(path) as index:
+        assert len(index) == 2
 
 
 def test_dates_that_are_no_iso_dates_are_refused_or_skipped_as_bad_records(

@@ -151,7 +151,11 @@ def add_source(
             def batches() -> Iterator[
                 tuple[list[str], Sequence[str], None, list[str | None] | None]
             ]:
+                checked = False  # the id field, before the first batch with records is added
                 for batch in prefetch(read.batches(source)):
+                    if not checked and len(batch.ids):
+                        source.refuse_missing_id_field_so_far(len(batch.ids))
+                        checked = True
                     sizes.append(batch.nbytes)
                     yield _acceptable(
                         list(batch.ids), batch.texts, _dates(batch.keys), index.store_text,

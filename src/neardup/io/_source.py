@@ -78,10 +78,13 @@ def _check_unchanged(entry: Entry) -> None:
         )
 
 
-def missing_id_field(id_field: str, flag: str = "--id-field") -> str:
-    """What a run says when no record has the id field it was told to read (by ``flag``)."""
+def missing_id_field(id_field: str, flag: str = "--id-field", first: int | None = None) -> str:
+    """What a run says when no record has the id field it was told to read (by ``flag``);
+    ``first``: the records read when a job that adds as it reads stopped, adding none."""
+    none = "no record has" if first is None else f"none of the first {first:,} records has"
+    added = "" if first is None else "; nothing was added"
     return (
-        f"no record has the field {id_field!r} that {flag} names; check its name, or leave "
+        f"{none} the field {id_field!r} that {flag} names{added}; check its name, or leave "
         f"{flag} out to name records by their line (or row)"
     )
 
@@ -124,6 +127,8 @@ class Source:
         self.missing_keys = 0
         #: Documents of the last pass 1 without the id field, named by their line or row.
         self.named_by_place = 0
+        #: Whether a record read so far by pass 1 has the id field.
+        self.id_field_found = False
         self._fields = Fields(text_field, id_field, key_field, many=len(entries) > 1)
         self._entries = entries
         self._open_problems = open_problems
@@ -224,6 +229,7 @@ class Source:
             self.errors.add(kind, message)
         self.missing_keys = 0
         self.named_by_place = 0  # records without the id field, named by their line or row
+        self.id_field_found = False
         problems = Problems(self.on_error, self.errors)
         memo = self.format.memo()
         seen = Claims()
@@ -262,6 +268,16 @@ class Source:
         if n_docs and self.named_by_place == n_docs:
             raise ParamError(missing_id_field(self.id_field, self.id_flag))
 
+    def refuse_missing_id_field_so_far(self, first: int) -> None:
+        """ParamError when an id field other than the default was named and none of the records
+        pass 1 read so far has it, ``first`` of them in the batch at hand: what a job that adds
+        batch by batch (``index add``) checks before adding its first batch, where a run that
+        writes at its end checks the whole input."""
+        if self.id_field == DEFAULT_ID_FIELD or not self.format.has_fields:
+            return
+        if first and not self.id_field_found:
+            raise ParamError(missing_id_field(self.id_field, self.id_flag, first))
+
     def _pass1_records(
         self,
         scan: Iterator[Record],
@@ -289,6 +305,8 @@ class Source:
             if rid is None:
                 rid, key = self._fields.default_id(entry.name, recno), key | _ABSENT
                 self.named_by_place += 1
+            else:
+                self.id_field_found = True
             if not self._claim(seen, rid, key, problems):
                 continue
             ids.append(rid)
@@ -339,6 +357,7 @@ class Source:
         """Default ids, unique ids and the block's bad lines, reported in line order."""
         recnos = block.recnos
         keys = (index << _RECNO_BITS) | recnos | np.where(block.absent, _ABSENT, 0)
+        self.id_field_found = self.id_field_found or not block.absent.all()
         if block.absent.any():
             self.named_by_place += int(block.absent.sum())
             ids = block.id_list()
