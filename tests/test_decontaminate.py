@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from neardup import DecontaminateParams, Decontaminator, ShingleParams
+from neardup import DecontaminateParams, Decontaminator, DedupParams, ShingleParams
 from neardup.cli import main
+from neardup.errors import ParamError
 from neardup.testing.synth import random_documents
 from neardup.text import canonical_tokens
 
@@ -361,3 +362,10 @@ def test_doc_python_examples_run(
     monkeypatch.chdir(ROOT)
     exec(compile(block, "DECONTAMINATE.md", "exec"), {})
     assert capsys.readouterr().out
+
+
+def test_params_of_another_kind_are_refused_as_a_parameter_error() -> None:
+    # a TypeError from the check where Deduplicator and every other class raise ParamError
+    for wrong in ("x", {"containment": 0.5}, DedupParams()):
+        with pytest.raises(ParamError, match=r"params must be a DecontaminateParams, got \w+"):
+            Decontaminator(["a b c d e f g"], params=wrong)  # type: ignore[arg-type]

@@ -24,9 +24,12 @@ import numpy.typing as npt
 
 from ._kernels import contain as _k
 from ._types import IntArray
-from .params import DecontaminateParams, check_int
+from .params import DecontaminateParams, check_int, check_kind
 from .shingles import shingle_batch, shingle_sequence
 from .text import Utf8Texts, check_texts, token_spans
+
+#: How ``params`` is made, for the message when something else is passed.
+DECONTAMINATE_EXAMPLE = "DecontaminateParams(containment=0.5, ...) or leave the default"
 
 #: Pairs looked up at a time in a batch (``Decontaminator.scan_pieces``): about 24 MB of arrays
 #: and 30 MB of --matches lines.
@@ -100,8 +103,7 @@ class Decontaminator:
         self, benchmark_texts: Sequence[str], params: DecontaminateParams | None = None
     ) -> None:
         self.params = params if params is not None else DecontaminateParams()
-        if not isinstance(self.params, DecontaminateParams):
-            raise TypeError(f"params must be a DecontaminateParams, got {self.params!r}")
+        check_kind(self.params, DecontaminateParams, DECONTAMINATE_EXAMPLE)
         texts = check_texts(benchmark_texts, "benchmark_texts")
         sets = shingle_batch(texts, self.params.shingle)
         #: Distinct shingles of each benchmark item (0: no token, never matched).

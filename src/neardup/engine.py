@@ -34,7 +34,7 @@ from .candidates import stable_order
 from .errors import NeardupError, ParamError
 from .methods import KeyedCandidates, Method, Signatures, make_method, needs_fit
 from .near_pairs import Docs, Found, Search, bucket_verifier, find, remove
-from .params import DedupParams, check_int
+from .params import DedupParams, check_int, check_kind
 from .signing import sign_texts
 from .simhash import IdfTable, fit_idf_texts
 from .textbatch import check_texts
@@ -202,11 +202,8 @@ class Deduplicator:
         may use for its kernels (the result never depends on it). blocks: where the batches'
         blocks are kept (``neardup.blocks``; by default in memory, spilled past
         ``memory_limit``)."""
-        if params is not None and not isinstance(params, DedupParams):
-            raise ParamError(
-                f"params must be a DedupParams, got {type(params).__name__}; "
-                "pass DedupParams(threshold=0.8, ...)"
-            )
+        if params is not None:
+            check_kind(params, DedupParams, "DedupParams(threshold=0.8, ...)")
         self.params = params or DedupParams()
         if pairs not in ("removal", "all"):
             raise ParamError(f"pairs must be 'removal' or 'all', got {pairs!r}")

@@ -20,7 +20,7 @@ from ._checks import offsets_valid, pair_indices
 from ._kernels import minhash as _k
 from ._kernels.hashing import EMPTY as _EMPTY
 from .errors import ParamError
-from .params import ShingleParams, SketchKind, SketchParams
+from .params import ShingleParams, SketchKind, SketchParams, check_kind
 from .shingles import ShingleBatch, shingle_sequence
 
 #: The value filling every position of an empty document's sketch.
@@ -39,11 +39,7 @@ def sketch(
     Repeated fingerprints within a document are allowed and change nothing (a sketch is a function
     of the shingle *set*), so ``shingle_sequence`` output can be sketched without deduplication.
     """
-    if not isinstance(params, SketchParams):
-        raise ParamError(
-            f"params must be a SketchParams, got {type(params).__name__}; "
-            "pass SketchParams(kind='oph', t=128, ...) or leave the default"
-        )
+    check_kind(params, SketchParams, "SketchParams(kind='oph', t=128, ...) or leave the default")
     fps = np.ascontiguousarray(fps, dtype=np.uint64)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     if not offsets_valid(offsets, fps.shape[0]):

@@ -113,6 +113,15 @@ def _store_flags(obj: object, *attrs: str) -> None:
         object.__setattr__(obj, attr, check_flag(attr, getattr(obj, attr)))
 
 
+def check_kind(value: object, kind: type, example: str) -> None:
+    """ParamError unless ``value`` is a ``kind`` (a parameter object), saying how to make one
+    (``example``): a string or dict passed where one belongs failed deep inside."""
+    if not isinstance(value, kind):
+        raise ParamError(
+            f"params must be a {kind.__name__}, got {type(value).__name__}; pass {example}"
+        )
+
+
 def check_int(name: str, value: object, lo: int, hi: int, hint: str = "") -> int:
     """An integer parameter within [lo, hi] (NumPy integers accepted, bools refused)."""
     import numpy as np

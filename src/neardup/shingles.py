@@ -16,7 +16,7 @@ import numpy as np
 from ._checks import offsets_valid
 from ._kernels import shingles as _k
 from .errors import ParamError
-from .params import ShingleParams
+from .params import ShingleParams, check_kind
 from .text import encode_batch, tables
 
 
@@ -80,11 +80,7 @@ def _rabin_table() -> np.ndarray:
 def _run(
     texts: Sequence[str], params: ShingleParams
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    if not isinstance(params, ShingleParams):
-        raise ParamError(
-            f"params must be a ShingleParams, got {type(params).__name__}; "
-            "pass ShingleParams(w=5, ...) or leave the default"
-        )
+    check_kind(params, ShingleParams, "ShingleParams(w=5, ...) or leave the default")
     is_word, fold = tables()
     buf, offsets = encode_batch(texts, params.nfkc)
     chars, rabin = params.tokens == "char", params.hash == "rabin"

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from .._heap import trim
-from ..decontaminate import Decontaminator, Matches, match_lines
+from ..decontaminate import DECONTAMINATE_EXAMPLE, Decontaminator, Matches, match_lines
 from ..errors import ParamError
 from ..io._report import ErrorReport
-from ..params import DecontaminateParams
+from ..params import DecontaminateParams, check_kind
 from ..signing import PER_TEXT_BYTE, SIGN_WORK_BYTES, work_slices
 from ..text import Utf8Texts
 from .bundles import Pieces, regroup
@@ -370,8 +370,7 @@ def run_decontaminate(
     texts, skipped records) on the cluster of ``client``; returns the summary (also in every
     output folder's manifest)."""
     started = time.perf_counter()
-    if not isinstance(params, DecontaminateParams):
-        raise TypeError(f"params must be a DecontaminateParams, got {params!r}")
+    check_kind(params, DecontaminateParams, DECONTAMINATE_EXAMPLE)
     say = info or (lambda message: None)
     storage = dict(options.storage_options)
     options = fit_to_workers(options, client)
