@@ -128,6 +128,43 @@ def test_bad_records_and_repeated_ids_are_the_local_run_s(
         _run(tmp_path, inputs, bench, client, block_bytes=4000)
 
 
+def _piece_sizes(pairs: int, rows: int) -> tuple[int, int]:
+    """On a worker: the pairs a scan piece holds and the pairs written at a time, set; returns
+    the sizes before."""
+    import importlib
+
+    import neardup.decontaminate as finder
+
+    on_cluster = importlib.import_module("neardup.dask.decontaminate")  # the package's function
+
+    before = (finder.MAX_PAIRS, on_cluster.MATCH_ROWS)
+    finder.MAX_PAIRS, on_cluster.MATCH_ROWS = pairs, rows
+    return before
+
+
+def test_a_block_s_matches_are_found_and_written_in_pieces_with_the_same_bytes(
+    client: object, corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    # a block's matches and their lines were all held at once: items sharing a template at a
+    # low containment make many times the block's text
+    import pyarrow.parquet as pq
+
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    bench, docs = corpus
+    bad = [json.dumps({"id": "d3", "text": docs[3]}) + "\n"]  # a repeated id: left out
+    inputs = _files(tmp_path, docs, bad)
+    want = _local(tmp_path, inputs, bench, ["--on-error", "skip"])
+    before = client.run(_piece_sizes, 3, 5)  # type: ignore[attr-defined]
+    try:
+        work = tmp_path / "work"
+        _run(tmp_path, inputs, bench, client, on_error="skip", work_dir=str(work))
+    finally:
+        client.run(_piece_sizes, *next(iter(before.values())))  # type: ignore[attr-defined]
+    assert _outputs(tmp_path) == want
+    assert pq.ParquetFile(work / "scan" / "matches-00000.parquet").num_row_groups > 5
+
+
 def test_a_rerun_resumes_writing_only_the_unfinished_blocks(
     client: object, corpus: tuple[Path, list[str]], tmp_path: Path
 ) -> None:

@@ -23,12 +23,13 @@ manifest order they are the single-machine ``-o`` and ``--matches`` files, byte 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -69,6 +70,7 @@ from .stages import (
     fill_ids,
     id_records,
     kept_kind,
+    open_part,
     part_name,
     put_part,
 )
@@ -79,6 +81,9 @@ from .worker_heap import keep_heap_on_workers
 #: Input bytes per destination of the ids shuffle, in destination sizes (``dest_bytes``): ids
 #: are a small part of a record.
 ID_DEST_SHARE = 16
+#: Pairs of a block's matches read back at a time to be written: a block's matches can be many
+#: times its text (items sharing a template at a low containment), and are never all held.
+MATCH_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -110,29 +115,34 @@ def benchmark_hash(ids: list[str], texts: list[str]) -> str:
 
 
 # -- tasks (on the workers) ---------------------------------------------------------------------
-def _matches_table(found: list[tuple[int, Matches]]) -> Any:
-    """A block's matches (batches at their first document) as one Arrow table, spans as lists."""
+def _matches_schema() -> Any:
+    """The schema of a block's matches file: a pair a row, its spans as lists."""
     import pyarrow as pa
 
-    def cat(values: list[np.ndarray], dtype: Any) -> np.ndarray:
-        return np.concatenate([np.zeros(0, dtype), *values]).astype(dtype)
+    spans = pa.large_list(pa.int64())
+    return pa.schema(
+        [("doc", pa.int64()), ("item", pa.int64()), ("shared", pa.int64()),
+         ("containment", pa.float64()), ("starts", spans), ("ends", spans)]
+    )  # fmt: skip
 
-    counts = cat([np.diff(m.span_offsets) for _, m in found], np.int64)
-    offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
-    flat = [(m.starts[m.span_offsets[0] : m.span_offsets[-1]],
-             m.ends[m.span_offsets[0] : m.span_offsets[-1]]) for _, m in found]  # fmt: skip
-    starts = cat([s for s, _ in flat], np.int64)
-    ends = cat([e for _, e in flat], np.int64)
-    return pa.table(
-        {
-            "doc": cat([m.doc + lo for lo, m in found], np.int64),
-            "item": cat([m.item for _, m in found], np.int64),
-            "shared": cat([m.shared for _, m in found], np.int64),
-            "containment": cat([m.containment for _, m in found], np.float64),
-            "starts": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(starts)),
-            "ends": pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(ends)),
-        }
-    )
+
+def _matches_table(lo: int, m: Matches) -> Any:
+    """A piece of a block's matches (its documents counted from ``lo``) as an Arrow table."""
+    import pyarrow as pa
+
+    offsets = (m.span_offsets - m.span_offsets[0]).astype(np.int64)
+    first, last = int(m.span_offsets[0]), int(m.span_offsets[-1])
+    starts = m.starts[first:last].astype(np.int64)
+    ends = m.ends[first:last].astype(np.int64)
+    columns = [
+        pa.array((m.doc + lo).astype(np.int64)),
+        pa.array(m.item.astype(np.int64)),
+        pa.array(m.shared.astype(np.int64)),
+        pa.array(m.containment.astype(np.float64)),
+        pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(starts)),
+        pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(ends)),
+    ]
+    return pa.Table.from_arrays(columns, schema=_matches_schema())
 
 
 def _matches_of(table: Any) -> Matches:
@@ -186,10 +196,12 @@ def scan_block(index: int, layout: Layout, finder: Decontaminator) -> dict[str, 
     meta = block_meta(block, docs, parts, collected, reader)
     del parts
     ranges = work_slices(texts, PER_TEXT_BYTE, 0, SIGN_WORK_BYTES)  # fingerprints at a time
-    found = [(lo, finder.scan(texts[lo:hi])) for lo, hi in ranges]
+    with work.table_writer(f"scan/matches-{index:05d}.parquet", _matches_schema()) as put:
+        for lo, hi in ranges:  # a piece of matches at a time: never all of a block's at once
+            for found in finder.scan_pieces(texts[lo:hi]):
+                put(_matches_table(lo, found))
     del texts
     work.write_table(rel + ".parquet", docs.to_arrow())
-    work.write_table(f"scan/matches-{index:05d}.parquet", _matches_table(found))
     work.write_json(rel + ".json", meta)
     trim()
     return meta
@@ -232,39 +244,67 @@ def write_block(
     if work.exists(rel):
         return dict(work.read_json(rel))
     docs = Docs.from_arrow(work.read_table(f"scan/part-{index:05d}.parquet"))
-    found = _matches_of(work.read_table(f"scan/matches-{index:05d}.parquet"))
     present = np.ones(len(docs), dtype=np.bool_)
     present[np.asarray(dropped, dtype=np.int64)] = False
-    if dropped:
-        found = _take(found, np.flatnonzero(present[found.doc]))
-    contaminated = found.contaminated(len(docs))
-    keep = present & ~contaminated
     storage = layout.storage_options
     file = layout.files[layout.blocks[index].file]
+    with contextlib.ExitStack() as stack:
+        sink = None
+        if folders.matches is not None:
+            sink = stack.enter_context(
+                open_part(folders.matches, part_name(index, "jsonl"), storage)
+            )
+        found = _write_matches(layout, index, docs, present, bench_ids, sink)
+    contaminated, n_matches, items = found
+    keep = present & ~contaminated
+    if folders.clean is not None:
+        kept = io.BytesIO()
+        block = layout.blocks[index]
+        copy_kept(file, block, docs, keep, kept, layout.spec, storage)
+        put_part(folders.clean, part_name(index, kind), kept.getvalue(), storage)
     answer: dict[str, Any] = {
         "block": index,
         "documents": int(present.sum()),
         "contaminated": int(contaminated.sum()),
         "kept": int(keep.sum()),
-        "matches": len(found),
-        "items": np.unique(found.item).tolist(),
+        "matches": n_matches,
+        "items": items,
         "nbytes": int((docs.end[present] - docs.start[present]).sum()),
     }
-    if folders.clean is not None:
-        sink = io.BytesIO()
-        block = layout.blocks[index]
-        copy_kept(file, block, docs, keep, sink, layout.spec, storage)
-        put_part(folders.clean, part_name(index, kind), sink.getvalue(), storage)
-    if folders.matches is not None:
-        matched, row = np.unique(found.doc, return_inverse=True)
-        named = fill_ids(
-            docs.take(matched), file.name, layout.line_offsets[index], layout.spec.many
-        )
-        lines = match_lines(replace(found, doc=row.astype(np.int64)), list(named.ids), bench_ids)
-        put_part(folders.matches, part_name(index, "jsonl"), lines, storage)
     work.write_json(rel, answer)
     trim()
     return answer
+
+
+def _write_matches(
+    layout: Layout,
+    index: int,
+    docs: Docs,
+    present: np.ndarray,
+    bench_ids: list[str],
+    sink: BinaryIO | None,
+) -> tuple[np.ndarray, int, list[int]]:
+    """A block's matches read back a piece at a time (``MATCH_ROWS`` pairs), those of records
+    not ``present`` left out, their lines written to ``sink`` (when there is one); returns
+    which records are contaminated, the pairs and the items matched."""
+    file = layout.files[layout.blocks[index].file]
+    contaminated = np.zeros(len(docs), dtype=np.bool_)
+    n_matches, items = 0, np.zeros(0, dtype=np.int64)
+    for table in layout.work.table_pieces(f"scan/matches-{index:05d}.parquet", MATCH_ROWS):
+        found = _matches_of(table)
+        if not present.all():
+            found = _take(found, np.flatnonzero(present[found.doc]))
+        contaminated |= found.contaminated(len(docs))
+        n_matches += len(found)
+        items = np.union1d(items, found.item)
+        if sink is not None and len(found):
+            matched, row = np.unique(found.doc, return_inverse=True)
+            named = fill_ids(
+                docs.take(matched), file.name, layout.line_offsets[index], layout.spec.many
+            )
+            found = replace(found, doc=row.astype(np.int64))
+            sink.write(match_lines(found, list(named.ids), bench_ids))
+    return contaminated, n_matches, items.tolist()
 
 
 def _names(ids: Utf8Texts) -> list[str]:

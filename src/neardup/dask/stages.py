@@ -15,9 +15,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +48,7 @@ from .tables import (
     key_index,
     signatures_of,
 )
-from .workdir import WorkDir, write_whole
+from .workdir import WorkDir, open_whole, write_whole
 
 #: The schema metadata keys of a link table's block and index bits (``link_table``).
 LINK_BLOCK = b"neardup.block"
@@ -519,6 +521,15 @@ def write_take(
     written["pairs"] = len(pair_lines)
     work.write_json(rel, written)
     return written
+
+
+@contextlib.contextmanager
+def open_part(folder: str, name: str, storage: dict[str, Any]) -> Iterator[BinaryIO]:
+    """A part file written as it goes, whole or absent as ``put_part`` writes (not gzipped):
+    for parts too large to hold."""
+    fs, root = filesystem(folder, storage)
+    with open_whole(fs, f"{root.rstrip('/')}/{name}", is_url(folder)) as fh:
+        yield fh
 
 
 def put_part(folder: str, name: str, data: bytes, storage: dict[str, Any]) -> None:

@@ -18,10 +18,10 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import InputError, ParamError
 from ..io._targets import quick_kind, stdout_buffer
@@ -114,6 +114,30 @@ class WorkDir:
         pq.write_table(table, sink, **_PARQUET)
         self.write_bytes(rel, sink.getvalue().to_pybytes())
 
+    @contextmanager
+    def table_writer(self, rel: str, schema: Any) -> Iterator[Callable[[Any], None]]:
+        """A Parquet file of the folder written a table at a time (``put(table)``, each of
+        ``schema``), for what is too large to hold at once; whole or absent as ``write_table``
+        writes, once the block ends without an error."""
+        import pyarrow.parquet as pq
+
+        options = {k: v for k, v in _PARQUET.items() if k != "row_group_size"}
+        target = self.path(rel)
+        with (
+            open_whole(self.fs, target, is_url(self.url)) as fh,
+            pq.ParquetWriter(fh, schema, **options) as writer,
+        ):
+            yield lambda table: writer.write_table(table, _PARQUET["row_group_size"])
+
+    def table_pieces(self, rel: str, rows: int) -> Iterator[Any]:
+        """A Parquet file of the folder as tables of at most ``rows`` rows, in order."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        with self.fs.open(self.path(rel), "rb") as fh:
+            for batch in pq.ParquetFile(fh).iter_batches(batch_size=rows):
+                yield pa.Table.from_batches([batch])
+
     def read_table(self, rel: str, columns: list[str] | None = None) -> Any:
         """A Parquet table of the folder (only ``columns``, when given)."""
         import pyarrow.parquet as pq
@@ -171,27 +195,48 @@ class WorkDir:
 
 def write_whole(fs: Any, target: str, data: bytes, remote: bool) -> None:
     """``data`` as file ``target``, whole or absent: one PUT on an object store (which never
-    shows a partial object), a temporary name renamed into place on a file system (into the
-    file a symlink names); a device, a pipe or standard output is written into, never
-    renamed over (a FIFO, or /dev/null, became a regular file)."""
+    shows a partial object), else as ``open_whole`` writes."""
+    if remote:
+        fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+        fs.pipe_file(target, data)
+        return
+    with open_whole(fs, target, remote) as fh:
+        fh.write(data)
+
+
+@contextmanager
+def open_whole(fs: Any, target: str, remote: bool) -> Iterator[BinaryIO]:
+    """A binary file that becomes ``target`` whole, when the block ends without an error, or
+    not at all: a temporary name renamed into place on a file system (into the file a symlink
+    names); on an object store, a local temporary file uploaded at the end (an upload shows no
+    partial object); a device, a pipe or standard output is written into, never renamed over
+    (a FIFO, or /dev/null, became a regular file)."""
     fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
     if remote:
-        fs.pipe_file(target, data)
+        with tempfile.NamedTemporaryFile(prefix="neardup-part-") as spool:
+            yield spool  # type: ignore[misc]
+            spool.flush()
+            fs.put_file(spool.name, target)
         return
     kind = quick_kind(Path(target))  # one stat: this runs for every part and work file
     if kind == "stdout":
         out = stdout_buffer()
-        out.write(data)
+        yield out
         out.flush()
         return
     if kind == "stream":
         with open(target, "wb") as stream:
-            stream.write(data)
+            yield stream
         return
     final = os.path.realpath(target)
     tmp = f"{final}.tmp-{uuid.uuid4().hex}"
-    with fs.open(tmp, "wb") as fh:
-        fh.write(data)
+    try:
+        with fs.open(tmp, "wb") as fh:
+            yield fh
+    except BaseException:
+        with suppress(OSError):
+            fs.rm(tmp)
+        raise
     fs.mv(tmp, final)
 
 
