@@ -243,3 +243,37 @@ def test_killing_the_command_then_running_it_again_resumes_with_the_same_outputs
     assert not (tmp_path / "clean" / "manifest.json").exists()  # nothing looks whole
     rerun_resumes(args)
     assert _outputs(tmp_path) == want
+
+
+def test_inputs_outputs_and_work_folder_on_s3_give_the_local_run_s_bytes(
+    client: object,
+    corpus: tuple[Path, list[str]],
+    tmp_path: Path,
+    s3: dict[str, object],
+) -> None:
+    # the matches part and the scan's matches file are written as they go: on an object store
+    # through a local spool uploaded whole
+    import s3fs
+
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    bench, docs = corpus
+    inputs = _files(tmp_path, docs)
+    want = _local(tmp_path, inputs, bench, [])
+    fs = s3fs.S3FileSystem(**s3)  # type: ignore[arg-type]
+    fs.mkdir("decon")
+    for path in inputs:
+        fs.put_file(path, f"decon/in/{Path(path).name}")
+    folders = DecontaminateFolders("s3://decon/out/clean", "s3://decon/out/matches")
+    options = JobOptions(work_dir="s3://decon/work", storage_options=s3, block_bytes=4000)
+    from neardup.run import ReadOptions
+
+    decontaminate(
+        ["s3://decon/in/"], str(bench), PARAMS, folders, options, client,
+        against_read=ReadOptions(text_field="q"),
+    )  # fmt: skip
+    got = tuple(read_output(f"s3://decon/out/{name}", s3) for name in ("clean", "matches"))
+    # records without an id are named by their file as given, here its URL
+    local_names = want[1].replace(str(tmp_path).encode(), b"s3://decon/in")
+    assert got == (want[0], local_names)
+    assert fs.find("decon/work/scan", prefix="matches-")  # kept for a rerun
