@@ -58,6 +58,39 @@ def test_keep_field_compares_mixed_ints_and_floats_as_numbers() -> None:
     assert kept.tolist() == [False, True]
 
 
+BIG = 2**63  # beyond int64; and 2**53: beyond what a float64 holds exactly
+
+
+@pytest.mark.parametrize(
+    "key",
+    [[BIG, BIG + 1], [2**64, 2**64 + 1], [2**53, 2**53 + 1, 0.5], [np.int64(2**53), 2.0**53 + 2]],
+)
+@pytest.mark.parametrize("prefer", ["max", "min"])
+def test_keep_field_ranks_large_integers_exactly_in_the_library_and_the_cli(
+    tmp_path: Path, key: list[object], prefer: str
+) -> None:
+    # as float64 the first two keys tied, so the first document won whatever the preference
+    # (and integers beyond 2**64 were refused by the library); the CLI ranked 2**63 and more so
+    from neardup.cli import main
+
+    want = [prefer == "min", prefer == "max"]  # the keys ascend
+    params = DedupParams(keep="field", keep_prefer=prefer)  # type: ignore[arg-type]
+    got = Deduplicator(params).fit(TWINS, key=key[:2]).kept_.tolist()
+    assert got == want
+    if isinstance(key[0], np.integer):
+        return
+    src = tmp_path / "in.jsonl"
+    texts = [*TWINS, "other words here"][: len(key)]
+    rows = [{"id": i, "text": t, "k": k} for i, (t, k) in enumerate(zip(texts, key, strict=True))]
+    src.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    clusters = tmp_path / "c.jsonl"
+    args = ["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--keep-field", "k",
+            "--keep-prefer", prefer, "--clusters", str(clusters), "-q"]  # fmt: skip
+    assert main(args) == 0
+    lines = [json.loads(x) for x in clusters.read_text().splitlines()]
+    assert [x["id"] for x in lines if x["kept"] and x["id"] in "01"] == [str(want.index(True))]
+
+
 @pytest.mark.parametrize("delimiter", [",", "\t"])
 def test_csv_cells_that_are_numbers_compare_as_numbers(
     tmp_path: Path, delimiter: str, capsys: pytest.CaptureFixture[str]

@@ -6,8 +6,9 @@ removal (``removal.py``) and when a cluster chooses its representative (``cluste
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,24 @@ def _value_ranks(key: npt.ArrayLike, n: int, name: str) -> IntArray:
         raise InputError(f"{name} must be numbers, booleans, strings or datetimes, got {arr.dtype}")
     _, inverse = np.unique(arr, return_inverse=True)
     return inverse.ravel().astype(np.int64)
+
+
+def exact_numbers(values: npt.NDArray[np.object_], types: set[type]) -> npt.NDArray[Any]:
+    """Numbers (an object array; ``types``: theirs) as an array that sorts them exactly as they
+    compare: int64 or uint64 when all are integers that fit, float64 when every one is within
+    2**53 (a float64 holds such an integer exactly), else dense ranks from Python's own
+    comparisons, exact between any integers and floats (as float64, 2**63 and 2**63 + 1 tie)."""
+    if all(issubclass(t, int | np.integer) and not issubclass(t, bool) for t in types):
+        for dtype in (np.int64, np.uint64):
+            with contextlib.suppress(OverflowError):
+                return values.astype(dtype)
+    with contextlib.suppress(OverflowError):
+        floats = values.astype(np.float64)
+        if bool(np.all(np.abs(floats) < 2.0**53)):
+            return floats
+    exact = [v.item() if isinstance(v, np.generic) else v for v in values.tolist()]
+    order = {v: r for r, v in enumerate(sorted(set(exact)))}
+    return np.array([order[v] for v in exact], dtype=np.int64)
 
 
 def _missing(arr: np.ndarray) -> np.ndarray:
@@ -78,10 +97,10 @@ def _as_datetime64(values: list[object], where: IntArray) -> np.ndarray:
 
 def _check_one_kind(values: npt.NDArray[np.object_], where: IntArray) -> None:
     """Refuse keys of two kinds (np.asarray([9, '10']) would compare them as strings)."""
-    types = np.fromiter(map(type, values), dtype=object, count=values.shape[0])
+    types = list(map(type, values))  # a list: NumPy's == on classes such as np.int64 raised
     kinds: dict[str, int] = {}
-    for t in set(types.tolist()):  # a loop over the few distinct types, not the documents
-        first = int(where[np.argmax(types == t)])
+    for t in set(types):  # a loop over the few distinct types, not the documents
+        first = int(where[types.index(t)])
         kinds[_kind(t)] = min(first, kinds.get(_kind(t), first))
     if len(kinds) > 1:
         (k0, i0), (k1, i1) = sorted(kinds.items(), key=lambda item: item[1])[:2]
@@ -110,8 +129,11 @@ def _key_ranks(key: npt.ArrayLike, n: int, prefer: str) -> IntArray:
     if arr.dtype == object:
         _check_one_kind(present, np.flatnonzero(~missing))
         values = present.tolist()
-        if values and _kind(type(values[0])) == "a date/time":  # datetime.datetime, date
+        kind = _kind(type(values[0])) if values else None
+        if kind == "a date/time":  # datetime.datetime, date
             present = _as_datetime64(values, np.flatnonzero(~missing))
+        elif kind == "a number":
+            present = exact_numbers(present, set(map(type, values)))
         else:
             present = np.asarray(values)  # e.g. [None, 3] -> int64 once None is gone
     ranks = np.zeros(n, dtype=np.int64)

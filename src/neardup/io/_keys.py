@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ParamError
+from ..priority import exact_numbers
 from ._report import BAD_KEY, RecordProblem, json_type
 
 KeyKind = Literal["number", "string", "boolean", "datetime"]
@@ -103,8 +104,8 @@ def key_ranks(
     rank 0 when ``prefer="max"``, m + 1 when ``prefer="min"``.
 
     Feed them to ``choose_representatives(labels, "field", key=ranks, prefer=prefer)``. Numbers
-    are compared as int64 when all are integers that fit, else as float64 (so integers beyond
-    2**53 may tie); strings by code point; booleans False < True. Mixed kinds raise ParamError
+    compare exactly (int64 or uint64 when all are integers that fit, float64 when all are within
+    2**53, else by Python's comparisons); strings by code point; booleans False < True. Mixed kinds raise ParamError
     (pass 1 never produces them).
     """
     if prefer not in ("max", "min"):
@@ -155,12 +156,7 @@ def _dense_ranks(
     if kind == "boolean":
         typed = given.astype(np.bool_)
     elif kind == "number":
-        if types <= {int}:
-            with contextlib.suppress(OverflowError):  # integers beyond int64: as floats
-                typed = given.astype(np.int64)
-        if typed.dtype == object:
-            with contextlib.suppress(OverflowError):  # beyond float64 too: exact Python order
-                typed = given.astype(np.float64)
+        typed = exact_numbers(given, types)
     elif kind == "datetime":
         typed = np.array(given.tolist())
     _, inverse = np.unique(typed, return_inverse=True)
