@@ -369,3 +369,28 @@ def test_params_of_another_kind_are_refused_as_a_parameter_error() -> None:
     for wrong in ("x", {"containment": 0.5}, DedupParams()):
         with pytest.raises(ParamError, match=r"params must be a DecontaminateParams, got \w+"):
             Decontaminator(["a b c d e f g"], params=wrong)  # type: ignore[arg-type]
+
+
+def test_a_benchmark_whose_name_says_no_format_is_read_with_against_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the refusal told to use --format, which is the training data's: following it changed
+    # nothing; and every benchmark refusal ended with a note on fields, whatever it was about
+    train, bench = tmp_path / "train.jsonl", tmp_path / "bench.dat"
+    text = "the quick brown fox jumps over the lazy dog"
+    train.write_text(json.dumps({"id": "d1", "text": text}) + "\n")
+    bench.write_text(json.dumps({"id": "q1", "text": text}) + "\n")
+    matches = tmp_path / "m.jsonl"
+    args = ["decontaminate", str(train), "--against", str(bench), "--matches", str(matches), "-q"]
+    assert main([*args, "--format", "jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot tell the format from the name; use --against-format jsonl|" in err
+    assert "fields" not in err
+    assert main([*args, "--against-format", "jsonl"]) == 0
+    assert json.loads(matches.read_text())["benchmark_id"] == "q1"
+    report = ["report", str(train), "--matches", str(matches), "--against", str(bench)]
+    assert main([*report, "-o", str(tmp_path / "r.html"), "--against-format", "jsonl"]) == 0
+    twice = ["decontaminate", str(train), "--against", str(bench), str(bench), "--matches"]
+    assert main([*twice, str(matches), "--against-format", "jsonl"]) == 1
+    err = capsys.readouterr().err
+    assert "is given twice; give each input once\n" in err

@@ -227,6 +227,7 @@ def write_contamination_report(
     id_field: str = "id",
     against_text_field: str | None = None,
     against_id_field: str | None = None,
+    against_format: Fmt | None = None,
     on_error: OnError = "stop",
     max_record_size: int = MAX_RECORD_SIZE,
     sample: int = SAMPLE,
@@ -240,6 +241,7 @@ def write_contamination_report(
     plan = plan_outputs([matches, *_paths(against), *on_disk(inputs)], {"-o": out})
     rows = read_matches(matches)
     bench_options = ReadOptions(
+        format=against_format,
         text_field=text_field if against_text_field is None else against_text_field,
         id_field=id_field if against_id_field is None else against_id_field,
         on_error=on_error,

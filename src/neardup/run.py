@@ -516,10 +516,10 @@ def _read_benchmark(
     except InputError as exc:
         raise InputError(_against_options(str(exc))) from None
     except ParamError as exc:  # a field the benchmark's format cannot honour, maybe inherited
-        raise ParamError(
-            f"{_against_options(str(exc))} (unless given, the benchmark's fields are "
-            "--text-field's and --id-field's)"
-        ) from None
+        message = _against_options(str(exc))
+        if "-field" in message:
+            message += " (unless given, the benchmark's fields are --text-field's and --id-field's)"
+        raise ParamError(message) from None
     skipped.examples = [_against_options(example) for example in skipped.examples]
     if not texts:
         raise ParamError(
@@ -530,8 +530,9 @@ def _read_benchmark(
 
 
 def _against_options(message: str) -> str:
-    """A benchmark record's message naming the benchmark's options (--against-text-field)."""
-    return re.sub(r"--(text|id)-field\b", r"--against-\1-field", message)
+    """A benchmark record's message naming the benchmark's options (--against-text-field,
+    --against-format), not the training data's the reader names."""
+    return re.sub(r"--(text-field|id-field|format)\b", r"--against-\1", message)
 
 
 # -- the standing index -------------------------------------------------------------------------

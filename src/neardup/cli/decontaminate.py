@@ -37,7 +37,7 @@ def job(args: argparse.Namespace) -> Job:
         read,
         dataclasses.replace(
             read,
-            format=None,
+            format=args.against_format,
             text_field=against_field(
                 args.against_text_field, "--against-text-field", args.text_field
             ),

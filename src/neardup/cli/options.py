@@ -20,6 +20,10 @@ FEATURES_HELP = (
 DEDUP_FORMATS = ["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"]
 INDEX_FORMATS = ["jsonl", "parquet", "csv", "tsv", "text"]
 DECONTAMINATE_FORMATS = ["jsonl", "parquet", "csv", "tsv", "text", "warc", "html"]
+#: ``--against-format``'s help.
+AGAINST_FORMAT_HELP = (
+    "the benchmark's format, when its names do not say it (--format is the training data's)"
+)
 
 
 class RenamedOption(argparse.Action):

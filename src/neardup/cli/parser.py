@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .. import __version__
-from .options import add_read_fields, add_shingle_options
+from .options import (
+    AGAINST_FORMAT_HELP,
+    DECONTAMINATE_FORMATS,
+    add_read_fields,
+    add_shingle_options,
+)
 from .parser_index import add_index_parser, add_serve_parser
 from .parser_jobs import add_decontaminate_parser, add_dedup_parser, add_plan_parser
 
@@ -119,6 +124,7 @@ def _add_report_parser(sub: Any) -> None:
     r.add_argument("--against", nargs="+", metavar="BENCH", help="with --matches: the benchmark")
     r.add_argument("--against-text-field", help="with --matches: the benchmark's text field")
     r.add_argument("--against-id-field", help="with --matches: the benchmark's id field")
+    r.add_argument("--against-format", choices=DECONTAMINATE_FORMATS, help=AGAINST_FORMAT_HELP)
     r.add_argument(
         "--sample",
         type=int,

@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from .options import (
+    AGAINST_FORMAT_HELP,
     DECONTAMINATE_FORMATS,
     DEDUP_FORMATS,
     add_dask_options,
@@ -279,6 +280,7 @@ def _add_decontaminate_rest(x: argparse.ArgumentParser) -> None:
         "--against-text-field", help="field holding a benchmark item's text [--text-field]"
     )
     io.add_argument("--against-id-field", help="field holding a benchmark item's id [--id-field]")
+    io.add_argument("--against-format", choices=DECONTAMINATE_FORMATS, help=AGAINST_FORMAT_HELP)
     add_jobs(
         io,
         "threads shingling batches in parallel; the output is the same for any number [all cores]",

@@ -77,6 +77,7 @@ def _matches(args: argparse.Namespace) -> int:
         fmt=args.format,
         text_field=args.text_field,
         id_field=args.id_field,
+        against_format=args.against_format,
         against_text_field=against_field(
             args.against_text_field, "--against-text-field", args.text_field
         ),
