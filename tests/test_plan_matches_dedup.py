@@ -107,6 +107,16 @@ def test_other_costs_name_the_features_dedup_then_needs(
     assert "uses them; its summary's method line" in out  # dedup's own costs: the same plan
 
 
+@pytest.mark.parametrize("w", ["0", "1000"])
+@pytest.mark.parametrize("method", [["--threshold", "0.8"], ["--method", "simhash"]])
+def test_plan_refuses_a_shingle_size_dedup_refuses(
+    capsys: pytest.CaptureFixture[str], w: str, method: list[str]
+) -> None:
+    # plan printed its features and "neardup dedup with these options uses them" for -w 0
+    assert main(["plan", *method, "-w", w]) == 1
+    assert f"shingle size w must be an integer from 1 to 64, got {w}" in capsys.readouterr().err
+
+
 def test_plan_for_simhash_names_the_tables_dedup_uses_on_as_many_documents(
     corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

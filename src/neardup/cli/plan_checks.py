@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import ParamError
+from ..params import ShingleParams
 from .convert import given, refuse_other
 
 #: Options read only with --sample (name on the command line -> attribute of ``args``); the
@@ -45,7 +46,9 @@ SIMHASH_TABLES_IGNORE = {"--threshold": "threshold", "--verify": "verify"}
 
 def check_plan_options(args: argparse.Namespace) -> None:
     """Refuse the options the plan asked for would ignore: sample-only ones without --sample,
-    --docs with MinHash, MinHash's cost options, --plot, --threshold and --verify with SimHash."""
+    --docs with MinHash, MinHash's cost options, --plot, --threshold and --verify with SimHash;
+    and the shingling options checked as dedup checks them (``-w 0`` was planned for)."""
+    ShingleParams(w=args.shingle_size, tokens=args.tokens)
     if not args.sample:
         unused = given(args, SAMPLE_ONLY)
         if unused:
