@@ -432,3 +432,25 @@ def test_parquet_nan_and_infinity_become_null_in_json_lines_and_bytes_plain_text
     assert main(["dedup", str(src), "-o", str(tmp_path / "k.csv"), "-q"]) == 0
     cells = list(csv.DictReader(io.StringIO((tmp_path / "k.csv").read_text())))
     assert [(c["l"], c["bin"]) for c in cells] == [("[1.0]", "AP8="), ("[null]", "ok"), ("", "")]
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "says"),
+    [
+        ("--clusters", "cdir/", "ends in '/', which names a folder"),
+        ("--pairs", "p/", "ends in '/', which names a folder"),
+        ("--summary-json", "s/", "ends in '/', which names a folder"),
+        ("--clusters", "c.parquet.gz", "the name says Parquet"),
+        ("--pairs", "p.tab.gz", "the name says CSV/TSV"),
+    ],
+)
+def test_a_file_output_named_as_a_folder_or_a_gzipped_other_format_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, name: str, says: str
+) -> None:
+    # --clusters cdir/ wrote a file named cdir; c.parquet.gz held gzipped JSON lines
+    src = _write(tmp_path / "in.jsonl", _records())
+    out = f"{tmp_path}/{name}"
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), option, out, "-q"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option in err[0] and says in err[0], err
+    assert not Path(out.rstrip("/")).exists()

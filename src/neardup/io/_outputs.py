@@ -112,13 +112,32 @@ def check_json_name(role: str, value: str | Path) -> None:
         return
     name = Path(str(value)).name.lower()
     formats = _OTHER_FORMATS if lines else (*_OTHER_FORMATS, ((".gz",), "gzip-compressed"))
+    plain = name.removesuffix(".gz") if lines else name  # m.parquet.gz: still not Parquet
     for suffixes, kind in formats:
-        if name.endswith(suffixes):
+        if name.endswith(suffixes) or plain.endswith(suffixes):
             fix = "name it .jsonl (or .jsonl.gz, compressed)" if lines else "name it .json"
             what = "JSON lines" if lines else "one plain JSON document"
             raise ParamError(
                 f"{role} {value}: the name says {kind}, but the file is written as {what}; {fix}"
             )
+
+
+#: A file name to suggest for an output named as a folder, by option (else OPTION.jsonl).
+_EXAMPLE_NAMES = {
+    "-o": "kept.jsonl, with the input's suffix",
+    "--summary-json": "summary.json",
+    "--plot": "curve.png",
+}
+
+
+def _refuse_folder_name(role: str, value: str) -> None:
+    """ParamError for a file output named as a folder (``--clusters out/``): the writer made a
+    file of that name, ``out``, beside where the folder was meant."""
+    if value.endswith(("/", os.sep)):
+        example = _EXAMPLE_NAMES.get(role, f"{role.lstrip('-')}.jsonl")
+        raise ParamError(
+            f"{role} {value} ends in '/', which names a folder; name a file (e.g. {value}{example})"
+        )
 
 
 def plan_outputs(
@@ -138,6 +157,7 @@ def plan_outputs(
     for role, value in outputs.items():
         if value is not None and role not in folders:
             check_json_name(role, value)
+            _refuse_folder_name(role, str(value))
         if value is not None and _REMOTE.match(str(value)):
             raise ParamError(
                 f"{role} {value} is a remote path: the cluster backend writes those (--dask "
