@@ -489,3 +489,26 @@ def test_the_pair_scores_row_says_why_there_are_none(tmp_path: Path) -> None:
     assert _pair_scores_row(out) == "none: neither the clusters file nor the --pairs file has them"
     write_report(src, empty, out)
     assert _pair_scores_row(out) == "none: the clusters file has no removed document"
+
+
+def test_a_report_size_option_out_of_range_is_named_as_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "max_chars must be ..." named the Python argument, not the option given
+    src, clusters = tmp_path / "in.jsonl", tmp_path / "c.jsonl"
+    src.write_text('{"id": "a", "text": "x y z"}\n')
+    clusters.write_text('{"id": "a", "cluster": 0, "kept": true}\n')
+    args = ["report", str(src), "--clusters", str(clusters), "-o", str(tmp_path / "r.html")]
+    assert main([*args, "--max-chars", "0"]) == 1
+    assert "max_chars (--max-chars) must be an integer of at least 1, got 0" in (
+        capsys.readouterr().err
+    )
+
+
+def test_decontaminate_help_does_not_offer_nfkc_it_refuses() -> None:
+    from neardup.cli.parser import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")  # the subcommands
+    assert "--nfkc" not in sub.choices["decontaminate"].format_help()  # type: ignore[union-attr]
+    assert "--nfkc" in sub.choices["dedup"].format_help()  # type: ignore[union-attr]

@@ -115,10 +115,12 @@ def read_texts(
 
 
 def check_minimums(*checks: tuple[str, int, int]) -> None:
-    """ParamError unless each ``(name, value, least)`` names an integer of at least ``least``."""
+    """ParamError unless each ``(name, value, least)`` names an integer of at least ``least``
+    (the message names the argument and its option: the CLI passes the options through)."""
     for name, value, lo in checks:
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
-            raise ParamError(f"{name} must be an integer of at least {lo}, got {value!r}")
+            flag = "--" + name.replace("_", "-")
+            raise ParamError(f"{name} ({flag}) must be an integer of at least {lo}, got {value!r}")
 
 
 def on_disk(inputs: Inputs) -> list[str | Path]:

@@ -64,8 +64,9 @@ def features(value: str) -> tuple[int, int, int]:
     return k, s, r
 
 
-def add_shingle_options(p: argparse.ArgumentParser) -> None:
-    """How texts become shingles: the same four options wherever shingles are made."""
+def add_shingle_options(p: argparse.ArgumentParser, nfkc_help: str | None = None) -> None:
+    """How texts become shingles: the same four options wherever shingles are made;
+    ``nfkc_help``: --nfkc's help where it differs (``argparse.SUPPRESS``: left out of it)."""
     g = p.add_argument_group("shingling")
     g.add_argument(
         "--shingle-size",
@@ -80,7 +81,9 @@ def add_shingle_options(p: argparse.ArgumentParser) -> None:
         default="word",
         help="word tokens or character q-grams [word]",
     )
-    g.add_argument("--nfkc", action="store_true", help="apply Unicode NFKC normalisation first")
+    g.add_argument(
+        "--nfkc", action="store_true", help=nfkc_help or "apply Unicode NFKC normalisation first"
+    )
     g.add_argument(
         "--hash", choices=["mix", "rabin"], default="mix", help="shingle fingerprint [mix]"
     )

@@ -285,7 +285,7 @@ def _add_decontaminate_rest(x: argparse.ArgumentParser) -> None:
         io,
         "threads shingling batches in parallel; the output is the same for any number [all cores]",
     )
-    add_shingle_options(x)
+    add_shingle_options(x, argparse.SUPPRESS)  # refused: NFKC would shift the spans reported
     add_reporting(x)
     add_dask_options(
         x,
