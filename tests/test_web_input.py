@@ -260,3 +260,20 @@ def test_keep_field_date_keeps_the_latest_crawl(tmp_path: Path) -> None:
     assert pages[12].date > pages[0].date  # page 12 re-crawls page 0, later
     assert pages[12].url in urls and pages[0].url not in urls
     assert len(urls) == len(pages) - len(dups)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It\u2019s a sunny day in the city and everyone is walking in the park with the dogs.",
+        "Our new manager is Jos\u00e9 Garcia, who joined the team last week from Madrid.",
+        "\ufeffA page that opens with a byte-order mark \u2014 and says no charset at all.",
+    ],
+)
+def test_a_utf8_page_without_a_declared_charset_reads_as_utf8(text: str) -> None:
+    # mostly ASCII with a few non-ASCII letters: detected as cp1252 and read "JosÃ©"
+    words = text.lstrip("\ufeff")  # a byte-order mark opens the page, not the paragraph
+    body = f"<html><head><title>t</title></head><body><article><p>{words}</p></article></body>"
+    page = text[: len(text) - len(words)] + body
+    assert html_to_text(page.encode("utf-8")).text == words
+    assert html_to_text(body.encode("cp1252")).text == words  # not UTF-8: still detected

@@ -58,10 +58,17 @@ def require_web() -> None:
 
 
 def decode_html(data: bytes, charset: str | None = None) -> str:
-    """Bytes of a page -> str, by ``charset`` when given and known, else by detection."""
+    """Bytes of a page -> str, by ``charset`` when given and known, else as UTF-8 when they are
+    valid UTF-8, else by detection: a page mostly ASCII with a few accented letters ("José",
+    "It’s") and no declared charset was detected as cp1252 and read "JosÃ©"."""
     require_web()
     from resiliparse.parse.encoding import bytes_to_str, detect_encoding
 
+    if not charset:
+        try:
+            return data.decode("utf-8-sig")  # a byte-order mark is no text
+        except UnicodeDecodeError:
+            pass
     encoding = charset or detect_encoding(data) or "utf-8"
     try:
         return bytes_to_str(data, encoding, errors="replace")
