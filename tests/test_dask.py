@@ -553,6 +553,30 @@ def test_inputs_and_outputs_on_s3_give_the_local_kept_records(
         assert read_output(f"s3://crawl/out/{name}", s3) == local, name
 
 
+def _keep_folders(tmp: Path) -> ClusterOutputs:
+    """The output folders of ``_outputs``, as they are (a rerun into what a run left)."""
+    return ClusterOutputs(*(str(tmp / name) for name in FOLDERS))
+
+
+def test_a_rerun_writes_again_the_parts_another_run_or_a_cut_left_in_its_folders(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    # a finished write stage was redone only for missing parts: another run's parts of the
+    # same names (or a part cut short) got this run's manifest, and the output was wrong
+    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
+    options = JobOptions(block_bytes=7000, work_dir=str(tmp_path / "work"))
+    dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    other = JobOptions(block_bytes=7000, work_dir=str(tmp_path / "other"))
+    dedup(inputs, DedupParams(threshold=0.5), _keep_folders(tmp_path), other, client)
+    assert concat(tmp_path / "kept") != want[0]  # the other run's parts, where ours were
+    dedup(inputs, DedupParams(), _keep_folders(tmp_path), options, client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    part = sorted((tmp_path / "clusters").glob("part-*"))[1]
+    part.write_bytes(part.read_bytes()[:-10])  # cut short
+    dedup(inputs, DedupParams(), _keep_folders(tmp_path), options, client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+
+
 def test_a_resumed_write_stage_writes_again_the_parts_deleted_since_it_was_killed(
     client: object, lines: list[str], tmp_path: Path
 ) -> None:

@@ -154,3 +154,24 @@ def test_a_local_worker_memory_limit_too_small_to_run_is_refused_before_the_clus
         assert err.startswith("neardup: error: --memory-limit 315 MB per worker is too little: ")
         assert len(err.splitlines()) == 1
     assert not (tmp_path / "k").exists()
+
+
+def test_a_work_folder_or_output_inside_an_input_folder_is_refused_before_the_cluster_starts(
+    tmp_path: Path,
+) -> None:
+    # the first run went through; every run after it, --restart too, listed the work folder's
+    # files as inputs and stopped ("a cluster run reads JSONL ... not text")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text(Path(_corpus(tmp_path)).read_text())
+    said = _refused([str(folder)], ClusterOutputs(str(tmp_path / "k")), work_dir=str(folder / "w"))
+    assert said == (
+        f"--work-dir {folder / 'w'} is inside the input folder {folder}: a run again would read "
+        "its files as inputs; put it beside the inputs, not among them"
+    )
+    said = _refused([str(folder)], ClusterOutputs(str(folder / "kept")))
+    assert said.startswith(f"-o {folder / 'kept'} is inside the input folder {folder}")
+    glob = ClusterOutputs(str(folder / "kept"))  # a glob's matches are files, not the folder
+    with pytest.raises(Exception) as past:  # past the checks: the stand-in is no Client
+        dedup([str(folder / "*.jsonl")], DedupParams(), glob, JobOptions(), client=object())  # type: ignore[arg-type]
+    assert not isinstance(past.value, ParamError), past.value

@@ -277,3 +277,29 @@ def test_inputs_outputs_and_work_folder_on_s3_give_the_local_run_s_bytes(
     local_names = want[1].replace(str(tmp_path).encode(), b"s3://decon/in")
     assert got == (want[0], local_names)
     assert fs.find("decon/work/scan", prefix="matches-")  # kept for a rerun
+
+
+def test_a_rerun_writes_again_the_parts_another_run_left_in_its_folders(
+    client: object, corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    # the parts of another run (another containment, its own work folder) written over this
+    # run's were kept by this run's rerun and given its manifest
+    from neardup.run import ReadOptions
+
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    bench, docs = corpus
+    inputs = _files(tmp_path, docs)
+    want = _local(tmp_path, inputs, bench, [])
+    folders = _folders(tmp_path)
+    read = ReadOptions(text_field="q")
+
+    def run(params: DecontaminateParams, work: str) -> None:
+        options = JobOptions(work_dir=str(tmp_path / work), block_bytes=4000)
+        decontaminate(inputs, str(bench), params, folders, options, client, against_read=read)
+
+    run(PARAMS, "work")
+    run(DecontaminateParams(containment=0.9), "other")
+    assert _outputs(tmp_path) != want
+    run(PARAMS, "work")
+    assert _outputs(tmp_path) == want

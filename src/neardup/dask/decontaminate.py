@@ -65,6 +65,7 @@ from .job import (
 )
 from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block
 from .stages import (
+    PART_SIZES,
     dropped_of,
     duplicates,
     fill_ids,
@@ -248,21 +249,26 @@ def write_block(
     present[np.asarray(dropped, dtype=np.int64)] = False
     storage = layout.storage_options
     file = layout.files[layout.blocks[index].file]
+    sizes: dict[str, int] = {}  # each part's bytes, by folder: a rerun checks the parts by them
     with contextlib.ExitStack() as stack:
         sink = None
         if folders.matches is not None:
             sink = stack.enter_context(
                 open_part(folders.matches, part_name(index, "jsonl"), storage)
             )
-        found = _write_matches(layout, index, docs, present, bench_ids, sink)
-    contaminated, n_matches, items = found
+        contaminated, n_matches, items, nbytes = _write_matches(
+            layout, index, docs, present, bench_ids, sink
+        )
+    if sink is not None:
+        sizes["matches"] = nbytes
     keep = present & ~contaminated
     if folders.clean is not None:
         kept = io.BytesIO()
         block = layout.blocks[index]
         copy_kept(file, block, docs, keep, kept, layout.spec, storage)
-        put_part(folders.clean, part_name(index, kind), kept.getvalue(), storage)
+        sizes["kept"] = put_part(folders.clean, part_name(index, kind), kept.getvalue(), storage)
     answer: dict[str, Any] = {
+        PART_SIZES: sizes,
         "block": index,
         "documents": int(present.sum()),
         "contaminated": int(contaminated.sum()),
@@ -283,13 +289,13 @@ def _write_matches(
     present: np.ndarray,
     bench_ids: list[str],
     sink: BinaryIO | None,
-) -> tuple[np.ndarray, int, list[int]]:
+) -> tuple[np.ndarray, int, list[int], int]:
     """A block's matches read back a piece at a time (``MATCH_ROWS`` pairs), those of records
     not ``present`` left out, their lines written to ``sink`` (when there is one); returns
-    which records are contaminated, the pairs and the items matched."""
+    which records are contaminated, the pairs, the items matched and the bytes written."""
     file = layout.files[layout.blocks[index].file]
     contaminated = np.zeros(len(docs), dtype=np.bool_)
-    n_matches, items = 0, np.zeros(0, dtype=np.int64)
+    n_matches, nbytes, items = 0, 0, np.zeros(0, dtype=np.int64)
     for table in layout.work.table_pieces(f"scan/matches-{index:05d}.parquet", MATCH_ROWS):
         found = _matches_of(table)
         if not present.all():
@@ -303,8 +309,8 @@ def _write_matches(
                 docs.take(matched), file.name, layout.line_offsets[index], layout.spec.many
             )
             found = replace(found, doc=row.astype(np.int64))
-            sink.write(match_lines(found, list(named.ids), bench_ids))
-    return contaminated, n_matches, items.tolist()
+            nbytes += sink.write(match_lines(found, list(named.ids), bench_ids))
+    return contaminated, n_matches, items.tolist(), nbytes
 
 
 def _names(ids: Utf8Texts) -> list[str]:
@@ -336,7 +342,7 @@ def check_job(
         {"-o": folders.clean, "--matches": folders.matches},
         {"--summary-json": folders.summary_json,
          "--performance-report": options.performance_report},
-        [*files, *against], options.work_dir, storage,
+        [*files, *against], options.work_dir, storage, [*inputs, *also_inputs],
     )  # fmt: skip
     check_report(options.performance_report)
     return files

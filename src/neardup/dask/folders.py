@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from ..errors import InputError, OutputError, ParamError
 from ..io._outputs import check_json_name
 from ..io._targets import classify, folder_problem, quick_kind
 from .inputs import InputFile, filesystem, is_url, reaching
-from .stages import part_name
+from .stages import PART_SIZES, part_name
 from .workdir import WorkDir, write_whole
 
 MANIFEST = "manifest.json"
@@ -27,10 +28,12 @@ def check_folders(
     files: list[InputFile],
     work: str | None,
     storage: dict[str, Any],
+    roots: Sequence[str] = (),
 ) -> None:
     """Output folders and files (by flag: ``--summary-json``, ``--performance-report``) are
-    not inputs, not each other, not the work folder; a file is no folder; a folder holds
-    nothing but an earlier neardup output (replaced) when it exists."""
+    not inputs, not each other, not the work folder, not inside an input folder (``roots``:
+    the inputs as given); a file is no folder; a folder holds nothing but an earlier neardup
+    output (replaced) when it exists."""
     named = {
         flag: value
         for flag, value in (*folders.items(), ("--work-dir", work), *out_files.items())
@@ -53,9 +56,24 @@ def check_folders(
                 f"{flag} {value} is a folder holding the input {inside[0]}; write the output "
                 "beside the inputs, not among them"
             )
+        _not_in_an_input(flag, value, where, [r for r in roots if _norm(r) not in inputs])
         seen[where] = flag
         with reaching(value, storage):
             _check_place(flag, value, flag in out_files, storage)
+
+
+def _not_in_an_input(flag: str, value: str, where: str, roots: Sequence[str]) -> None:
+    """ParamError when ``value`` (``where``, normalised) is inside an input folder (``roots``:
+    the inputs given that are no file): the next run of the same command would list its files
+    as inputs (and refuse them, or read them)."""
+    for root in roots:
+        if any(c in root for c in "*?["):  # a glob's files are its matches, not a folder's
+            continue
+        if where.startswith(_norm(root).rstrip("/") + "/"):
+            raise ParamError(
+                f"{flag} {value} is inside the input folder {root}: a run again would read its "
+                "files as inputs; put it beside the inputs, not among them"
+            )
 
 
 def _check_place(flag: str, value: str, is_file: bool, storage: dict[str, Any]) -> None:
@@ -148,8 +166,9 @@ Folder = tuple[str | None, str, str]
 def check_written(
     work: WorkDir, folders: list[Folder], n_blocks: int, storage: dict[str, Any]
 ) -> None:
-    """Written parts count as done only while they are where this run writes them: other
-    output folders, or parts deleted since, write the stage again."""
+    """Written parts count as done only while they are where this run writes them, as this run
+    wrote them: other output folders, parts deleted since, or parts of another size (another
+    run's written over them, a part cut short), write those blocks again."""
     record: dict[str, Any] = {count: folder for folder, _, count in folders}
     record["kinds"] = [kind for _, kind, _ in folders]
     if work.exists("write") and (
@@ -157,7 +176,8 @@ def check_written(
     ):
         work.forget("write")
     blocks = range(n_blocks) if work.done("write") else sorted(work.finished("write"))
-    lost = _parts_lost(folders, blocks, storage)
+    answers = work.read_jsons([f"write/part-{b:05d}.json" for b in blocks])
+    lost = _parts_lost(folders, dict(zip(blocks, answers, strict=True)), storage)
     if lost and work.done("write"):
         work.forget("write")
     for b in lost if work.exists("write") else ():  # a killed write stage: those blocks again
@@ -166,15 +186,22 @@ def check_written(
         work.write_json("write/outputs.json", record)
 
 
-def _parts_lost(folders: list[Folder], blocks: Any, storage: dict[str, Any]) -> list[int]:
-    """The ``blocks`` whose part file is missing from one of the output folders."""
+def _parts_lost(
+    folders: list[Folder], written: dict[int, dict[str, Any]], storage: dict[str, Any]
+) -> list[int]:
+    """The blocks (``written``: their write answers) whose part file is missing from one of the
+    output folders, or has another size than the block wrote (``PART_SIZES``)."""
     lost: set[int] = set()
-    for folder, kind, _ in folders:
-        if folder is None or not len(blocks):
+    for folder, kind, count in folders:
+        if folder is None or not written:
             continue
         fs, root = filesystem(folder, storage)
-        have = {p.rsplit("/", 1)[-1] for p in fs.glob(f"{root.rstrip('/')}/part-*")}
-        lost.update(b for b in blocks if part_name(b, kind) not in have)
+        found = fs.glob(f"{root.rstrip('/')}/part-*", detail=True)
+        have = {p.rsplit("/", 1)[-1]: info.get("size") for p, info in found.items()}
+        for b, answer in written.items():
+            size = answer.get(PART_SIZES, {}).get(count)
+            if size is None or have.get(part_name(b, kind)) != size:
+                lost.add(b)
     return sorted(lost)
 
 

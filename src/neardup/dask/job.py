@@ -153,7 +153,11 @@ def _check(params: DedupParams, options: JobOptions) -> None:
 
 
 def _check_outputs(
-    outputs: ClusterOutputs, files: list[InputFile], options: JobOptions, storage: dict[str, Any]
+    outputs: ClusterOutputs,
+    files: list[InputFile],
+    options: JobOptions,
+    storage: dict[str, Any],
+    inputs: list[str],
 ) -> None:
     """Output folders and files are not inputs, not each other, not the work folder, and
     folders hold nothing but an earlier neardup output (replaced) when they exist."""
@@ -163,7 +167,7 @@ def _check_outputs(
         {"-o": outputs.kept, "--clusters": outputs.clusters, "--pairs": outputs.pairs},
         {"--summary-json": outputs.summary_json,
          "--performance-report": options.performance_report},
-        files, options.work_dir, storage,
+        files, options.work_dir, storage, inputs,
     )  # fmt: skip
     check_report(options.performance_report)
 
@@ -299,7 +303,7 @@ def check_job(
     _check(params, options)
     storage = dict(options.storage_options)
     files = list_inputs(inputs, storage, options.format)
-    _check_outputs(outputs, files, options, storage)
+    _check_outputs(outputs, files, options, storage, inputs)
     return files
 
 

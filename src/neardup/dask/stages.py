@@ -61,6 +61,9 @@ CONTENT_COLUMN = -1
 #: sets in before spilling them (one machine's default is an eighth of the memory available):
 #: a component is never split, so one finish task can hold a giant one whatever the partition.
 ENGINE_SHARE = 1 / 8
+#: The field of a block's write answer holding its parts' sizes in bytes, by output folder
+#: (``kept``, ``clusters``...): a rerun writes a block again whose part has another size.
+PART_SIZES = "part_bytes"
 #: Whether the finish stage writes clusters lines and pairs lines (only for outputs asked for).
 Lines = tuple[bool, bool]
 #: What the write stage reads of the scan (where records are), and what the graph stage
@@ -503,20 +506,23 @@ def write_take(
         pair_lines = [lines[i] for i in o.tolist()]
     file = layout.files[layout.blocks[block].file]
     storage = layout.storage_options
-    written = {"block": block, "documents": int(present.sum()), "kept": int(keep.sum())}
+    written: dict[str, Any] = {"block": block, "documents": int(present.sum())}
+    written["kept"] = int(keep.sum())
     written["empty"] = int((docs.canonical[present] == np.uint64(0xFFFFFFFFFFFFFFFF)).sum())
     written["nbytes"] = int((docs.end[present] - docs.start[present]).sum())
+    sizes: dict[str, int] = {}  # each part's bytes, by folder: a rerun checks the parts by them
     if outputs.kept is not None:
         sink = io.BytesIO()
         place = layout.blocks[block]
         copy_kept(file, place, docs, keep, sink, layout.spec, layout.storage_options)
         data = sink.getvalue()
-        put_part(outputs.kept, part_name(block, outputs.kind), data, storage)
+        sizes["kept"] = put_part(outputs.kept, part_name(block, outputs.kind), data, storage)
         written["kept_bytes"] = len(data)
-    if outputs.clusters is not None:
-        put_part(outputs.clusters, part_name(block, "jsonl"), b"".join(cluster_lines), storage)
-    if outputs.pairs is not None:
-        put_part(outputs.pairs, part_name(block, "jsonl"), b"".join(pair_lines), storage)
+    for count, folder, lines in (("clusters", outputs.clusters, cluster_lines),
+                                 ("pairs", outputs.pairs, pair_lines)):  # fmt: skip
+        if folder is not None:
+            sizes[count] = put_part(folder, part_name(block, "jsonl"), b"".join(lines), storage)
+    written[PART_SIZES] = sizes
     written["clusters"] = len(cluster_lines)
     written["pairs"] = len(pair_lines)
     work.write_json(rel, written)
@@ -532,10 +538,11 @@ def open_part(folder: str, name: str, storage: dict[str, Any]) -> Iterator[Binar
         yield fh
 
 
-def put_part(folder: str, name: str, data: bytes, storage: dict[str, Any]) -> None:
+def put_part(folder: str, name: str, data: bytes, storage: dict[str, Any]) -> int:
     """A part file, whole or absent; a name ending ``.gz`` gzipped (without a timestamp: the
-    same bytes every run)."""
+    same bytes every run). Returns its size, which a rerun checks the part against."""
     if name.endswith(".gz"):
         data = gzip_bytes(data)
     fs, root = filesystem(folder, storage)
     write_whole(fs, f"{root.rstrip('/')}/{name}", data, is_url(folder))
+    return len(data)
