@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup import Decontaminator
+from neardup.errors import ParamError, ParamTypeError
 from neardup.text import canonical_tokens, check_texts, encode_batch, fold_char, tables
 
 
@@ -99,3 +101,19 @@ def test_check_texts_refuses_a_zero_dimensional_array_as_a_type_error() -> None:
     with pytest.raises(TypeError, match=r"texts must be a list of strings, got a 0-d array"):
         check_texts(np.array("one text"))
     assert list(check_texts(np.array(["a", "b"]))) == ["a", "b"]
+
+
+def test_check_texts_refuses_wrong_types_as_a_param_error_that_is_still_a_type_error() -> None:
+    for wrong, said in (("one text", "not one str"), ([None], r"\[0\] is NoneType, not str")):
+        with pytest.raises(ParamTypeError, match=said) as caught:
+            Decontaminator(wrong)  # type: ignore[arg-type]
+        assert isinstance(caught.value, ParamError) and isinstance(caught.value, TypeError)
+    with pytest.raises(ParamTypeError, match="texts must be a list of strings, got NoneType"):
+        Decontaminator(["a b c"]).contains(None)  # type: ignore[arg-type]
+
+
+def test_a_dict_of_texts_is_refused_rather_than_its_keys_taken_as_the_texts() -> None:
+    with pytest.raises(ParamTypeError, match=r"got a dict; pass its texts: list\(d.values\(\)\)"):
+        Decontaminator({"q1": "the quick brown fox jumps"})  # type: ignore[arg-type]
+    with pytest.raises(ParamTypeError, match="got a dict"):
+        encode_batch({"q1": "the quick brown fox jumps"})  # type: ignore[arg-type]

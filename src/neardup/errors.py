@@ -11,6 +11,11 @@ class ParamError(NeardupError, ValueError):
     """A parameter is out of range or parameters contradict each other."""
 
 
+class ParamTypeError(ParamError, TypeError):
+    """An argument of the wrong type (one string or a dict where a list of texts belongs); a
+    TypeError too, so callers that caught the TypeError it used to be still catch it."""
+
+
 class InputError(NeardupError, ValueError):
     """Input data is malformed; the message names the file, line and field where known."""
 

@@ -22,7 +22,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import overload
 
 import numpy as np
 
-from .errors import ParamError
+from .errors import ParamError, ParamTypeError
 from .params import TokenMode, table_version
 
 _WORD_RUN = re.compile(r"\w+")
@@ -154,8 +154,8 @@ def encode_batch(texts: Sequence[str], nfkc: bool = False) -> tuple[np.ndarray, 
     """
     if isinstance(texts, Utf8Texts) and not nfkc:
         return texts.buf, texts.offsets
-    if isinstance(texts, str | bytes):
-        check_texts(texts)  # one string is not a batch of one-character documents
+    if isinstance(texts, str | bytes | Mapping):
+        check_texts(texts)  # not one-character documents, nor a dict's keys
     try:
         if nfkc:
             texts = [unicodedata.normalize("NFKC", t) for t in texts]
@@ -273,24 +273,31 @@ class Utf8Texts(Sequence[str]):
 
 
 def check_texts(texts: object, what: str = "texts") -> Sequence[str]:
-    """A sequence of strings, or a TypeError naming the first element that is not one."""
+    """A sequence of strings, or a ParamTypeError naming the first element that is not one."""
     if isinstance(texts, Utf8Texts):  # strings by construction
         return texts
     if isinstance(texts, str | bytes):
-        raise TypeError(
+        raise ParamTypeError(
             f"{what} must be a list of strings, not one {type(texts).__name__}; wrap it: [text]"
         )
+    if isinstance(texts, Mapping):  # iterating one gives its keys, not its texts
+        raise ParamTypeError(
+            f"{what} must be a list of strings, got a {type(texts).__name__}; pass its texts: "
+            "list(d.values())"
+        )
     if isinstance(texts, np.ndarray) and texts.ndim != 1:
-        raise TypeError(
+        raise ParamTypeError(
             f"{what} must be a list of strings, got a {texts.ndim}-d array of shape "
             f"{texts.shape}; pass a 1-d array or a list: [text]"
         )
     if not isinstance(texts, Sequence):
         if not isinstance(texts, Iterable):
-            raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}")
+            raise ParamTypeError(f"{what} must be a list of strings, got {type(texts).__name__}")
         texts = list(texts)
     seq: Sequence[object] = texts
     for i, t in enumerate(seq):
         if not isinstance(t, str):
-            raise TypeError(f"{what}[{i}] is {type(t).__name__}, not str; pass texts as strings")
+            raise ParamTypeError(
+                f"{what}[{i}] is {type(t).__name__}, not str; pass texts as strings"
+            )
     return seq  # type: ignore[return-value]
