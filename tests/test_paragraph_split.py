@@ -3,10 +3,14 @@ CR, blank lines of spaces), run compiled and interpreted (``tests/test_interpret
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup import ShingleParams
+from neardup.errors import ParamError
 from neardup.paragraphs import rewrite, split, split_reference
 
 from .strategies import TRICKY, texts
@@ -79,3 +83,19 @@ def test_a_lone_carriage_return_stays_text() -> None:
     text = "one\rtwo\r\n\r\nthree\r"  # inside a line, and ending a document without a newline
     assert list(split([text]).texts()) == ["one\rtwo", "three\r"]
     assert split_reference(text) == [(0, 7, 2), (11, 17, 1)]
+
+
+@pytest.mark.parametrize("tokens", ["chars", None, "words"])
+def test_split_refuses_a_token_mode_as_shingle_params_does(tokens: object) -> None:
+    # a typo or None counted words, silently
+    with pytest.raises(ParamError) as expected:
+        ShingleParams(tokens=tokens)  # type: ignore[arg-type]
+    with pytest.raises(ParamError, match=f"^{re.escape(str(expected.value))}$"):
+        split(["ab cd"], tokens=tokens)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", [None, b"a", 3])
+def test_rewrite_refuses_a_text_that_is_not_a_str(text: object) -> None:
+    # AttributeError: 'NoneType' object has no attribute 'encode'
+    with pytest.raises(ParamError, match=rf"text must be a str \(.*\), got {type(text).__name__}"):
+        rewrite(text, [False])  # type: ignore[arg-type]

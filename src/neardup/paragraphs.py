@@ -26,8 +26,8 @@ import numpy.typing as npt
 from ._kernels.paragraphs import split_units
 from ._kernels.ranges import gather_ranges
 from ._types import IntArray
-from .errors import ParamError
-from .params import TokenMode
+from .errors import ParamError, ParamTypeError
+from .params import TokenMode, _choice
 from .text import Utf8Texts, canonical_tokens, encode_batch, tables
 
 Unit = Literal["paragraph", "line"]
@@ -71,6 +71,7 @@ class Units:
 def split(texts: Sequence[str], unit: Unit = "paragraph", tokens: TokenMode = "word") -> Units:
     """The paragraphs (or lines) of each text, with their canonical token counts."""
     check_unit(unit)
+    _choice("tokens", tokens, ("word", "char"))  # as ShingleParams: "chars" counted words
     buf, offsets = encode_batch(texts)
     is_word, _ = tables()
     counts, starts, ends, ntokens = split_units(
@@ -83,6 +84,11 @@ def rewrite(text: str, removed: npt.ArrayLike, unit: Unit = "paragraph") -> str:
     """``text`` without the units flagged in ``removed`` (one flag per unit of ``text``), the
     separators kept as the module docstring says."""
     check_unit(unit)
+    if not isinstance(text, str):
+        raise ParamTypeError(
+            f"text must be a str (decode bytes first: data.decode('utf-8')), got "
+            f"{type(text).__name__}"
+        )
     flags = np.asarray(removed, dtype=np.bool_)
     data = text.encode("utf-8", "surrogatepass")
     is_word, _ = tables()
