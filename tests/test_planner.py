@@ -19,7 +19,9 @@ from neardup.planner import (
     evaluate,
     features_for,
     plan,
+    plan_for,
     planned,
+    sketch_for,
 )
 from neardup.plots import plot_curve
 
@@ -196,3 +198,28 @@ def test_the_method_line_summary_is_the_plan_reports_summary(verify: str) -> Non
         assert (report.cost_fp, report.cost_fn) == cost_model(params.resolved_verify)
     want = (1.0, 1.0) if verify == "none" else (1.0, 1000.0)
     assert cost_model(verify) == want  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("wrong", [{}, 0.8, None, "0.8"])
+def test_planning_from_something_other_than_dedup_params_names_the_argument(wrong: object) -> None:
+    # plan_for({}) raised AttributeError; features_for(0.8) blamed the method
+    kind = type(wrong).__name__
+    for call in (plan_for, features_for, sketch_for):
+        with pytest.raises(ParamError, match=rf"params must be a DedupParams, got {kind}; pass"):
+            call(wrong)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("wrong", [(38, 6, 3), None, DedupParams()])
+def test_evaluate_refuses_anything_but_feature_params(wrong: object) -> None:
+    # AttributeError: 'tuple' object has no attribute 'k'
+    kind = type(wrong).__name__
+    with pytest.raises(ParamError, match=rf"params must be a FeatureParams, got {kind}; pass"):
+        evaluate(wrong, 0.8)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("rho", [["x"], "x", None, [0.5, object()]])
+def test_acceptance_of_something_not_a_resemblance_names_rho(rho: object) -> None:
+    # ValueError: could not convert string to float: 'x'
+    for curve in (acceptance, rejection):
+        with pytest.raises(ParamError, match=r"rho must be a resemblance in \[0, 1\]"):
+            curve(rho, 8, 4, 2)  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ from .candidates import stable_order
 from .errors import NeardupError, ParamError
 from .methods import KeyedCandidates, Method, Signatures, make_method, needs_fit
 from .near_pairs import Docs, Found, Search, bucket_verifier, find, remove
-from .params import DedupParams, check_int, check_kind
+from .params import DEDUP_EXAMPLE, DedupParams, check_int, check_kind
 from .signing import sign_texts
 from .simhash import IdfTable, fit_idf_texts
 from .textbatch import check_texts
@@ -203,7 +203,7 @@ class Deduplicator:
         blocks are kept (``neardup.blocks``; by default in memory, spilled past
         ``memory_limit``)."""
         if params is not None:
-            check_kind(params, DedupParams, "DedupParams(threshold=0.8, ...)")
+            check_kind(params, DedupParams, DEDUP_EXAMPLE)
         self.params = params or DedupParams()
         if pairs not in ("removal", "all"):
             raise ParamError(f"pairs must be 'removal' or 'all', got {pairs!r}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import reprlib
 
 import numpy as np
 import numpy.typing as npt
@@ -113,9 +114,14 @@ def _tails(rho: npt.ArrayLike, k: int, s: int, r: int) -> tuple[FloatArray, Floa
     positive terms (no cancellation: accurate down to the smallest normal float), and the larger
     tail is then taken as 1 minus the smaller one so that P + (1 - P) = 1 exactly.
     """
-    x = np.asarray(rho, dtype=np.float64)
+    try:
+        x = np.asarray(rho, dtype=np.float64)
+    except (TypeError, ValueError):  # "x": the conversion's own message named no argument
+        x = np.full(1, np.nan)
     if np.any(~np.isfinite(x)) or np.any((x < 0) | (x > 1)):
-        raise ParamError("resemblance values ρ must lie in [0, 1]")
+        raise ParamError(
+            f"rho must be a resemblance in [0, 1] or an array of them, got {reprlib.repr(rho)}"
+        )
     with np.errstate(divide="ignore"):
         log_p = s * np.log(x)  # -inf at ρ = 0
         log_q = np.log(-np.expm1(log_p))  # -inf at ρ = 1

@@ -113,6 +113,10 @@ def _store_flags(obj: object, *attrs: str) -> None:
         object.__setattr__(obj, attr, check_flag(attr, getattr(obj, attr)))
 
 
+#: How to make a DedupParams, for messages refusing something else where one belongs.
+DEDUP_EXAMPLE = "DedupParams(threshold=0.8, ...)"
+
+
 def check_kind(value: object, kind: type, example: str) -> None:
     """ParamError unless ``value`` is a ``kind`` (a parameter object), saying how to make one
     (``example``): a string or dict passed where one belongs failed deep inside."""

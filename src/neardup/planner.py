@@ -47,6 +47,7 @@ import numpy.typing as npt
 from .errors import ParamError
 from .features import acceptance, binomial_term, rejection
 from .params import (
+    DEDUP_EXAMPLE,
     MAX_PLANNED_THRESHOLD,
     MAX_SUPER_FEATURES,
     MAX_T,
@@ -55,6 +56,7 @@ from .params import (
     MinhashParams,
     SketchParams,
     Verify,
+    check_kind,
 )
 
 #: Resemblances at which a plan reports its acceptance probability.
@@ -178,6 +180,7 @@ def evaluate(
     params: FeatureParams, threshold: float, *, cost_fp: float = 1.0, cost_fn: float = 1.0
 ) -> Plan:
     """The Plan (error integrals, report points) of given feature parameters at a threshold."""
+    check_kind(params, FeatureParams, "FeatureParams(k=38, s=6, r=3)")
     rho0 = check_threshold(threshold)
     cfp, cfn = (
         _check_cost("cost_fp (--fp-cost)", cost_fp),
@@ -300,7 +303,8 @@ def cost_model(verify: Verify) -> tuple[float, float]:
 
 
 def _minhash(params: DedupParams) -> MinhashParams:
-    if not isinstance(params, DedupParams) or not isinstance(params.method, MinhashParams):
+    check_kind(params, DedupParams, DEDUP_EXAMPLE)
+    if not isinstance(params.method, MinhashParams):
         raise ParamError("feature parameters belong to the MinHash method")
     return params.method
 
@@ -326,6 +330,7 @@ def features_for(params: DedupParams) -> FeatureParams:
 def sketch_for(params: DedupParams) -> SketchParams:
     """The sketch a deduplication computes (its MinHash method and its sketch verification):
     the features' t = k*s values under MinHash, else the verifier's own 128."""
+    check_kind(params, DedupParams, DEDUP_EXAMPLE)
     if isinstance(params.method, MinhashParams):
         return SketchParams(kind=params.method.sketch, t=features_for(params).t, seed=params.seed)
     return SketchParams(kind="oph", t=128, seed=params.seed)
@@ -347,6 +352,7 @@ def _summary_line(threshold: float, p_at_threshold: float, how: str) -> str:
 def plan_for(params: DedupParams) -> Plan:
     """``features_for(params)`` with its report at the deduplication's threshold: what
     ``neardup plan`` prints; its ``summary()`` ends the MinHash method's summary line."""
+    check_kind(params, DedupParams, DEDUP_EXAMPLE)
     cost_fp, cost_fn = cost_model(params.resolved_verify)
     features, threshold = features_for(params), planned_threshold(params)
     return _evaluated(features, threshold, cost_fp, cost_fn, _how(params))
