@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from neardup.cli import main
+from neardup.errors import ParamError
 from neardup.paragraph_run import UnitOptions, dedup_paragraphs
 from neardup.paragraphs import split_reference
 from neardup.params import DedupParams
@@ -300,3 +301,29 @@ def test_a_rewritten_record_keeps_every_other_byte_and_writes_only_json(tmp_path
 
     for line in kept:  # 1e400 stays 1e400: never Infinity, which is not JSON
         json.loads(line, parse_constant=refuse)
+
+
+#: Each wrong argument of dedup_paragraphs and the start of the ParamError it gets, as
+#: dedup_source refuses them (None is no default for params or outputs there either).
+WRONG_JOB_ARGUMENTS: dict[str, tuple[object, str]] = {
+    "inputs": (None, "inputs must be a path, '-' or a list of paths, got None"),
+    "params": (None, "params must be a DedupParams, got NoneType"),
+    "outputs": (None, "outputs must be a DedupOutputs, got NoneType"),
+    "units": ("line", "units must be a UnitOptions, got str; pass UnitOptions(unit='line'"),
+    "read": ({}, "read must be a ReadOptions, got dict"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_JOB_ARGUMENTS))
+def test_dedup_paragraphs_names_a_wrong_argument_before_reading_any_input(
+    tmp_path: Path, wrong: str
+) -> None:
+    # AttributeError or TypeError from inside; a file that does not exist shows nothing was read
+    value, said = WRONG_JOB_ARGUMENTS[wrong]
+    args: dict[str, object] = {
+        "inputs": str(tmp_path / "missing.jsonl"),
+        "params": DedupParams(),
+        "outputs": DedupOutputs(),
+    }
+    with pytest.raises(ParamError, match=f"^{re.escape(said)}"):
+        dedup_paragraphs(**{**args, wrong: value})  # type: ignore[arg-type]

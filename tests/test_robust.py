@@ -959,3 +959,12 @@ def test_dedup_source_names_an_argument_of_the_wrong_type(
     with pytest.raises(ParamError, match=message):
         dedup_source(str(src), params, outputs, read)  # type: ignore[arg-type]
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("inputs", [None, 3, [None], ["in.jsonl", 3]])
+def test_dedup_source_names_inputs_that_are_not_paths(inputs: object) -> None:
+    # TypeError: 'NoneType' object is not iterable, from inside the reader
+    from neardup.run import DedupOutputs, dedup_source
+
+    with pytest.raises(ParamError, match=r"^inputs must be a path, '-' or a list of paths, got"):
+        dedup_source(inputs, DedupParams(), DedupOutputs())  # type: ignore[arg-type]

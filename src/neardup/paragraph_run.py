@@ -36,12 +36,13 @@ from .io import (
     write_pairs,
 )
 from .paragraphs import Unit, Units, check_unit, rewrite, split
-from .params import DedupParams, check_int
+from .params import DedupParams, check_int, check_kind
 from .progress import Progress
 from .run import (
     DedupOutputs,
     DedupResult,
     ReadOptions,
+    _check_dedup_job,
     _check_jobs,
     _load_engine,
     _peak_memory_mb,
@@ -349,11 +350,11 @@ def dedup_paragraphs(
     ``outputs.clusters`` / ``outputs.pairs``: one row per unit of a cluster / per pair, the
     document's id plus the unit's number in it (``docs/PARAGRAPHS.md``). Returns the summary.
     """
+    read = _check_dedup_job(inputs, params, outputs, read)
+    if units is not None:
+        check_kind(units, UnitOptions, "UnitOptions(unit='line', ...) or None", "units")
     units = units or UnitOptions()
-    read = read or ReadOptions()
     jobs = _check_jobs(jobs)
-    if params.keep == "field" and not read.key_field:
-        raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
     started = time.perf_counter()
     with read.open(inputs, key_field=read.key_field) as source:
         plan, kept_fmt = _check_outputs(inputs, outputs, source, units.unit)

@@ -115,14 +115,16 @@ def _store_flags(obj: object, *attrs: str) -> None:
 
 #: How to make a DedupParams, for messages refusing something else where one belongs.
 DEDUP_EXAMPLE = "DedupParams(threshold=0.8, ...)"
+#: How to make a DecontaminateParams, for the same messages.
+DECONTAMINATE_EXAMPLE = "DecontaminateParams(containment=0.5, ...) or leave the default"
 
 
-def check_kind(value: object, kind: type, example: str) -> None:
-    """ParamError unless ``value`` is a ``kind`` (a parameter object), saying how to make one
-    (``example``): a string or dict passed where one belongs failed deep inside."""
+def check_kind(value: object, kind: type, example: str, name: str = "params") -> None:
+    """ParamError unless the argument ``name`` is a ``kind`` (a parameter object), saying how to
+    make one (``example``): a string, dict or None passed where one belongs failed deep inside."""
     if not isinstance(value, kind):
         raise ParamError(
-            f"params must be a {kind.__name__}, got {type(value).__name__}; pass {example}"
+            f"{name} must be a {kind.__name__}, got {type(value).__name__}; pass {example}"
         )
 
 

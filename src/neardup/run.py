@@ -40,8 +40,9 @@ from .io import (
     write_pairs,
 )
 from .io._convert import OutFmt, output_format
+from .io._open import check_inputs
 from .io._report import MAX_RECORD_SIZE, ErrorReport
-from .params import DedupParams, check_int, params_json
+from .params import DEDUP_EXAMPLE, DedupParams, check_int, check_kind, params_json
 from .progress import Progress
 
 if TYPE_CHECKING:  # the engine (and Numba with it) loads once a job's inputs are open
@@ -143,12 +144,29 @@ def _check_jobs(jobs: int | None) -> int:
     return default_jobs() if jobs is None else check_int("jobs (--jobs)", jobs, 1, 1024)
 
 
-def _check_type(name: str, value: object, cls: type, example: str) -> None:
-    """ParamError naming the argument when ``value`` is not a ``cls`` (None included)."""
-    if not isinstance(value, cls):
-        raise ParamError(
-            f"{name} must be a {cls.__name__}, got {type(value).__name__}; pass {example}"
-        )
+def _check_read(read: ReadOptions | None, name: str = "read") -> ReadOptions:
+    """The read options, the defaults for None; ParamError naming the argument for another kind."""
+    if read is None:
+        return ReadOptions()
+    check_kind(read, ReadOptions, "ReadOptions(...) or None", name)
+    return read
+
+
+def _check_dedup_job(
+    inputs: str | Sequence[str],
+    params: DedupParams,
+    outputs: DedupOutputs,
+    read: ReadOptions | None,
+) -> ReadOptions:
+    """A deduplication job's arguments checked before any input is read (None or a dict where
+    an object belongs failed deep inside); the read options, the defaults for None."""
+    check_inputs(inputs)
+    check_kind(params, DedupParams, DEDUP_EXAMPLE)
+    check_kind(outputs, DedupOutputs, "DedupOutputs(kept=PATH, ...)", "outputs")
+    options = _check_read(read)
+    if params.keep == "field" and not options.key_field:
+        raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
+    return options
 
 
 #: Share of the available memory that per-document blocks may hold by default.
@@ -265,14 +283,8 @@ def dedup_source(
     ``prepare`` runs once the outputs are checked, before the engine loads (the command line
     chooses the kernels' mode there).
     """
-    _check_type("params", params, DedupParams, "DedupParams(threshold=0.8, ...)")
-    _check_type("outputs", outputs, DedupOutputs, "DedupOutputs(kept=PATH, ...)")
-    if read is not None:
-        _check_type("read", read, ReadOptions, "ReadOptions(...) or None")
-    read = read or ReadOptions()
+    read = _check_dedup_job(inputs, params, outputs, read)
     jobs = _check_jobs(jobs)
-    if params.keep == "field" and not read.key_field:
-        raise ParamError("keep='field' needs the field to read: ReadOptions(key_field=NAME)")
     started = time.perf_counter()
     with read.open(inputs, key_field=read.key_field) as source:
         # Every output is checked against the inputs and each other before anything is read.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import reprlib
 import stat
 import sys
 from collections.abc import Sequence
@@ -140,8 +141,20 @@ def open_source(
     return Source(entries, chosen, text_field, id_field, on_error, open_problems, key_field)
 
 
+def check_inputs(inputs: object, name: str = "inputs") -> None:
+    """ParamError naming the argument unless ``inputs`` is a path, "-", a binary stream or a
+    list of paths: None or a number failed deep inside with a TypeError."""
+    if isinstance(inputs, str | Path) or hasattr(inputs, "read"):
+        return
+    if not isinstance(inputs, Sequence) or not all(isinstance(p, str | Path) for p in inputs):
+        raise ParamError(
+            f"{name} must be a path, '-' or a list of paths, got {reprlib.repr(inputs)}"
+        )
+
+
 def _local_paths(inputs: Inputs) -> list[str | Path]:
     """The input paths; ParamError for none, for ``-`` among others, and for a URL."""
+    check_inputs(inputs)
     paths = [inputs] if isinstance(inputs, str | Path) else list(cast(Sequence, inputs))
     if not paths:
         raise ParamError("no inputs given; name at least one file or folder")
