@@ -394,3 +394,47 @@ def test_a_benchmark_whose_name_says_no_format_is_read_with_against_format(
     assert main([*twice, str(matches), "--against-format", "jsonl"]) == 1
     err = capsys.readouterr().err
     assert "is given twice; give each input once\n" in err
+
+
+#: Each wrong argument of decontaminate_source and the start of the ParamError it gets.
+WRONG_JOB_ARGUMENTS: dict[str, tuple[object, str]] = {
+    "params": (DedupParams(), "params must be a DecontaminateParams, got DedupParams"),
+    "outputs": (None, "outputs must be a DecontaminateOutputs, got NoneType"),
+    "against": (None, "against must be a path, '-' or a list of paths, got None"),
+    "inputs": (3, "inputs must be a path, '-' or a list of paths, got 3"),
+    "read": ("jsonl", "read must be a ReadOptions, got str"),
+    "against_read": ({}, "against_read must be a ReadOptions, got dict"),
+}
+
+
+@pytest.mark.parametrize("wrong", list(WRONG_JOB_ARGUMENTS))
+def test_decontaminate_source_names_a_wrong_argument_before_reading_any_input(
+    tmp_path: Path, wrong: str
+) -> None:
+    # AttributeError or TypeError from inside; files that do not exist show nothing was read
+    from neardup.decontaminate_run import DecontaminateOutputs, decontaminate_source
+
+    value, said = WRONG_JOB_ARGUMENTS[wrong]
+    args: dict[str, object] = {
+        "inputs": str(tmp_path / "missing-train.jsonl"),
+        "against": str(tmp_path / "missing-bench.jsonl"),
+        "params": DecontaminateParams(),
+        "outputs": DecontaminateOutputs(matches=str(tmp_path / "m.jsonl")),
+    }
+    with pytest.raises(ParamError, match=f"^{re.escape(said)}"):
+        decontaminate_source(**{**args, wrong: value})  # type: ignore[arg-type]
+
+
+def test_decontaminate_source_takes_params_none_as_the_defaults(tmp_path: Path) -> None:
+    # as Decontaminator(texts, None) does; the whole job ran, then its summary failed
+    from neardup.decontaminate_run import DecontaminateOutputs, decontaminate_source
+
+    _write(tmp_path / "b.jsonl", [{"id": "q1", "text": "the quick brown fox jumps over the dog"}])
+    _write(
+        tmp_path / "t.jsonl",
+        [{"id": "d1", "text": "Intro. The quick brown fox jumps over the dog!"}],
+    )
+    train, bench = str(tmp_path / "t.jsonl"), str(tmp_path / "b.jsonl")
+    summary = decontaminate_source(train, bench, None, DecontaminateOutputs())
+    assert summary["contaminated"] == 1
+    assert summary["params"] == DecontaminateParams().fingerprint()

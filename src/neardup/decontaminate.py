@@ -24,12 +24,9 @@ import numpy.typing as npt
 
 from ._kernels import contain as _k
 from ._types import IntArray
-from .params import DecontaminateParams, check_int, check_kind
+from .params import DECONTAMINATE_EXAMPLE, DecontaminateParams, check_int, check_kind
 from .shingles import shingle_batch, shingle_sequence
 from .text import Utf8Texts, check_texts, token_spans
-
-#: How ``params`` is made, for the message when something else is passed.
-DECONTAMINATE_EXAMPLE = "DecontaminateParams(containment=0.5, ...) or leave the default"
 
 #: Pairs looked up at a time in a batch (``Decontaminator.scan_pieces``): about 24 MB of arrays
 #: and 30 MB of --matches lines.

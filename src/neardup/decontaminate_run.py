@@ -23,12 +23,14 @@ from ._types import BoolArray
 from .errors import ParamError
 from .io import DocBatch, Source, atomic_write, plan_outputs
 from .io._atomic import open_output
+from .io._open import check_inputs
 from .io._report import ErrorReport
-from .params import DecontaminateParams
+from .params import DECONTAMINATE_EXAMPLE, DecontaminateParams, check_kind
 from .progress import Progress
 from .run import (
     ReadOptions,
     _check_jobs,
+    _check_read,
     _kept_format,
     _paths,
     _peak_memory_mb,
@@ -68,7 +70,7 @@ class _Scanned:
 def decontaminate_source(
     inputs: str | Sequence[str],
     against: str | Sequence[str],
-    params: DecontaminateParams,
+    params: DecontaminateParams | None,
     outputs: DecontaminateOutputs,
     read: ReadOptions | None = None,
     against_read: ReadOptions | None = None,
@@ -77,9 +79,14 @@ def decontaminate_source(
 ) -> dict[str, Any]:
     """Drop every training document of ``inputs`` that contains some benchmark item of
     ``against`` at ``params.containment`` or more; write the rest and the matches (see the
-    module docstring). Returns the summary."""
-    read = read or ReadOptions()
-    against_read = against_read or read
+    module docstring). Returns the summary. ``params`` None: the defaults."""
+    params = params if params is not None else DecontaminateParams()
+    check_kind(params, DecontaminateParams, DECONTAMINATE_EXAMPLE)
+    check_kind(outputs, DecontaminateOutputs, "DecontaminateOutputs(clean=PATH, ...)", "outputs")
+    check_inputs(inputs)
+    check_inputs(against, "against")
+    read = _check_read(read)
+    against_read = read if against_read is None else _check_read(against_read, "against_read")
     jobs = _check_jobs(jobs)
     if "-" in _paths(inputs) and "-" in _paths(against):
         raise ParamError("standard input (-) can hold the training data or the benchmark, not both")
