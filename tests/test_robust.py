@@ -968,3 +968,22 @@ def test_dedup_source_names_inputs_that_are_not_paths(inputs: object) -> None:
 
     with pytest.raises(ParamError, match=r"^inputs must be a path, '-' or a list of paths, got"):
         dedup_source(inputs, DedupParams(), DedupOutputs())  # type: ignore[arg-type]
+
+
+def test_a_path_object_is_one_input_for_every_job_function(tmp_path: Path) -> None:
+    # the readers took a Path, the job functions' output checks iterated it: TypeError
+    from neardup.decontaminate_run import DecontaminateOutputs, decontaminate_source
+    from neardup.run import DedupOutputs, dedup_source
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": i, "text": f"words {i} a b c d"}) + "\n" for i in range(5))
+    )
+    kept = tmp_path / "kept.jsonl"
+    done = dedup_source(src, DedupParams(), DedupOutputs(kept=str(kept)))
+    assert done.summary["documents"] == 5 and kept.read_text() == src.read_text()
+    assert dedup_source([src], DedupParams(), DedupOutputs()).summary["documents"] == 5
+    summary = decontaminate_source(
+        src, src, None, DecontaminateOutputs(summary_json=str(tmp_path / "s.json"))
+    )
+    assert summary["documents"] == 5 and summary["contaminated"] == 5

@@ -550,6 +550,9 @@ def _against_options(message: str) -> str:
 # -- the standing index -------------------------------------------------------------------------
 
 
-def _paths(inputs: str | Sequence[str]) -> list[str]:
-    """The inputs as a list of names ("-" included), for the output checks."""
-    return [inputs] if isinstance(inputs, str) else list(inputs)
+def _paths(inputs: str | os.PathLike[str] | Sequence[str]) -> list[str]:
+    """The inputs as a list of names ("-" included), for the output checks (a ``Path`` is one
+    input, as the readers take it: iterating it raised TypeError)."""
+    if isinstance(inputs, str | os.PathLike):
+        return [os.fspath(inputs)]
+    return [os.fspath(x) if isinstance(x, os.PathLike) else x for x in inputs]
