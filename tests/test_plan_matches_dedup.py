@@ -68,7 +68,7 @@ def test_plan_prints_the_features_and_curve_point_dedup_reports_using(
     options: list[str],
 ) -> None:
     out, (k, s, r) = _plan(capsys, ["--threshold", threshold, *options])
-    p_plan = float(re.search(rf"P\({threshold}\) = ([\d.]+)", out)[1])  # type: ignore[index]
+    p_plan = float(re.search(rf"P\({threshold}\) = ([\d.e-]+)\n", out)[1])  # type: ignore[index]
     used = _dedup_summary(corpus, tmp_path, ["--threshold", threshold, *options])["method"]
     assert used == _method_line(out)
     found = re.search(rf"k=(\d+), s=(\d+), r=(\d+) .*; P\({threshold}\) = ([\d.e-]+)", str(used))

@@ -223,3 +223,17 @@ def test_acceptance_of_something_not_a_resemblance_names_rho(rho: object) -> Non
     for curve in (acceptance, rejection):
         with pytest.raises(ParamError, match=r"rho must be a resemblance in \[0, 1\]"):
             curve(rho, 8, 4, 2)  # type: ignore[arg-type]
+
+
+def test_a_probability_near_0_or_1_is_never_printed_as_0_or_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # P(0.8) = 0.000 for features whose P(0.8) is 2.04e-10; P(0.05) = 1.000 (and "= 1") for 0.9998
+    from neardup.cli import main
+
+    assert main(["plan", "--threshold", "0.8", "--features", "10,10,10"]) == 0
+    out = capsys.readouterr().out
+    assert "P(0.8) = 2.04e-10\n" in out and "P(0.8) = 2.04e-10, given" in out
+    assert main(["plan", "--threshold", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert "P(0.05) = 0.9998\n" in out and "P(0.05) = 0.9998, planned" in out

@@ -124,7 +124,7 @@ class Plan:
             f"  sketch length t = k*s = {self.t} values; {self.bytes_per_doc} bytes of features "
             "per document",
             f"  P(rho) = 1/2 at rho = {self.rho_half:.3f}; "
-            f"P({self.threshold:g}) = {self.p_at_threshold:.3f}",
+            f"P({self.threshold:g}) = {probability(self.p_at_threshold, '.3f')}",
             *([f"  chosen: {self.how}"] if self.how else []),
             f"  mean false-positive rate, rho uniform below {self.threshold:g}: {self.fp_rate:.3g}",
             f"  mean false-negative rate, rho uniform above {self.threshold:g}: {self.fn_rate:.3g}",
@@ -346,7 +346,21 @@ def _how(params: DedupParams) -> str:
 
 def _summary_line(threshold: float, p_at_threshold: float, how: str) -> str:
     tail = f", {how}" if how else ""
-    return f"P({threshold:g}) = {p_at_threshold:.3g}{tail}"
+    return f"P({threshold:g}) = {probability(p_at_threshold, '.3g')}{tail}"
+
+
+def probability(p: float, spec: str) -> str:
+    """``p`` in the format ``spec``, unless that would show it as 0 or 1 when it is neither:
+    then 3 significant digits (2.04e-10) or as many decimals as keep it below 1 (0.9998)."""
+    text = format(p, spec)
+    if 0.0 < p < 1.0 and float(text) in (0.0, 1.0):
+        if float(text) == 0.0:
+            return f"{p:.3g}"
+        for decimals in range(4, 17):
+            text = f"{p:.{decimals}f}"
+            if float(text) < 1.0:
+                break
+    return text
 
 
 def plan_for(params: DedupParams) -> Plan:
