@@ -175,3 +175,20 @@ def test_a_work_folder_or_output_inside_an_input_folder_is_refused_before_the_cl
     with pytest.raises(Exception) as past:  # past the checks: the stand-in is no Client
         dedup([str(folder / "*.jsonl")], DedupParams(), glob, JobOptions(), client=object())  # type: ignore[arg-type]
     assert not isinstance(past.value, ParamError), past.value
+
+
+def test_local_workers_that_cannot_start_are_one_error_naming_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Dask's "RuntimeError: Nanny failed to start." and its logged tracebacks were all it said
+    import neardup.dask.cluster as cluster
+    from neardup.dask import connect
+    from neardup.errors import NeardupError
+
+    monkeypatch.setattr(cluster, "WORKER_PRELOAD", "neardup.no_such_module")
+    with pytest.raises(NeardupError) as caught, connect("local:1"):
+        pass
+    assert str(caught.value).startswith(
+        "the local Dask workers could not start (ModuleNotFoundError: No module named "
+        "'neardup.no_such_module'); check that neardup with its Dask extra imports"
+    )

@@ -135,22 +135,55 @@ def _local_cluster(
     for name in DROPPED_ENVIRON:
         environ.pop(name, None)
     environ.update(WORKER_ENVIRON)
-    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), _no_interrupts():
-        cluster = distributed.LocalCluster(
-            n_workers=n,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit=memory_limit or "auto",
-            dashboard_address=":0" if dashboard else "127.0.0.1:0",  # a free port, not 8787
-            scheduler_kwargs={"dashboard": dashboard},
-            preload=[WORKER_PRELOAD],
-        )
+    with (
+        dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
+        _no_interrupts(),
+        _start_failures() as failures,
+    ):
+        try:
+            cluster = distributed.LocalCluster(
+                n_workers=n,
+                threads_per_worker=1,
+                processes=True,
+                memory_limit=memory_limit or "auto",
+                dashboard_address=":0" if dashboard else "127.0.0.1:0",  # a free port, not 8787
+                scheduler_kwargs={"dashboard": dashboard},
+                preload=[WORKER_PRELOAD],
+            )
+        except RuntimeError as exc:  # "Nanny failed to start.": the worker's own error says why
+            cause = failures[-1] if failures else str(exc)
+            raise NeardupError(
+                f"the local Dask workers could not start ({cause}); check that neardup with its "
+                f"Dask extra imports in a fresh Python: python -c 'import {WORKER_PRELOAD}'"
+            ) from None
     with cluster, distributed.Client(cluster) as client:
         if info is not None:
             board = f"dashboard {client.dashboard_link}" if dashboard else "no dashboard"
             info(f"Dask: local cluster of {n} worker{'s' * (n != 1)}, {board}")
         ready()
         yield client
+
+
+@contextlib.contextmanager
+def _start_failures() -> Iterator[list[str]]:
+    """The errors local workers fail to start with ("ModuleNotFoundError: ..."), collected
+    from Dask's nanny log instead of printed with their tracebacks: the command says them in
+    its one line."""
+    failures: list[str] = []
+
+    def collect(record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        error = record.exc_info[1] if record.exc_info else None
+        failures.append(f"{type(error).__name__}: {error}" if error else record.getMessage())
+        return False
+
+    nanny = logging.getLogger("distributed.nanny")
+    nanny.addFilter(collect)
+    try:
+        yield failures
+    finally:
+        nanny.removeFilter(collect)
 
 
 @contextlib.contextmanager
