@@ -127,6 +127,23 @@ def _acceptable(
     return [ids[i] for i in rows], [texts[i] for i in rows], None, kept_dates
 
 
+def _to_add(
+    source: Source, read: ReadOptions, store_text: bool, sizes: deque[int]
+) -> Iterator[tuple[list[str], Sequence[str], None, list[str | None] | None]]:
+    """The batches ``index add`` adds (``_acceptable``), each one's input bytes appended to
+    ``sizes``; a misspelt id field is refused before the first batch with records is added."""
+    checked = False
+    for batch in prefetch(read.batches(source)):
+        if not checked and len(batch.ids):
+            source.refuse_missing_id_field_so_far(len(batch.ids))
+            checked = True
+        sizes.append(batch.nbytes)
+        yield _acceptable(
+            list(batch.ids), batch.texts, _dates(batch.keys), store_text, read.on_error,
+            source.errors,
+        )  # fmt: skip
+
+
 def add_source(
     path: str,
     inputs: str | Sequence[str],
@@ -148,20 +165,6 @@ def add_source(
             bar = Progress(progress, source.input_bytes)
             sizes: deque[int] = deque()
 
-            def batches() -> Iterator[
-                tuple[list[str], Sequence[str], None, list[str | None] | None]
-            ]:
-                checked = False  # the id field, before the first batch with records is added
-                for batch in prefetch(read.batches(source)):
-                    if not checked and len(batch.ids):
-                        source.refuse_missing_id_field_so_far(len(batch.ids))
-                        checked = True
-                    sizes.append(batch.nbytes)
-                    yield _acceptable(
-                        list(batch.ids), batch.texts, _dates(batch.keys), index.store_text,
-                        read.on_error, source.errors,
-                    )  # fmt: skip
-
             def committed(batch: object) -> None:
                 nonlocal docs, nbytes
                 docs += len(batch[0])  # type: ignore[index]
@@ -169,7 +172,8 @@ def add_source(
                 bar.update(docs, nbytes)
 
             try:
-                done = index.add_stream(batches(), jobs, committed)
+                batches = _to_add(source, read, index.store_text, sizes)
+                done = index.add_stream(batches, jobs, committed)
             finally:
                 bar.close()
             skipped = source.errors.total
