@@ -8,7 +8,7 @@ EXPECTED = {
     "EMPTY", "FORMAT_VERSION", "CandidateResult", "DedupParams", "DedupStats", "Deduplicator",
     "FeatureParams", "HammingIndex", "IndexCorrupt", "IndexMismatchError", "InputError", "NeardupError",
     "OutputError",
-    "ParamError", "Plan", "ShingleBatch", "ShingleParams", "SketchParams", "__version__",
+    "ParamError", "ParamTypeError", "Plan", "ShingleBatch", "ShingleParams", "SketchParams", "__version__",
     "acceptance", "candidate_pairs", "canonical_tokens", "choose_representatives",
     "cluster_labels", "containment", "content_hashes", "dice", "estimate", "estimate_pairs",
     "expected_error", "features", "hamming_pairs", "jaccard", "pair_scores", "plan", "plan_tables",
@@ -35,8 +35,10 @@ def test_every_error_is_a_neardup_error() -> None:
         neardup.IndexMismatchError,
         neardup.IndexCorrupt,
         neardup.OutputError,
+        neardup.ParamTypeError,
     ):
         assert issubclass(cls, neardup.NeardupError)
+    assert issubclass(neardup.ParamTypeError, TypeError)  # what a wrong type raised before
 
 
 def test_readme_library_example_runs() -> None:

@@ -18,6 +18,7 @@ from .errors import (
     NeardupError,
     OutputError,
     ParamError,
+    ParamTypeError,
 )
 from .params import (
     FORMAT_VERSION,
@@ -156,6 +157,7 @@ __all__ = [
     "NeardupError",
     "OutputError",
     "ParamError",
+    "ParamTypeError",
     "Plan",
     "SampledMethod",
     "SampledParams",
