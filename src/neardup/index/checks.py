@@ -260,12 +260,23 @@ def query_floor(params: DedupParams, threshold: float | None) -> float:
             f"the query threshold must be a finite number from {base:g} to 1, got "
             f"{threshold!r}; leave it out to use the index's own ({base:g})"
         )
-    if threshold < base - 1e-12:
+    if threshold < base - 1e-12 and not _between_steps(params, threshold):
+        steps = _between_steps(params, base)  # scores in steps of 1/64: any threshold above
+        span = f"above {base - 1 / 64:g}" if steps else f"from {base:g} to 1"
         raise ParamError(
             f"this index finds matches at {base:g} and above; a query can ask for a "
-            f"threshold from {base:g} to 1, not {threshold!r}{_lower(params, threshold)}"
+            f"threshold {span}, not {threshold!r}{_lower(params, threshold)}"
         )
     return float(threshold)
+
+
+def _between_steps(params: DedupParams, threshold: float) -> bool:
+    """Whether an unverified SimHash index answers ``threshold`` below its floor exactly: its
+    scores are 1 - d / 64, so 0.9 asks for d <= 6, what an index of max_distance 6 finds
+    (it refused 0.9, saying to build the index it is)."""
+    if not isinstance(params.method, SimhashMethodParams) or params.resolved_verify != "none":
+        return False
+    return math.floor((1.0 - threshold) * 64.0 + 1e-9) <= params.method.max_distance
 
 
 def _lower(params: DedupParams, threshold: float) -> str:
