@@ -245,3 +245,19 @@ def test_a_restart_that_cannot_start_is_one_line(
         "neardup: error: this small run was slow interpreted and could not start again compiled "
         "(Permission denied); run it with NEARDUP_KERNELS=numba"
     ]
+
+
+def test_a_failed_command_ends_at_once_after_its_exit_functions_and_flushed_output() -> None:
+    # a failed command skips the interpreter's teardown, where pyarrow's busy CSV threads
+    # aborted the process now and then (exit status 134 after the one-line error, not 1);
+    # its exit functions (temporary files) still run and its output is still flushed
+    code = (
+        "import atexit, sys\n"
+        "from neardup.cli._startup import exit_at_once\n"
+        "atexit.register(lambda: print('exit functions ran'))\n"
+        "sys.stdout.write('unflushed ')\n"
+        "exit_at_once(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert done.stdout == "unflushed exit functions ran\n"

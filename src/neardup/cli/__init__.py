@@ -31,12 +31,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     args = parse(argv)
     args.own_process = argv is None  # the process is this command
-    # Not at the top: they load NumPy and the I/O layer, which --help and a bad command line
+    # Not at the top: it loads NumPy and the I/O layer, which --help and a bad command line
     # never need (parse exits first); the command's own module follows in ``_command``.
-    from . import _startup, output
+    from . import _startup
 
     if args.own_process:
         _startup.skip_numba_blas_probe()
+    status = _run(args)
+    if args.own_process and status:
+        _startup.exit_at_once(status)
+    return status
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command of ``args``, its errors one line each; its exit status."""
+    from . import _startup, output
+
     try:
         command = _command(args)
         if threading.current_thread() is threading.main_thread():

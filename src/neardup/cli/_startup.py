@@ -19,6 +19,7 @@ Measurements behind each: the start-up commands in benchmarks/README.md; ``tests
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import gc
 import math
@@ -26,7 +27,7 @@ import os
 import stat
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from .._kernels import _jit
 from ..io._jsonl_blocks import PYTHON_PARSE_BYTES
@@ -61,6 +62,19 @@ def skip_numba_blas_probe() -> None:
     """
     if "scipy.linalg" not in sys.modules:
         sys.modules["scipy.linalg"] = None  # type: ignore[assignment]
+
+
+def exit_at_once(status: int) -> NoReturn:
+    """End a failed command's process now: the exit functions run (temporary files go), the
+    standard streams are flushed, and the interpreter's teardown is skipped. An error can
+    leave threads of pyarrow's CSV reader busy, and tearing them down at exit aborted the
+    process now and then (SIGABRT, "terminate called without an active exception": exit
+    status 134 after the command's one-line error, not 1)."""
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # closed, or a pipe whose reader left
+            stream.flush()
+    os._exit(status)
 
 
 def skip_final_collection() -> None:
