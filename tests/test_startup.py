@@ -25,17 +25,17 @@ HEAVY = (
 )
 
 # Runs the CLI in a fresh interpreter, as its own process (``main()`` reads sys.argv), and
-# prints which heavy modules it imported (a module marked absent, None, is not imported).
+# prints which heavy modules it imported (a module marked absent, None, is not imported), as
+# the process exits (a failed command ends its process at once, after its exit functions).
 _PROBE = """
-import json, sys
+import atexit, json, sys
 from neardup.cli import main
 sys.argv = ["neardup", *sys.argv[1:]]
-try:
-    code = main()
-except SystemExit as exc:
-    code = exc.code
-heavy = sorted(m for m in {heavy!r} if sys.modules.get(m) is not None)
-print(json.dumps({{"code": code, "heavy": heavy}}))
+def report():
+    heavy = sorted(m for m in {heavy!r} if sys.modules.get(m) is not None)
+    print(json.dumps({{"heavy": heavy}}))
+atexit.register(report)
+sys.exit(main())
 """
 
 
@@ -50,7 +50,7 @@ def _heavy_imports(args: list[str], cwd: Path) -> tuple[object, list[str]]:
         timeout=300,
     )
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    return result["code"], result["heavy"]
+    return proc.returncode, result["heavy"]
 
 
 def _corpus(path: Path, n: int = 10) -> Path:
