@@ -74,6 +74,18 @@ def _local(tmp: Path, inputs: list[str], bench: Path, extra: list[str]) -> tuple
     return clean.read_bytes(), matches.read_bytes()
 
 
+def _on_two_workers(
+    client: object, corpus: tuple[Path, list[str]], tmp: Path
+) -> tuple[Path, list[str], tuple[bytes, bytes]]:
+    """Skipped on a one-worker cluster (one size is enough), else the benchmark, the corpus's
+    three files and the local run's outputs."""
+    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
+        pytest.skip("one cluster size is enough")
+    bench, docs = corpus
+    inputs = _files(tmp, docs)
+    return bench, inputs, _local(tmp, inputs, bench, [])
+
+
 def _folders(tmp: Path) -> DecontaminateFolders:
     for name in ("clean", "matches"):
         shutil.rmtree(tmp / name, ignore_errors=True)
@@ -168,11 +180,7 @@ def test_a_block_s_matches_are_found_and_written_in_pieces_with_the_same_bytes(
 def test_a_rerun_resumes_writing_only_the_unfinished_blocks(
     client: object, corpus: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
-    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    bench, docs = corpus
-    inputs = _files(tmp_path, docs)
-    want = _local(tmp_path, inputs, bench, [])
+    bench, inputs, want = _on_two_workers(client, corpus, tmp_path)
     work = tmp_path / "work"
     _run(tmp_path, inputs, bench, client, work_dir=str(work), block_bytes=4000)
     # As if killed while writing: block 1's part and record gone, no manifest, stage unfinished.
@@ -255,11 +263,7 @@ def test_inputs_outputs_and_work_folder_on_s3_give_the_local_run_s_bytes(
     # through a local spool uploaded whole
     import s3fs
 
-    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    bench, docs = corpus
-    inputs = _files(tmp_path, docs)
-    want = _local(tmp_path, inputs, bench, [])
+    bench, inputs, want = _on_two_workers(client, corpus, tmp_path)
     fs = s3fs.S3FileSystem(**s3)  # type: ignore[arg-type]
     fs.mkdir("decon")
     for path in inputs:
@@ -286,11 +290,7 @@ def test_a_rerun_writes_again_the_parts_another_run_left_in_its_folders(
     # run's were kept by this run's rerun and given its manifest
     from neardup.run import ReadOptions
 
-    if len(client.scheduler_info()["workers"]) != 2:  # type: ignore[attr-defined]
-        pytest.skip("one cluster size is enough")
-    bench, docs = corpus
-    inputs = _files(tmp_path, docs)
-    want = _local(tmp_path, inputs, bench, [])
+    bench, inputs, want = _on_two_workers(client, corpus, tmp_path)
     folders = _folders(tmp_path)
     read = ReadOptions(text_field="q")
 
