@@ -212,38 +212,3 @@ def test_a_block_running_into_the_next_record_is_a_bad_record_not_a_page(tmp_pat
     ids, texts, counts = _texts(path, on_error="skip")
     assert ids == ["urn:uuid:r0", "urn:uuid:r1"] and not any("WARC" in t for t in texts)
     assert counts == {"bad_record": 1, "unreadable": 1}  # the records after it are lost
-
-
-@pytest.mark.parametrize("gz", [False, True], ids=["warc", "warc.gz"])
-def test_a_file_cut_inside_the_last_block_counts_that_record_once_as_a_bad_record(
-    tmp_path: Path, gz: bool
-) -> None:
-    import hashlib
-
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
-    from neardup.cli import main
-    from neardup.errors import InputError
-
-    buf = io.BytesIO()
-    writer = WARCWriter(buf, gzip=gz)
-    for i in range(5):
-        head = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
-        words = [hashlib.sha256(f"{i} {j}".encode()).hexdigest() for j in range(40)]
-        body = io.BytesIO(_page(" ".join(words)).encode())  # gzip leaves it long: cut in it
-        writer.write_record(
-            writer.create_warc_record(f"http://x/{i}", "response", payload=body, http_headers=head)
-        )
-    path = tmp_path / ("cut.warc.gz" if gz else "cut.warc")
-    path.write_bytes(buf.getvalue()[:-150])  # inside record 5's block
-    ids, _, counts = _texts(path, on_error="skip")
-    assert len(ids) == 4 and counts == {"bad_record": 1}
-    summary = tmp_path / "summary.json"
-    argv = [str(path), "-o", str(tmp_path / "kept.jsonl"), "-q", "--summary-json", str(summary)]
-    assert main(["dedup", *argv, "--on-error", "skip"]) == 0
-    got = json.loads(summary.read_text())
-    assert (got["documents"], got["skipped_records"]) == (4, 1)
-    with pytest.raises(InputError, match="record 5: the file ends inside this record") as exc:
-        _texts(path)
-    assert "\n" not in str(exc.value)

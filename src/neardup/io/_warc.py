@@ -100,8 +100,6 @@ class WarcSkip:
     kind: str
     problem: str
     fix: str
-    #: The file ends inside its block: that end is this record's loss, not one more problem.
-    cut: bool = False
 
 
 def _dechunk(data: bytes) -> bytes:
@@ -263,8 +261,7 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
     (``too_large``), one whose header the file ends inside is not judged (the end is reported).
 
     Raises OSError (or EOFError, zlib.error) when the file cannot be read on, and OSError when
-    it ends inside a record (but not when that record's cut block was yielded as a WarcSkip,
-    which counts it); the records before that point have been yielded.
+    it ends inside a record; the records before that point have been yielded.
     """
     require_web()
     from fastwarc.warc import ArchiveIterator
@@ -272,7 +269,6 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
     checked = _Checked(stream)
     recno = 0
     length = 0
-    lost = 0  # the record whose cut block was yielded as a bad record
     records = iter(ArchiveIterator(cast(BinaryIO, checked), parse_http=False))
     while True:
         try:
@@ -290,11 +286,9 @@ def iter_warc(stream: BinaryIO, limit: int) -> Iterator[WarcDoc | WarcSkip]:
             break
         kind = (rec.headers.get("WARC-Type") or "").strip().lower()
         if kind in _DOC_RECORDS:
-            page = _page(rec, recno, limit, kind)
-            lost = recno if isinstance(page, WarcSkip) and page.cut else lost
-            yield page
+            yield _page(rec, recno, limit, kind)
     problem = _end_problem(checked, recno, length)
-    if problem is not None and lost != recno:  # a cut block is counted once, as its record
+    if problem is not None:
         raise OSError(problem)
 
 
@@ -378,7 +372,6 @@ def _block(rec: Any, recno: int, response: bool, where: str) -> _Block | WarcSki
             BAD_RECORD,
             f"the file ends inside this record, after {len(data)} of its {expected} bytes{where}",
             "re-download or repair the WARC file",
-            cut=True,
         )
     if not response:
         ctype = (rec.headers.get("Content-Type") or "").lower()
