@@ -5,27 +5,22 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import os
-import signal
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ..dask_local import (
+    START_METHOD,
+    WORKER_PRELOAD,
+    local_workers,
+    no_interrupts,
+    start_fork_server,
+    worker_environ,
+)
 from ..errors import NeardupError, ParamError
 
 #: Seconds to wait for a scheduler named by address before giving up.
 CONNECT_TIMEOUT = 10.0
-#: Dask starts local workers with ``MALLOC_TRIM_THRESHOLD_`` set, which also fixes glibc's
-#: mmap threshold at 128 KiB: every large array is then a fresh mmap whose pages fault in again
-#: (bench_dask.py shows the cost). neardup's workers leave glibc's dynamic
-#: thresholds alone and return free heap pages after each task instead (``_heap.trim``).
-DROPPED_ENVIRON = ("MALLOC_TRIM_THRESHOLD_",)
-#: Arrow's default pool (mimalloc) keeps what the stages free, where the system allocator gives
-#: it back to ``_heap.trim``.
-WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
-#: What each local worker imports as it starts (Dask's ``preload``), while the client is still
-#: starting: Dask's DataFrame and neardup's stages, or each worker's first task loads them.
-WORKER_PRELOAD = "neardup.dask.preload"
 #: The least memory limit a worker may have: one holds 400-450 MB once its kernels have run
 #: (docs/DASK.md) and Dask pauses it at 80% of its limit, so below this a run can wait for ever
 #: on paused workers (``--memory-limit 300M`` and ``400M`` did on 20k documents, ``local:2``).
@@ -88,18 +83,6 @@ class _NotAllExit(logging.Filter):
 _NOT_ALL_EXIT = _NotAllExit()
 
 
-def _local_workers(spec: str) -> int:
-    """N of ``"local:N"`` (the CPU count for ``"local"``), or ParamError."""
-    _, _, count = spec.partition(":")
-    try:
-        n = int(count) if count else os.cpu_count() or 1
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise ParamError(f"--dask {spec!r}: write local:N with N >= 1 worker processes")
-    return n
-
-
 def _importing(modules: tuple[str, ...]) -> threading.Thread:
     """A started thread importing ``modules``: on one core while the cluster starts on others
     (joined before the modules are used; an import error surfaces there, when imported again)."""
@@ -128,16 +111,19 @@ def _local_cluster(
     The scheduler's HTTP server takes a free loopback port: two runs at once never meet on
     Dask's default 8787 (a warning on the second run's terminal).
     ``ready`` is called before the client is handed out."""
-    n = _local_workers(spec)
+    n = local_workers(spec)
     import dask
 
-    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
-    for name in DROPPED_ENVIRON:
-        environ.pop(name, None)
-    environ.update(WORKER_ENVIRON)
+    start_fork_server(spec)
+    environ = worker_environ()
     with (
-        dask.config.set({"distributed.nanny.pre-spawn-environ": environ}),
-        _no_interrupts(),
+        dask.config.set(
+            {
+                "distributed.nanny.pre-spawn-environ": environ,
+                "distributed.worker.multiprocessing-method": START_METHOD,
+            }
+        ),
+        no_interrupts(),
         _start_failures() as failures,
     ):
         try:
@@ -184,23 +170,6 @@ def _start_failures() -> Iterator[list[str]]:
         yield failures
     finally:
         nanny.removeFilter(collect)
-
-
-@contextlib.contextmanager
-def _no_interrupts() -> Iterator[None]:
-    """SIGINT ignored while local workers start, so that they start ignoring it (an ignored
-    signal stays ignored in a child, and Python then installs no handler): Ctrl-C reaches the
-    whole process group, and a worker that took it printed its own traceback; the command
-    stops them as it stops. A Ctrl-C in those two seconds is not taken (blocking it instead
-    does not reach the threads Dask starts processes from). Only in the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _scheduler(

@@ -1,5 +1,6 @@
 """Imported by each worker as it starts (Dask's ``preload``): Dask's DataFrame and neardup's
 stages load while the client is still starting, instead of in every worker's first task.
+``--dask local:N`` workers are forked from a process that imported it once (``dask_local``).
 
 ``--dask local:N`` workers import it; on a cluster you start yourself, pass
 ``dask worker ... --preload neardup.dask.preload``.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import signal
 import threading
 
@@ -16,6 +18,7 @@ import dask.dataframe  # noqa: F401
 import numpy as np
 
 from .._kernels.keys import destinations
+from ..dask_local import FORK_SERVER_MARK
 from . import decontaminate, job  # noqa: F401
 
 
@@ -25,7 +28,10 @@ def _warm() -> None:
     destinations(np.zeros(1, dtype=np.uint64), 1)
 
 
-threading.Thread(target=_warm, name="neardup-warm", daemon=True).start()
+if os.environ.get(FORK_SERVER_MARK):  # the local workers' fork server: it forks, so no thread
+    _warm()
+else:
+    threading.Thread(target=_warm, name="neardup-warm", daemon=True).start()
 
 
 class _NotCancelled(logging.Filter):
