@@ -105,6 +105,127 @@ def test_dedup_keeps_what_query_then_add_keeps_whatever_the_batches(name: str) -
     assert index.check() == []
 
 
+T = "the quick brown fox jumps over the lazy dog near the quiet river bank at dawn every day"
+T2 = T + " again"  # a near copy of T
+U = "a completely different post about the weather and the long walk home tonight under stars"
+V = "seven green parrots argued loudly about breakfast while the old harbour clock struck nine"
+W = "our library opens late on thursdays so the reading group meets in the cafe across the road"
+
+
+def _one_at_a_time(index: Index, ids: list[str], texts: list[str]) -> list[bool]:
+    return [bool(index.dedup([i], [t], add=True).kept[0]) for i, t in zip(ids, texts, strict=True)]
+
+
+def _contents(index: Index, ids: set[str]) -> dict[str, str | None]:
+    held = {i: (index.get(i) or {}).get("text") for i in sorted(ids)}
+    assert len(index) == sum(t is not None for t in held.values())
+    return {i: t for i, t in held.items() if t is not None}
+
+
+# (stored, batch, kept one at a time): an id of the batch already stored takes a new text
+REPLACED = {
+    "old text after its id took a new one": ([("a", T)], [("a", U), ("b", T)], [True, True]),
+    "old text before its id takes a new one": ([("a", T)], [("b", T), ("a", U)], [False, True]),
+    "a near copy of the old text": ([("a", T)], [("a", U), ("b", T2)], [True, True]),
+    "the new text a duplicate": ([("a", T), ("c", U)], [("a", U), ("b", T)], [False, False]),
+    "two ids replaced": (
+        [("a", T), ("c", V)],
+        [("a", U), ("b", T), ("c", W), ("d", V)],
+        [True, True, True, True],
+    ),
+    "the freed text then removes the next copy": (
+        [("a", T)],
+        [("a", U), ("b", T), ("c", T2)],
+        [True, True, False],
+    ),
+    "the freed text removes a replacement, whose id keeps its text": (
+        [("a", T), ("c", V)],
+        [("a", U), ("b", T), ("c", T2), ("d", V)],
+        [True, True, False, False],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REPLACED))
+def test_dedup_add_batch_answers_as_one_document_at_a_time_when_an_id_is_replaced(
+    case: str,
+) -> None:
+    """A stored document whose id an earlier kept document of the batch took over no longer
+    holds its old text, so it removes nothing after it: the batch keeps (and stores) what the
+    same documents one at a time keep, and counts them alike."""
+    stored, batch, expected = REPLACED[case]
+    ids, texts = [i for i, _ in batch], [t for _, t in batch]
+    every = {i for i, _ in stored} | set(ids)
+    indexes = []
+    for _ in range(2):
+        index = Index.create(None, store_text=True)
+        index.add([i for i, _ in stored], [t for _, t in stored])
+        indexes.append(index)
+    assert _one_at_a_time(indexes[0], ids, texts) == expected
+    done = indexes[1].dedup(ids, texts, add=True)
+    assert done.kept.tolist() == expected
+    assert _contents(indexes[1], every) == _contents(indexes[0], every)
+    assert done.added == sum(expected)
+    assert indexes[1].check() == []
+
+
+def test_dedup_add_counts_a_copy_of_a_replaced_text_as_a_duplicate_of_the_input() -> None:
+    """The old text freed by a replacement is no longer the index's: a later copy of it kept
+    removes the next one as a duplicate of the input, not of the index."""
+    index = Index.create(None)
+    index.add(["a"], [T])
+    done = index.dedup(["a", "b", "c"], [U, T, T2], add=True)
+    assert done.summary() == {
+        "documents": 3,
+        "duplicates_of_index": 0,
+        "duplicates_in_input": 1,
+        "kept": 2,
+        "added_to_index": 2,
+    }
+
+
+def test_dedup_add_stream_keeps_the_same_whatever_the_batches_when_stored_ids_are_replaced() -> (
+    None
+):
+    """Stored ids taking new texts while copies of their old texts come later: the kept flags,
+    counts and the index do not depend on where the batches end (size 1: one at a time)."""
+    texts = _corpus(240, seed=5)
+    stored = texts[:80]
+    incoming = texts[60:]
+    ids = [f"n{i}" for i in range(len(incoming))]
+    for k in range(0, 60, 4):  # stored ids whose old texts may come again later in the input
+        ids[k + 20] = f"o{k}"
+    answers = []
+    for size in (1, 5, 32, len(ids)):
+        index = Index.create(None, store_text=True)
+        index.add([f"o{i}" for i in range(len(stored))], stored)
+        cut = [(ids[s : s + size], incoming[s : s + size]) for s in range(0, len(ids), size)]
+        done = index.dedup_stream(cut, add=True)
+        every = {f"o{i}" for i in range(len(stored))} | set(ids)
+        answers.append((done.kept.tolist(), done.summary(), _contents(index, every)))
+        assert index.check() == []
+    assert all(a == answers[0] for a in answers[1:])
+    assert answers[0][1]["duplicates_of_index"] > 0 and answers[0][1]["duplicates_in_input"] > 0
+
+
+@pytest.mark.parametrize("add", [False, True])
+def test_dedup_stream_keeps_the_same_whatever_the_batches_when_an_id_comes_again(
+    add: bool,
+) -> None:
+    """An id kept in one batch and again, with another text, in a later one holds its new
+    text from then on (in the index with ``add``, in the documents held apart without): a
+    copy of its first text after it is kept, wherever the batches end."""
+    one_by_one = [(["c"], [T]), (["c"], [U]), (["d"], [T])]
+    two = [(["c"], [T]), (["c", "d"], [U, T])]  # not c, c in one batch: refused (ids unique)
+    answers = []
+    for batches in (one_by_one, two):
+        index = Index.create(None, store_text=True)
+        done = index.dedup_stream(batches, add=add)
+        answers.append((done.kept.tolist(), done.summary(), _contents(index, {"c", "d"})))
+    assert answers[0][0] == [True, True, True]
+    assert answers[1] == answers[0]
+
+
 def test_answers_do_not_depend_on_how_documents_were_added(tmp_path: Path) -> None:
     texts = _corpus(300)
     ids = [f"d{i}" for i in range(len(texts))]

@@ -186,6 +186,30 @@ def test_post_dedup_keeps_what_neardup_dedup_index_keeps(tmp_path: Path) -> None
     assert len(Index.open(str(paths[0]))) == len(stored) + len(kept_ids)
 
 
+def test_post_dedup_add_answers_as_one_document_at_a_time_when_an_id_is_replaced(
+    served: tuple[Server, Path],
+) -> None:
+    """A stored id taking a new text frees its old one: a copy of it later in the same request
+    is kept, as it is when the documents come one request each, and both end in the index."""
+    server, _ = served
+    texts = [" ".join(t.split()[:40]) for t in random_documents(4, seed=91, words=(60, 60))]
+    answers = []
+    for tag, (old, new), requests in (("one", texts[:2], [2]), ("each", texts[2:], [1, 1])):
+        a, b = f"replaced-{tag}-a", f"replaced-{tag}-b"
+        docs = [{"id": a, "text": new}, {"id": b, "text": old}]
+        with server.client() as client:
+            client.add([a], [old])
+            results, counts = [], {"duplicates_of_index": 0, "duplicates_in_input": 0}
+            for start, size in zip([0, *requests[:-1]], requests, strict=True):
+                body = {"documents": docs[start : start + size], "add": True}
+                answer = _post(server, "/dedup", body).json()
+                results += [r["kept"] for r in answer["results"]]
+                counts = {k: counts[k] + answer[k] for k in counts}
+            held = [(client.get(i) or {}).get("text") for i in (a, b)]
+        answers.append((results, counts, held == [new, old]))
+    assert answers[0] == answers[1] == ([True, True], dict.fromkeys(counts, 0), True)
+
+
 def test_documents_are_removed_retired_and_found_where_they_moved(
     served: tuple[Server, Path],
 ) -> None:

@@ -6,7 +6,8 @@
            postings -> method score / acceptance -> verifier decision (and hybrid re-check on
            the stored texts) -> matches, best first
     dedup: texts -> query (the index, and the documents kept before) -> ``Deduplicator`` over
-           the rest -> kept flags; with add=True the kept documents are added
+           the rest, as one at a time (``deduping``: an id replaced frees its old text) -> kept
+           flags; with add=True the kept documents are added
 
 Every array is computed by the method and verifier objects batch deduplication uses
 (``neardup.methods``, ``neardup.verify``); the store (``SqliteStore`` on disk, ``MemoryStore``)
@@ -32,7 +33,6 @@ from .. import planner  # noqa: F401 - each batch's Deduplicator plans its featu
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
 from ..candidates import distinct, find_sorted, stable_order
-from ..engine import Deduplicator
 from ..errors import NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
@@ -53,6 +53,7 @@ from .checks import (
 )
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .creating import create_file
+from .deduping import Held, batch_kept
 from .memory_store import MemoryStore
 from .results import AddResult, Answers, Batch, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
@@ -397,17 +398,14 @@ class Index:
         in_index = in_input = 0
         try:
             for ids, texts in ((check_ids(i, len(t)), t) for i, t in batches):  # as add does
-                hit, of_index = self._stored(texts, None if add else seen, added_ids)
-                fresh = np.flatnonzero(~hit)
-                kept = np.zeros(len(texts), dtype=bool)
-                if len(fresh):
-                    within = Deduplicator(self.params).fit([texts[i] for i in fresh.tolist()])
-                    kept[fresh[within.kept_]] = True
+                kept, of_index = batch_kept(
+                    self.params, ids, texts, self._held(texts, seen, added_ids)
+                )
                 in_index += int(of_index.sum())
                 in_input += int(len(texts) - kept.sum() - of_index.sum())
                 rows = np.flatnonzero(kept).tolist()
                 seen.add([ids[i] for i in rows], [texts[i] for i in rows])
-                if add:
+                if seen is self:
                     added_ids.update(ids[i] for i in rows)
                 kept_parts.append(kept)
         finally:
@@ -417,20 +415,18 @@ class Index:
         added = int(mask.sum()) if add else 0
         return Deduplicated(mask, in_index, in_input, added)
 
-    def _stored(
-        self, texts: Sequence[str], held: Index | None, added: set[str]
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-        """Which texts duplicate a stored document or one ``held`` apart (when it has any), and
-        which duplicate a document stored before this dedup (not one of the ``added`` ids)."""
+    def _held(self, texts: Sequence[str], seen: Index, added: set[str]) -> list[Held]:
+        """A batch's matches among the stored documents (the ``added`` ids not stored before the
+        dedup) and, when it holds any, among the kept ones ``seen`` apart; a kept document of
+        the batch takes over its id in ``seen`` (which is this index with ``add``)."""
         signed = self._signed_query(texts)  # signed once, looked up in both (same parameters)
         found = self._answer(signed, None, None)
-        n = len(found)
-        hit = np.bincount(found.q, minlength=n) > 0
         before = np.array([i not in added for i in found.ids], dtype=bool)
-        of_index = np.bincount(found.q, weights=before[found.doc], minlength=n) > 0
-        if held is not None and len(held):
-            hit |= np.bincount(held._answer(signed, None, None).q, minlength=n) > 0
-        return hit, of_index
+        held: list[Held] = [(found, seen is self, before)]
+        if seen is not self and len(seen):
+            apart = seen._answer(signed, None, None)
+            held.append((apart, True, np.zeros(len(apart.ids), dtype=bool)))
+        return held
 
     def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
         """A query batch's content hashes, signatures and evidence: no store is touched."""
