@@ -7,7 +7,10 @@ Agg canvas is used directly, so no global pyplot state or backend is touched.
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,13 +108,24 @@ def check_picture(path: str | Path) -> None:
 
 
 #: Metadata that would make two drawings of one figure differ (the date of the drawing), left
-#: out; each backend names it its own way (PostScript's date can only be fixed by the
-#: SOURCE_DATE_EPOCH environment variable, svgz's gzip header holds the time too).
+#: out; each backend names it its own way. PostScript's date cannot be left out this way (only
+#: the SOURCE_DATE_EPOCH environment variable fixes it): `_undated` drops its line instead, and
+#: writes svgz's gzip header without the time.
 _UNDATED: dict[str, dict[str, None]] = {
     "svg": {"Date": None},
     "svgz": {"Date": None},
     "pdf": {"CreationDate": None},
 }
+
+
+def _undated(kind: str, data: bytes) -> bytes:
+    """The drawn bytes without the time of the drawing: PostScript's (.ps, .eps)
+    ``%%CreationDate`` comment dropped; .svgz compressed here, its gzip header's time 0."""
+    if kind in ("ps", "eps"):
+        return re.sub(rb"^%%CreationDate:[^\n]*\n", b"", data, count=1, flags=re.MULTILINE)
+    if kind == "svgz":
+        return gzip.compress(data, mtime=0)
+    return data
 
 
 def _is_stdout(path: str | Path) -> bool:
@@ -125,17 +139,19 @@ def _is_stdout(path: str | Path) -> bool:
 
 def save_figure(fig: Any, path: str | Path) -> Path:
     """Write a matplotlib figure whose type follows the suffix (.png, .svg, .pdf), atomically:
-    complete or absent, never a half-drawn file. The same figure gives the same bytes in PNG,
-    SVG and PDF: no date is written and SVG's element ids come from a fixed salt, not a random
-    one."""
+    complete or absent, never a half-drawn file. The same figure gives the same bytes in every
+    type: no date is written and SVG's element ids come from a fixed salt, not a random one."""
     from matplotlib import rc_context
 
     out = Path(path)
     check_picture(out)
     kind = out.suffix.lstrip(".").lower() or "png"
     extra = {"metadata": _UNDATED[kind]} if kind in _UNDATED else {}
-    with rc_context({"svg.hashsalt": "neardup"}), atomic_write(out, "wb") as handle:
-        fig.savefig(handle, dpi=110, format=kind, **extra)
+    drawn = io.BytesIO()
+    with rc_context({"svg.hashsalt": "neardup"}):  # svgz: drawn as svg, compressed by _undated
+        fig.savefig(drawn, dpi=110, format="svg" if kind == "svgz" else kind, **extra)
+    with atomic_write(out, "wb") as handle:
+        handle.write(_undated(kind, drawn.getvalue()))
     return out
 
 
