@@ -264,7 +264,7 @@ def test_command_says_what_it_skipped_in_the_data_and_in_the_benchmark_apart(
     lines = proc.stderr.splitlines()
     assert "  skipped records                 1" in lines
     assert "  skipped in benchmark            2" in lines
-    assert any(x.startswith("skipped 1 problems (bad_json 1); first: ") for x in lines)
+    assert any(x.startswith("skipped 1 problem (bad_json 1); first: ") for x in lines)
     said = [x for x in lines if x.startswith("benchmark: skipped 2 problems")]
     assert len(said) == 1 and "(bad_json 1, missing_text 1)" in said[0]
     assert "--against-text-field" in said[0]  # the benchmark's own option is named

@@ -57,3 +57,23 @@ def test_help_shows_the_clusters_schema_of_today(capsys: pytest.CaptureFixture[s
         main(["dedup", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert '{"id","cluster","kept","duplicate_of","score"}' in out
+
+
+def test_one_skipped_problem_is_said_as_one_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from neardup.cli.summary import dedup_index_summary
+    from neardup.io import ErrorReport
+
+    src = _corpus(tmp_path / "in.jsonl", (20, 40), n=10)
+    src.write_text(src.read_text() + "not json\n")
+    assert main(["dedup", str(src), "-o", str(tmp_path / "k.jsonl"), "--on-error", "skip"]) == 0
+    assert "skipped 1 problem (bad_json 1); first: " in capsys.readouterr().err
+    counts = dict.fromkeys(("documents", "duplicates_of_index", "duplicates_in_input", "kept"), 0)
+    report = ErrorReport()
+    for n in (1, 2):
+        report.add("bad_json", f"line {n}: not JSON")
+        said = f"skipped {n} {'problem' if n == 1 else 'problems'} (bad_json {n}); first: line 1"
+        assert report.summary().startswith(said)
+        printed = dedup_index_summary(counts | {"problems": report.as_dict()}, False)
+        assert printed.splitlines()[1].startswith(said)

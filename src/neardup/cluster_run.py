@@ -24,6 +24,7 @@ from .dask import decontaminate as run_decontaminate
 from .dask.job import check_job
 from .decontaminate_run import DecontaminateOutputs
 from .errors import ParamError
+from .io import skipped_line
 from .io.formats import format_named
 from .params import DecontaminateParams, DedupParams
 from .run import DedupOutputs, DedupResult, ReadOptions, _peak_memory_mb
@@ -93,10 +94,7 @@ def dedup_cluster(
         summary = run_job(paths, params, folders, options, client, info, files)
     summary["peak_memory_mb"] = round(_peak_memory_mb(), 1)
     problems = summary["problems"]
-    report = ""
-    if problems["total"]:
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(problems["counts"].items()))
-        report = f"skipped {problems['total']} problems ({kinds}); first: {problems['examples'][0]}"
+    report = skipped_line(problems) if problems["total"] else ""
     return DedupResult(None, [], summary, report)  # type: ignore[arg-type]
 
 

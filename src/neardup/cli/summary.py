@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..io import skipped_line
+
 
 def dedup_summary(s: Mapping[str, Any], problems: str) -> str:
     """The summary of ``neardup dedup`` (``problems``: the skipped records' report, if any)."""
@@ -127,8 +129,7 @@ def _problems(report: Mapping[str, Any] | None, prefix: str) -> str:
     """What was skipped, by kind, and the first (as ``ErrorReport.summary`` words it), if any."""
     if not report or not report.get("total"):
         return ""
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report["counts"].items()))
-    return f"{prefix}skipped {report['total']} problems ({kinds}); first: {report['examples'][0]}\n"
+    return f"{prefix}{skipped_line(report)}\n"
 
 
 def dedup_index_summary(s: Mapping[str, Any], added: bool) -> str:

@@ -19,7 +19,7 @@ from ._batches import DocBatch
 from ._keys import key_ranks
 from ._open import open_source
 from ._outputs import OutputPlan, check_json_name, plan_outputs
-from ._report import ErrorReport
+from ._report import ErrorReport, skipped_line
 from ._source import Source
 from ._writers import write_clusters, write_pairs
 from .formats import FORMATS, Fmt, detect_format
@@ -39,6 +39,7 @@ __all__ = [
     "open_source",
     "output_group",
     "plan_outputs",
+    "skipped_line",
     "write_clusters",
     "write_pairs",
 ]

@@ -7,10 +7,10 @@ number so that pass 2 drops exactly the same records and global positions never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal, TypeVar
+from typing import Any, BinaryIO, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +59,15 @@ def stop_message(kind: str, message: str, skip_hint: bool = True) -> str:
     return f"{message}, {_KIND_SKIP_HINTS.get(kind, _SKIP_HINT)}"
 
 
+def skipped_line(report: Mapping[str, Any]) -> str:
+    """The one line of a report that skipped something, from its JSON form
+    (``ErrorReport.as_dict``): "skipped 1 problem (bad_json 1); first: ..."."""
+    total = report["total"]
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report["counts"].items()))
+    said = "problem" if total == 1 else "problems"
+    return f"skipped {total} {said} ({kinds}); first: {report['examples'][0]}"
+
+
 @dataclass
 class ErrorReport:
     """Problems skipped in "skip" mode: counts by kind and the first few messages."""
@@ -80,8 +89,7 @@ class ErrorReport:
         """One line for a log: "skipped 3 problems (bad_json 2, duplicate_id 1); first: ..."."""
         if not self.counts:
             return "no input problems"
-        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.counts.items()))
-        return f"skipped {self.total} problems ({kinds}); first: {self.examples[0]}"
+        return skipped_line(self.as_dict())
 
     def as_dict(self) -> dict[str, object]:
         """JSON-ready form for a run report."""
