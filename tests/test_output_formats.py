@@ -241,7 +241,10 @@ def test_table_inputs_with_a_repeated_column_name_are_refused_by_every_command(
     src = _repeated_names(tmp_path / src_name, names)
     train = _write(tmp_path / "train.jsonl", _records(3))
     clusters = tmp_path / "clusters.jsonl"
-    clusters.write_text('{"id": "id0", "cluster": 0, "kept": true, "duplicate_of": null}\n')
+    clusters.write_text(
+        '{"id": "id0", "cluster": 0, "kept": true, "duplicate_of": null}\n'
+        '{"id": "id1", "cluster": 0, "kept": false, "duplicate_of": "id0"}\n'
+    )
     assert main(["index", "create", str(tmp_path / "ix.db")]) == 0
     outs = [tmp_path / name for name in ("k.jsonl", "k.csv", "clean.jsonl", "r.html")]
     for args in (

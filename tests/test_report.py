@@ -437,6 +437,27 @@ def test_a_part_of_a_clusters_file_is_refused_not_shown_as_self_duplicates(
         assert len(err.splitlines()) == 1 and not out.exists()
 
 
+def test_a_clusters_file_of_kept_rows_only_is_refused_not_shown_as_nothing_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, clusters, _ = _corpus(tmp_path)
+    lines = clusters.read_text().splitlines()
+    kept = tmp_path / "kept-rows.jsonl"  # grep '"kept": true': every cluster alone
+    kept.write_text("".join(line + "\n" for line in lines if '"kept": true' in line))
+    no_doc12 = tmp_path / "no-doc12.jsonl"  # cluster 0 = {doc0, doc12} left with doc0 only
+    no_doc12.write_text("".join(line + "\n" for line in lines if '"id": "doc12"' not in line))
+    out = tmp_path / "r.html"
+    for part in (kept, no_doc12):
+        assert main(["report", str(src), "--clusters", str(part), "-o", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert f"{part}: cluster 0 has only its kept member 'doc0'" in err
+        assert "give the whole file neardup dedup --clusters wrote" in err
+        assert len(err.splitlines()) == 1 and not out.exists()
+    empty = tmp_path / "none.jsonl"  # a run without duplicates: an empty clusters file
+    empty.write_text("")
+    assert main(["report", str(src), "--clusters", str(empty), "-o", str(out)]) == 0
+
+
 def test_a_summary_of_another_run_is_refused_naming_both_counts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

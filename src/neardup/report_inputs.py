@@ -82,12 +82,16 @@ def read_clusters(path: str | Path) -> list[ClusterRow]:
 
 def check_whole(rows: list[ClusterRow], path: str | Path) -> None:
     """InputError for a clusters file that is part of one (some of its lines, as a grep gives):
-    a cluster without its kept member, or a ``duplicate_of`` that is not in the file."""
+    a cluster without its kept member, a cluster of its kept member alone (dedup writes
+    clusters of two or more), or a ``duplicate_of`` that is not in the file."""
     kept = {r.cluster for r in rows if r.kept}
+    removed = {r.cluster for r in rows if not r.kept}
     ids = {r.id for r in rows}
     for r in rows:
         if r.cluster not in kept:
             problem = f"cluster {r.cluster} has no kept member"
+        elif r.cluster not in removed:
+            problem = f"cluster {r.cluster} has only its kept member {r.id!r}"
         elif r.duplicate_of is not None and r.duplicate_of not in ids:
             problem = f"{r.id!r} duplicates {r.duplicate_of!r}, which is not in it"
         else:
