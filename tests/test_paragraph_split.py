@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -99,3 +100,26 @@ def test_rewrite_refuses_a_text_that_is_not_a_str(text: object) -> None:
     # AttributeError: 'NoneType' object has no attribute 'encode'
     with pytest.raises(ParamError, match=rf"text must be a str \(.*\), got {type(text).__name__}"):
         rewrite(text, [False])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("removed", "got"),
+    [
+        ([1, 2, 0], "int64 [1 2 0]; for unit numbers pass np.isin(np.arange(3), numbers)"),
+        ([0.5, 0, 0], "float64"),
+        (["x", "y", "z"], "<U1"),  # every unit removed
+        (None, "None"),
+        ("TFF", "got str"),
+        ([True], "1 flag"),
+        ([[True, False, False]], "shape (1, 3)"),
+    ],
+)
+def test_rewrite_refuses_removed_flags_that_are_not_one_bool_per_unit(
+    removed: object, got: str
+) -> None:
+    text = "a b c\n\nd e f\n\ng h i"  # three paragraphs
+    with pytest.raises(ParamError, match=r"^removed must be one True/False per unit \(3\)") as e:
+        rewrite(text, removed)  # type: ignore[arg-type]
+    assert got in str(e.value)
+    assert rewrite(text, np.array([0, 1, 0]) == 1) == "a b c\n\ng h i"  # a bool array is one
+    assert rewrite("\n\n", []) == "\n\n"  # no units, no flags

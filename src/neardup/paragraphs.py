@@ -89,17 +89,13 @@ def rewrite(text: str, removed: npt.ArrayLike, unit: Unit = "paragraph") -> str:
             f"text must be a str (decode bytes first: data.decode('utf-8')), got "
             f"{type(text).__name__}"
         )
-    flags = np.asarray(removed, dtype=np.bool_)
     data = text.encode("utf-8", "surrogatepass")
     is_word, _ = tables()
     bounds = np.array([0, len(data)], dtype=np.int64)  # one call, no batch encoding
     _, starts_a, ends_a, _ = split_units(
         np.frombuffer(data, dtype=np.uint8), bounds, is_word, unit == "line", False
     )
-    if flags.shape != (len(starts_a),):
-        raise ParamError(
-            f"removed must hold one flag per unit ({len(starts_a)}), got {flags.shape}"
-        )
+    flags = _flags(removed, len(starts_a))
     if not flags.any():
         return text
     starts, ends = starts_a.tolist(), ends_a.tolist()
@@ -111,6 +107,28 @@ def rewrite(text: str, removed: npt.ArrayLike, unit: Unit = "paragraph") -> str:
             pieces.append(data[ends[j] : starts[j + 1]])
     pieces.append(data[ends[-1] :])
     return b"".join(pieces).decode("utf-8", "surrogatepass")
+
+
+def _flags(removed: npt.ArrayLike, n: int) -> npt.NDArray[np.bool_]:
+    """``removed`` as one bool per unit (``n``); ParamError for anything else: unit numbers,
+    0/1 or strings were read as flags (``[1, 2, 0]`` removed two units, strings every one)."""
+    wanted = f"removed must be one True/False per unit ({n}) of the text"
+    if removed is None:
+        raise ParamError(f"{wanted}, got None")
+    try:
+        flags = np.asarray(removed)
+    except (TypeError, ValueError) as exc:  # a ragged list
+        raise ParamError(f"{wanted}, got {type(removed).__name__} ({exc})") from None
+    if flags.ndim != 1:
+        shape = f"shape {flags.shape}" if flags.ndim else type(removed).__name__
+        raise ParamError(f"{wanted}, got {shape}")
+    if flags.size and flags.dtype != np.bool_:
+        numbers = np.issubdtype(flags.dtype, np.integer)
+        hint = f"; for unit numbers pass np.isin(np.arange({n}), numbers)" if numbers else ""
+        raise ParamError(f"{wanted}, got {flags.dtype} {np.array2string(flags, threshold=8)}{hint}")
+    if flags.size != n:
+        raise ParamError(f"{wanted}, got {flags.size} flag{'s' * (flags.size != 1)}")
+    return flags.astype(np.bool_, copy=False)
 
 
 def split_reference(
