@@ -139,6 +139,22 @@ def test_local_workers_are_forked_from_one_server_with_the_workers_environment(
     }, environ
 
 
+def test_local_workers_are_spawned_where_the_platform_has_no_fork_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import multiprocessing
+    import os
+
+    from neardup.dask_local import start_method
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert start_method() == "spawn"
+    with connect("local:1") as c:
+        (parent, _, environ), *_ = list(c.run(_start).values())
+    assert parent == os.getpid()  # the nanny, in this process, spawned it
+    assert environ["ARROW_DEFAULT_MEMORY_POOL"] == "system"
+
+
 def test_two_local_clusters_at_once_take_free_ports_quietly() -> None:
     """A local cluster's scheduler serves HTTP on a free loopback port, not Dask's default
     8787: a second run beside the first does not warn on its terminal that 8787 is taken."""

@@ -34,11 +34,19 @@ WORKER_ENVIRON = {"ARROW_DEFAULT_MEMORY_POOL": "system"}
 WORKER_PRELOAD = "neardup.dask.preload"
 #: How local workers start: forked from one server process that imported ``WORKER_PRELOAD``
 #: once (Python's forkserver, started while the client imports), not each a fresh interpreter
-#: importing Dask, pandas, Numba and the stages again (2.4 s of CPU a worker).
-START_METHOD = "forkserver"
+#: importing Dask, pandas, Numba and the stages again (about 3 s of CPU a worker); spawned
+#: where the platform has no forkserver (Windows).
+FORK_SERVER = "forkserver"
 #: Set in the fork server's environment: ``WORKER_PRELOAD`` then warms the kernels in its own
 #: thread of control (a process that forks must hold no other thread).
 FORK_SERVER_MARK = "NEARDUP_DASK_FORK_SERVER"
+
+
+def start_method() -> str:
+    """How local workers start here: ``FORK_SERVER`` where the platform has it, else spawned."""
+    import multiprocessing
+
+    return FORK_SERVER if FORK_SERVER in multiprocessing.get_all_start_methods() else "spawn"
 
 
 def local_workers(spec: str) -> int:
@@ -69,13 +77,13 @@ def worker_environ() -> dict[str, str]:
 def start_fork_server(spec: str | Any) -> None:
     """For ``local:N``: start the process local workers are forked from now (if it is not
     running), so that it imports while the client checks the job and imports Dask; nothing
-    for a scheduler address or a Client.
+    for a scheduler address or a Client, or where workers are spawned (``start_method``).
 
     It imports ``WORKER_PRELOAD`` and warms the kernels once, with the workers' environment (a
     forked worker has its server's, not the nanny's) and SIGINT ignored. It is Python's one
     fork server of this process: a caller's own ``forkserver`` processes come from it too.
     """
-    if not isinstance(spec, str) or not spec.startswith("local"):
+    if not isinstance(spec, str) or not spec.startswith("local") or start_method() != FORK_SERVER:
         return
     try:
         local_workers(spec)
@@ -84,7 +92,7 @@ def start_fork_server(spec: str | Any) -> None:
     import multiprocessing
     import multiprocessing.forkserver
 
-    multiprocessing.get_context(START_METHOD).set_forkserver_preload([WORKER_PRELOAD])
+    multiprocessing.get_context(FORK_SERVER).set_forkserver_preload([WORKER_PRELOAD])
     wanted = worker_environ()
     if wanted.get("PYTHONHASHSEED") in (None, "0"):  # as Dask's nanny: one hash seed
         wanted["PYTHONHASHSEED"] = "6640"

@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..dask_local import (
-    START_METHOD,
     WORKER_PRELOAD,
     local_workers,
     no_interrupts,
     start_fork_server,
+    start_method,
     worker_environ,
 )
 from ..errors import NeardupError, ParamError
@@ -120,7 +120,7 @@ def _local_cluster(
         dask.config.set(
             {
                 "distributed.nanny.pre-spawn-environ": environ,
-                "distributed.worker.multiprocessing-method": START_METHOD,
+                "distributed.worker.multiprocessing-method": start_method(),
             }
         ),
         no_interrupts(),
