@@ -59,6 +59,15 @@ def test_help_shows_the_clusters_schema_of_today(capsys: pytest.CaptureFixture[s
     assert '{"id","cluster","kept","duplicate_of","score"}' in out
 
 
+def test_skipped_counts_are_written_with_thousands_separators_as_the_summary_s_others() -> None:
+    from neardup.io import skipped_line
+
+    report = {"total": 12345, "counts": {"bad_json": 12000, "missing_text": 345}, "examples": ["x"]}
+    assert skipped_line(report) == (
+        "skipped 12,345 problems (bad_json 12,000, missing_text 345); first: x"
+    )
+
+
 def test_one_skipped_problem_is_said_as_one_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

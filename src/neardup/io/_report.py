@@ -63,9 +63,9 @@ def skipped_line(report: Mapping[str, Any]) -> str:
     """The one line of a report that skipped something, from its JSON form
     (``ErrorReport.as_dict``): "skipped 1 problem (bad_json 1); first: ..."."""
     total = report["total"]
-    kinds = ", ".join(f"{k} {n}" for k, n in sorted(report["counts"].items()))
+    kinds = ", ".join(f"{k} {n:,}" for k, n in sorted(report["counts"].items()))
     said = "problem" if total == 1 else "problems"
-    return f"skipped {total} {said} ({kinds}); first: {report['examples'][0]}"
+    return f"skipped {total:,} {said} ({kinds}); first: {report['examples'][0]}"
 
 
 @dataclass
