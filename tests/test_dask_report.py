@@ -139,6 +139,45 @@ def test_local_workers_are_forked_from_one_server_with_the_workers_environment(
     }, environ
 
 
+_ENVIRON_PROBE = """
+import os
+import pyarrow
+
+def probe():
+    return pyarrow.default_memory_pool().backend_name, os.environ.get("NEARDUP_TEST_LATER")
+
+if __name__ == "__main__":
+    from neardup.dask import connect
+
+    with connect("local:1") as c:
+        first = list(c.run(probe).values())
+    os.environ["NEARDUP_TEST_LATER"] = "set"
+    with connect("local:1") as c:
+        second = list(c.run(probe).values())
+    print(repr((pyarrow.default_memory_pool().backend_name, first, second)))
+"""
+
+
+def test_forked_local_workers_keep_the_caller_s_environment(tmp_path: Path) -> None:
+    """A variable the caller set wins over the workers' defaults, as Dask's nanny has it (the
+    fork server used to start with ARROW_DEFAULT_MEMORY_POOL=system whatever was asked), and
+    one set after the fork server started reaches a later cluster's workers."""
+    import ast
+    import subprocess
+    import sys
+
+    script = tmp_path / "probe.py"
+    script.write_text(_ENVIRON_PROBE)
+    env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "mimalloc"}
+    env.pop("NEARDUP_TEST_LATER", None)
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    pool, first, second = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+    assert first == [(pool, None)] and second == [(pool, "set")], done.stdout
+
+
 def test_local_workers_are_spawned_where_the_platform_has_no_fork_server(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

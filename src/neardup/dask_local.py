@@ -93,7 +93,8 @@ def start_fork_server(spec: str | Any) -> None:
     import multiprocessing.forkserver
 
     multiprocessing.get_context(FORK_SERVER).set_forkserver_preload([WORKER_PRELOAD])
-    wanted = worker_environ()
+    # The caller's own value wins, as in Dask's nanny (its ``pre-spawn-environ`` defaults)
+    wanted = {name: os.environ.get(name, value) for name, value in worker_environ().items()}
     if wanted.get("PYTHONHASHSEED") in (None, "0"):  # as Dask's nanny: one hash seed
         wanted["PYTHONHASHSEED"] = "6640"
     wanted[FORK_SERVER_MARK] = "1"
@@ -108,6 +109,15 @@ def start_fork_server(spec: str | Any) -> None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def caller_environ() -> dict[str, str]:
+    """What a forked local worker sets in its environment as it starts: the caller's own
+    (a forked worker has its server's, from when the server started; a spawned one had the
+    caller's as it spawned). Not those Python reads as it starts (``PYTHONHASHSEED``), the
+    server's mark, nor ``DROPPED_ENVIRON``; nor can it unset what the caller unset since."""
+    skip = {"PYTHONHASHSEED", FORK_SERVER_MARK, *DROPPED_ENVIRON}
+    return {name: value for name, value in os.environ.items() if name not in skip}
 
 
 @contextlib.contextmanager

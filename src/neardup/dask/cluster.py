@@ -10,7 +10,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..dask_local import (
+    FORK_SERVER,
     WORKER_PRELOAD,
+    caller_environ,
     local_workers,
     no_interrupts,
     start_fork_server,
@@ -116,11 +118,14 @@ def _local_cluster(
 
     start_fork_server(spec)
     environ = worker_environ()
+    method = start_method()
+    # forked workers have the fork server's environment: the caller's is set in each as it starts
+    env = caller_environ() if method == FORK_SERVER else {}
     with (
         dask.config.set(
             {
                 "distributed.nanny.pre-spawn-environ": environ,
-                "distributed.worker.multiprocessing-method": start_method(),
+                "distributed.worker.multiprocessing-method": method,
             }
         ),
         no_interrupts(),
@@ -135,6 +140,7 @@ def _local_cluster(
                 dashboard_address=":0" if dashboard else "127.0.0.1:0",  # a free port, not 8787
                 scheduler_kwargs={"dashboard": dashboard},
                 preload=[WORKER_PRELOAD],
+                env=env,
             )
         except RuntimeError as exc:  # "Nanny failed to start.": the worker's own error says why
             cause = failures[-1] if failures else str(exc)
