@@ -208,6 +208,49 @@ def test_dedup_add_stream_keeps_the_same_whatever_the_batches_when_stored_ids_ar
     assert answers[0][1]["duplicates_of_index"] > 0 and answers[0][1]["duplicates_in_input"] > 0
 
 
+def test_dedup_add_settles_each_document_once_however_many_stored_ids_a_batch_replaces(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every fifth document takes over a stored id and a copy of that id's old text follows it
+    in the batch: the batch still keeps what one document at a time keeps, matches each
+    document against the index once and runs keep-first over each document once (not once
+    more for every id taken over: that made a batch cost grow with its square)."""
+    from neardup.index import deduping
+
+    texts = _corpus(240, seed=8)
+    stored, incoming = texts[:60], list(texts[60:])
+    ids = [f"n{i}" for i in range(len(incoming))]
+    for k in range(0, 150, 5):
+        ids[k] = f"o{k // 5}"
+        incoming[k + 3] = stored[k // 5]  # the old text, after its id took a new one
+    expected = Index.create(None, store_text=True)
+    expected.add([f"o{i}" for i in range(len(stored))], stored)
+    one_by_one = _one_at_a_time(expected, ids, incoming)
+    settled: list[int] = []
+    asked: list[int] = []
+
+    class Counting(Deduplicator):
+        def finish(self, *args: object, **kwargs: object) -> Counting:
+            settled.append(self.n_docs)
+            return super().finish(*args, **kwargs)  # type: ignore[arg-type]
+
+    index = Index.create(None, store_text=True)
+    index.add([f"o{i}" for i in range(len(stored))], stored)
+    answer = index._answer
+
+    def counted(signed: tuple[object, object, object, list[str]], *rest: object) -> object:
+        asked.append(len(signed[3]))
+        return answer(signed, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(deduping, "Deduplicator", Counting)
+    monkeypatch.setattr(index, "_answer", counted)
+    done = index.dedup(ids, incoming, add=True)
+    assert done.kept.tolist() == one_by_one
+    assert sum(one_by_one[3:150:5]) > 15  # most copies kept: their old ids were freed
+    assert len(settled) > 10 and sum(settled) <= len(incoming)
+    assert sum(asked) == len(incoming)
+
+
 @pytest.mark.parametrize("add", [False, True])
 def test_dedup_stream_keeps_the_same_whatever_the_batches_when_an_id_comes_again(
     add: bool,

@@ -206,3 +206,31 @@ def test_postings_are_held_only_for_lookups_that_read_a_good_share_of_the_runs(
     assert post._memory is None
     index.query(texts[:600])  # half the documents: most runs
     assert post._memory is not None
+
+
+def test_memory_store_after_small_adds_and_removals_answers_as_one_built_at_once() -> None:
+    """The memory store keeps blocks of halving sizes and lists removed documents until enough
+    pile up to rewrite the blocks: thousands of small adds, replacements and removals (past
+    that rewrite) answer, count postings and check as one index built from the survivors."""
+    texts = _texts(1500, seed=11)
+    rng = random.Random(3)
+    grown = Index.create(None)
+    live: dict[str, str] = {}
+    for step in range(400):
+        ids = list(dict.fromkeys(f"d{rng.randrange(2200)}" for _ in range(rng.randrange(1, 12))))
+        chosen = [texts[rng.randrange(len(texts))] for _ in ids]
+        grown.add(ids, chosen)
+        live.update(zip(ids, chosen, strict=True))
+        if step % 4 == 3:
+            gone = rng.sample(sorted(live), min(len(live), rng.randrange(1, 20)))
+            grown.remove(gone)
+            for doc_id in gone:
+                del live[doc_id]
+    whole = Index.create(None)
+    whole.add(list(live), list(live.values()))
+    probes = texts[::5]
+    assert _answers(grown, probes) == _answers(whole, probes)
+    assert sum(bool(a) for a in _answers(grown, probes)) > 50  # not vacuous
+    assert grown.stats()["postings"] == whole.stats()["postings"]
+    assert grown.check() == [] and len(grown) == len(live)
+    assert len(grown.store._blocks) <= 12  # type: ignore[attr-defined]  # halving sizes: few

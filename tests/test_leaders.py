@@ -369,6 +369,23 @@ def test_effective_sizes_count_filled_bins_of_one_permutation_sketches() -> None
     assert effective_sizes(rows, "classic").tolist() == [4, 4, 4]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(0, 300),
+    width=st.sampled_from([0, 1, 4, 64, 228]),
+    spread=st.sampled_from([3, 300, 65536]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_distinct_values_count_each_rows_distinct_values_few_rows_or_many(
+    rows: int, width: int, spread: int, seed: int
+) -> None:
+    """The kernel sorts each row of a small sketch and stamps a value table for a large one;
+    both count what ``len(set(row))`` counts."""
+    values = np.random.default_rng(seed).integers(0, spread, (rows, width)).astype(np.uint16)
+    expected = [len(set(row.tolist())) for row in values]
+    assert _k.distinct_values(values).tolist() == expected
+
+
 def test_hybrid_rechecks_fetched_in_byte_chunks_keep_what_one_chunk_keeps(
     corpus: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -53,6 +53,15 @@ class SignedBatch:
             concat_evidence([p.evidence for p in parts]),
         )
 
+    def take(self, rows: IntArray) -> SignedBatch:
+        """The batch of documents ``rows``, in that order."""
+        return SignedBatch(
+            self.canonical[rows],
+            self.lengths[rows],
+            self.signatures.take(rows),
+            self.evidence.take(rows),
+        )
+
 
 class BlockStore(Protocol):
     """Per-batch blocks kept in order until ``finish`` (see the module docstring)."""

@@ -32,6 +32,7 @@ import numpy.typing as npt
 from .. import planner  # noqa: F401 - each batch's Deduplicator plans its features
 from .._kernels.hashing import EMPTY
 from .._prefetch import ordered_map
+from ..blocks import SignedBatch
 from ..candidates import distinct, find_sorted, stable_order
 from ..errors import NeardupError, UnknownIdError
 from ..methods import Method, Signatures, make_method, postings
@@ -53,7 +54,7 @@ from .checks import (
 )
 from .codec import decode_evidence, decode_signatures, encode_evidence, encode_signatures
 from .creating import create_file
-from .deduping import Held, batch_kept
+from .deduping import dedup_batches
 from .memory_store import MemoryStore
 from .results import AddResult, Answers, Batch, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
@@ -231,13 +232,26 @@ class Index:
 
         Touches no store, so batches can be prepared in threads while another is written.
         """
+        return self._prepare(ids, texts, meta, dates, None)
+
+    def _prepare(
+        self,
+        ids: Sequence[str],
+        texts: Sequence[str],
+        meta: Sequence[dict[str, Any] | None] | None,
+        dates: Sequence[str | None] | None,
+        signed: SignedBatch | None,
+    ) -> NewDocs:
+        """``prepare``, with the texts' rows already signed by this index's parameters when
+        ``signed`` is given (a dedup signs a batch once, then stores its kept rows)."""
         texts = check_texts(texts)
         ids = check_ids(ids, len(texts))
         stored_meta = meta_json(ids, meta)
         check_dates(ids, dates)
         if self.store.unicode_only:
             stored_as_unicode(ids, texts if self.store_text else None, meta, dates)
-        signed = sign_texts(self.params, self.method, self.verifier, texts)
+        if signed is None:
+            signed = sign_texts(self.params, self.method, self.verifier, texts)
         sigs = signed.signatures
         row, key = self._postings(sigs, signed.canonical)
         n = len(texts)
@@ -391,42 +405,7 @@ class Index:
         it they are added, one transaction per batch. Neither the kept set nor the counts
         depend on where the batches end: a duplicate of the index resembles a document stored
         before the call; the other removed documents duplicate a kept one of the input."""
-        add = check_flag("add", add)  # "yes" or 0 would be read as a wish to write
-        seen = self if add else Index.create(None, self.params, store_text=self.store_text)
-        kept_parts: list[npt.NDArray[np.bool_]] = []
-        added_ids: set[str] = set()
-        in_index = in_input = 0
-        try:
-            for ids, texts in ((check_ids(i, len(t)), t) for i, t in batches):  # as add does
-                kept, of_index = batch_kept(
-                    self.params, ids, texts, self._held(texts, seen, added_ids)
-                )
-                in_index += int(of_index.sum())
-                in_input += int(len(texts) - kept.sum() - of_index.sum())
-                rows = np.flatnonzero(kept).tolist()
-                seen.add([ids[i] for i in rows], [texts[i] for i in rows])
-                if seen is self:
-                    added_ids.update(ids[i] for i in rows)
-                kept_parts.append(kept)
-        finally:
-            if seen is not self:
-                seen.close()
-        mask = np.concatenate(kept_parts) if kept_parts else np.zeros(0, dtype=bool)
-        added = int(mask.sum()) if add else 0
-        return Deduplicated(mask, in_index, in_input, added)
-
-    def _held(self, texts: Sequence[str], seen: Index, added: set[str]) -> list[Held]:
-        """A batch's matches among the stored documents (the ``added`` ids not stored before the
-        dedup) and, when it holds any, among the kept ones ``seen`` apart; a kept document of
-        the batch takes over its id in ``seen`` (which is this index with ``add``)."""
-        signed = self._signed_query(texts)  # signed once, looked up in both (same parameters)
-        found = self._answer(signed, None, None)
-        before = np.array([i not in added for i in found.ids], dtype=bool)
-        held: list[Held] = [(found, seen is self, before)]
-        if seen is not self and len(seen):
-            apart = seen._answer(signed, None, None)
-            held.append((apart, True, np.zeros(len(apart.ids), dtype=bool)))
-        return held
+        return dedup_batches(self, batches, check_flag("add", add))  # "yes" would mean write
 
     def _signed_query(self, texts: Sequence[str]) -> tuple[Any, Any, Any, list[str]]:
         """A query batch's content hashes, signatures and evidence: no store is touched."""

@@ -1,8 +1,11 @@
 """In-memory store: the same protocol as SQLite, for tests, overlays and short-lived indexes.
 
-Documents are rows in a dict; postings are sorted (key, doc) array blocks, merged into one when
-more than a few accumulate, and looked up by binary search. A transaction keeps a snapshot to
-restore on rollback.
+Documents are rows in a dict; postings are sorted (key, doc) array blocks, each at least twice
+the size of the next (a new block merges into the one before it until that holds: each posting
+is merged about log2(blocks) times, however small the adds), looked up by binary search. A removed document's postings stay
+in the blocks, its number listed as dead (lookups drop it), until a merge or enough removals
+rewrite the blocks: removing a few documents at a time costs what they hold, not the index.
+A transaction keeps a snapshot to restore on rollback.
 """
 
 from __future__ import annotations
@@ -16,9 +19,6 @@ import numpy as np
 from ..candidates import distinct, pairs_from_hits
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
 from .usage import nested
-
-#: Posting blocks kept before they are merged into one sorted block.
-_MAX_BLOCKS = 8
 
 # Row layout: id, hash, nkeys, sig, ev, text, meta, first_seen, last_seen, gone
 _Row = list[object]
@@ -35,6 +35,7 @@ class MemoryStore:
         self._ids: dict[str, int] = {}
         self._hashes: dict[int, tuple[int, ...]] = {}
         self._blocks: list[tuple[KeyArray, IntArray]] = []
+        self._dead = np.zeros(0, dtype=np.int64)  # removed documents still in the blocks
         self._next = 0
         self._saved: tuple[object, ...] | None = None
 
@@ -52,6 +53,7 @@ class MemoryStore:
             dict(self._ids),
             dict(self._hashes),
             list(self._blocks),
+            self._dead,
             self._next,
         )
 
@@ -68,9 +70,9 @@ class MemoryStore:
 
     def rollback(self) -> None:
         if self._saved is not None:
-            rows, ids, hashes, blocks, nxt = self._saved
+            rows, ids, hashes, blocks, dead, nxt = self._saved
             self._rows, self._ids, self._hashes = rows, ids, hashes  # type: ignore[assignment]
-            self._blocks, self._next = blocks, nxt  # type: ignore[assignment]
+            self._blocks, self._dead, self._next = blocks, dead, nxt  # type: ignore[assignment]
         self._saved = None
 
     def insert(self, new: NewDocs) -> IntArray:
@@ -98,17 +100,22 @@ class MemoryStore:
         doc = docs[new.posting_row]
         order = np.lexsort((doc, key))
         self._blocks.append((key[order], doc[order]))
-        if len(self._blocks) > _MAX_BLOCKS:
-            self._merge()
+        while len(self._blocks) > 1 and len(self._blocks[-2][0]) <= 2 * len(self._blocks[-1][0]):
+            (k1, d1), (k2, d2) = self._blocks.pop(-2), self._blocks.pop()
+            key, doc = np.concatenate([k1, k2]), np.concatenate([d1, d2])
+            order = np.argsort(key, kind="stable")  # two sorted runs; d1's docs precede d2's
+            self._blocks.append((key[order], doc[order]))
         return docs
 
-    def _merge(self) -> None:
-        if len(self._blocks) <= 1:
-            return
-        key = np.concatenate([b[0] for b in self._blocks])
-        doc = np.concatenate([b[1] for b in self._blocks])
-        order = np.lexsort((doc, key))
-        self._blocks = [(key[order], doc[order])]
+    def _live_blocks(self) -> list[tuple[KeyArray, IntArray]]:
+        """The blocks without the dead documents' postings."""
+        if not len(self._dead):
+            return self._blocks
+        out = []
+        for k, d in self._blocks:
+            live = np.isin(d, self._dead, invert=True)
+            out.append((k[live], d[live]))
+        return out
 
     def delete(self, docs: IntArray, posting_doc: IntArray, posting_key: KeyArray) -> None:
         for d in docs.tolist():
@@ -120,11 +127,9 @@ class MemoryStore:
                 self._hashes[h] = rest
             else:
                 self._hashes.pop(h, None)
-        kept: list[tuple[KeyArray, IntArray]] = []
-        for k, dd in self._blocks:
-            keep = np.isin(dd, docs, invert=True)
-            kept.append((k[keep], dd[keep]))
-        self._blocks = kept
+        self._dead = np.union1d(self._dead, docs)  # doc numbers are never used again
+        if len(self._dead) > max(1024, len(self._rows) // 4):  # rewritten: amortised per doc
+            self._blocks, self._dead = self._live_blocks(), self._dead[:0]
 
     def set_gone(self, docs: IntArray, date: str | None) -> None:
         for d in docs.tolist():
@@ -153,9 +158,11 @@ class MemoryStore:
         if not hit_key:
             e = np.zeros(0, dtype=np.int64)
             return e, e.copy()
-        return pairs_from_hits(
-            row, key, np.concatenate(hit_key), np.concatenate(hit_doc), min_shared
-        )
+        keys, docs = np.concatenate(hit_key), np.concatenate(hit_doc)
+        if len(self._dead):
+            live = np.isin(docs, self._dead, invert=True)
+            keys, docs = keys[live], docs[live]
+        return pairs_from_hits(row, key, keys, docs, min_shared)
 
     def load(self, docs: IntArray) -> StoredDocs:
         rows = [self._rows[d] for d in docs.tolist()]
@@ -175,12 +182,12 @@ class MemoryStore:
             "store": "memory",
             "documents": len(self._rows),
             "retired": sum(1 for r in self._rows.values() if r[9] is not None),
-            "postings": int(sum(len(k) for k, _ in self._blocks)),
+            "postings": int(sum(len(k) for k, _ in self._live_blocks())),
         }
 
     def check(self) -> list[str]:
         problems = []
-        have = int(sum(len(k) for k, _ in self._blocks))
+        have = int(sum(len(k) for k, _ in self._live_blocks()))
         expected = sum(int(r[2]) for r in self._rows.values())  # type: ignore[call-overload]
         if have != expected:
             problems.append(f"documents list {expected} postings but the blocks hold {have}")
