@@ -145,6 +145,17 @@ def test_a_plot_of_an_unknown_picture_type_stops_before_the_plan_is_printed(
     assert out == "" and "unknown picture type '.txt'" in err and not txt.exists()
 
 
+def test_a_pgf_plot_without_its_tex_system_stops_in_one_line_before_the_plan_is_printed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no xelatex (nor anything) to be found
+    pgf = tmp_path / "curve.pgf"
+    assert main(["plan", "--threshold", "0.9", "--plot", str(pgf)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and not pgf.exists() and len(err.splitlines()) == 1
+    assert "a .pgf picture is typeset by xelatex, which is not installed" in err
+
+
 def test_a_plot_to_standard_output_is_refused_before_the_plan_is_printed(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -11,6 +11,7 @@ import gzip
 import io
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -104,6 +105,23 @@ def check_picture(path: str | Path) -> None:
     if kind not in PICTURE_TYPES:
         raise ParamError(
             f"cannot draw {out}: unknown picture type '.{kind}'; name a .png, .svg or .pdf file"
+        )
+    if kind == "pgf":
+        _check_tex(out)
+
+
+def _check_tex(out: Path) -> None:
+    """ParamError when the TeX system matplotlib typesets a .pgf picture with is not installed
+    (it would fail after the plan is printed, with its own traceback)."""
+    try:
+        import matplotlib
+    except ImportError:  # drawing says what to install
+        return
+    tex = str(matplotlib.rcParams["pgf.texsystem"])
+    if shutil.which(tex) is None:
+        raise ParamError(
+            f"cannot draw {out}: a .pgf picture is typeset by {tex}, which is not installed "
+            "(not on PATH); install a TeX system, or name a .png, .svg or .pdf file"
         )
 
 
