@@ -4,8 +4,13 @@ gaps; a file changed after pass 1 is the same one-line error."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import io
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup.cli import main
 from neardup.errors import InputError
 from neardup.io import _jsonl_blocks as blocks
 from neardup.io._report import Entry
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
 class _Reads(io.BytesIO):
@@ -163,3 +171,127 @@ def test_a_file_changed_after_pass_one_is_one_error_line(
             _gathered(Entry("c.jsonl", src), pairs, lines, data)
     message = str(raised.value)
     assert "changed between the two passes" in message and "\n" not in message
+
+
+def _kept_corpus(path: Path, words: tuple[int, int] = (900, 1300)) -> None:
+    """JSONL of near copies (about a third removed), its last line without a newline; lines
+    long enough (about 7 KB) for the kernel to copy them."""
+    from neardup.testing.synth import near_duplicate_corpus, random_documents
+
+    base = random_documents(300, seed=4, words=words)
+    texts = near_duplicate_corpus(base, 300, 0.35, seed=5).texts
+    lines = [f'{{"id": "d{i}", "text": {json.dumps(t)}}}' for i, t in enumerate(texts)]
+    path.write_text("\n".join(lines), encoding="utf-8")  # no newline after the last
+
+
+def test_kept_lines_copied_by_the_kernel_are_the_bytes_read_and_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain JSONL file into a file: the kept runs go through ``os.copy_file_range``, and the
+    output is byte for byte the one read and written through Python (where the kernel copy is
+    refused: another filesystem), the last line given its newline both ways."""
+    src = tmp_path / "in.jsonl"
+    _kept_corpus(src)
+    calls = []
+    real = os.copy_file_range
+
+    def counted(*args: int) -> int:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", counted)
+    assert main(["dedup", str(src), "-o", str(tmp_path / "kernel.jsonl"), "-q"]) == 0
+    assert len(calls) > 5  # runs between removed lines
+
+    def refused(*args: int) -> int:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refused)
+    assert main(["dedup", str(src), "-o", str(tmp_path / "python.jsonl"), "-q"]) == 0
+    kernel, python = (
+        (tmp_path / "kernel.jsonl").read_bytes(),
+        (tmp_path / "python.jsonl").read_bytes(),
+    )
+    assert kernel == python and kernel.endswith(b"}\n")
+    assert 150 < kernel.count(b"\n") < 300
+
+
+def test_an_input_changed_while_the_kernel_copies_it_is_one_error_line_and_no_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _kept_corpus(src)
+    real = os.copy_file_range
+
+    def then_changed(*args: int) -> int:
+        n = real(*args)
+        with src.open("ab") as fh:  # someone appends while pass 2 copies
+            fh.write(b'\n{"id": "late", "text": "late"}')
+        return n
+
+    monkeypatch.setattr(os, "copy_file_range", then_changed)
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "changed between the two passes" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_line_rewritten_under_the_same_size_and_time_is_found_by_the_kernel_copy_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The input's stamp forged back after a kept line was cut and its bytes shifted: the
+    first-byte check finds it on the kernel's path as on the other (no output)."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _kept_corpus(src)
+    real = os.copy_file_range
+    data = src.read_bytes()
+    cut = data.index(b"\n", len(data) // 2) + 1  # a line in the middle loses its first bytes
+
+    def then_forged(*args: int) -> int:
+        n = real(*args)
+        stamp = src.stat()
+        src.write_bytes(data[:cut] + data[cut + 5 :] + b"     ")  # the same size
+        os.utime(src, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        monkeypatch.setattr(os, "copy_file_range", real)
+        return n
+
+    monkeypatch.setattr(os, "copy_file_range", then_forged)
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "changed between the two passes" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_short_kept_lines_are_read_and_written_not_copied_line_by_line_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One-line texts: checking each line's first byte by a system call would cost more than
+    the kernel's copy saves, so the lines are read and written (the same bytes)."""
+    src = tmp_path / "in.jsonl"
+    _kept_corpus(src, words=(20, 60))
+    calls: list[tuple[int, ...]] = []
+    real = os.copy_file_range
+    monkeypatch.setattr(os, "copy_file_range", lambda *a: calls.append(a) or real(*a))
+    assert main(["dedup", str(src), "-o", str(tmp_path / "out.jsonl"), "-q"]) == 0
+    assert calls == []
+
+
+def test_kept_lines_appended_to_standard_output_are_written_when_the_kernel_cannot_copy(
+    tmp_path: Path,
+) -> None:
+    """``>> file``: the kernel refuses to copy into an appending file; the lines are read and
+    written instead, after what the file held."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _kept_corpus(src)
+    assert main(["dedup", str(src), "-o", str(tmp_path / "whole.jsonl"), "-q"]) == 0
+    out.write_bytes(b"before\n")
+    with out.open("ab") as appended:
+        proc = subprocess.run(
+            [sys.executable, "-m", "neardup", "dedup", str(src), "-o", "-", "-q"],
+            stdout=appended,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": SRC},
+            check=False,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes() == b"before\n" + (tmp_path / "whole.jsonl").read_bytes()
