@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -216,46 +217,39 @@ def test_kept_lines_copied_by_the_kernel_are_the_bytes_read_and_written(
     assert 150 < kernel.count(b"\n") < 300
 
 
+def _appended(src: Path, data: bytes) -> None:
+    with src.open("ab") as fh:  # someone appends while pass 2 copies
+        fh.write(b'\n{"id": "late", "text": "late"}')
+
+
+def _forged(src: Path, data: bytes) -> None:
+    """A line in the middle loses its first bytes, the size and modification time kept."""
+    stamp = src.stat()
+    cut = data.index(b"\n", len(data) // 2) + 1
+    src.write_bytes(data[:cut] + data[cut + 5 :] + b"     ")
+    os.utime(src, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+
+
+@pytest.mark.parametrize("change", [_appended, _forged], ids=["appended", "same stamp"])
 def test_an_input_changed_while_the_kernel_copies_it_is_one_error_line_and_no_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    change: Callable[[Path, bytes], None],
 ) -> None:
+    """Changed after the first run is copied: its stamp tells, and where the stamp was forged
+    back, a line's first byte (as on the path that reads the lines); no output is left."""
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _kept_corpus(src)
-    real = os.copy_file_range
+    real, data = os.copy_file_range, src.read_bytes()
 
     def then_changed(*args: int) -> int:
         n = real(*args)
-        with src.open("ab") as fh:  # someone appends while pass 2 copies
-            fh.write(b'\n{"id": "late", "text": "late"}')
+        monkeypatch.setattr(os, "copy_file_range", real)
+        change(src, data)
         return n
 
     monkeypatch.setattr(os, "copy_file_range", then_changed)
-    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
-    err = capsys.readouterr().err
-    assert "changed between the two passes" in err and len(err.splitlines()) == 1
-    assert not out.exists()
-
-
-def test_a_line_rewritten_under_the_same_size_and_time_is_found_by_the_kernel_copy_too(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The input's stamp forged back after a kept line was cut and its bytes shifted: the
-    first-byte check finds it on the kernel's path as on the other (no output)."""
-    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
-    _kept_corpus(src)
-    real = os.copy_file_range
-    data = src.read_bytes()
-    cut = data.index(b"\n", len(data) // 2) + 1  # a line in the middle loses its first bytes
-
-    def then_forged(*args: int) -> int:
-        n = real(*args)
-        stamp = src.stat()
-        src.write_bytes(data[:cut] + data[cut + 5 :] + b"     ")  # the same size
-        os.utime(src, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
-        monkeypatch.setattr(os, "copy_file_range", real)
-        return n
-
-    monkeypatch.setattr(os, "copy_file_range", then_forged)
     assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
     err = capsys.readouterr().err
     assert "changed between the two passes" in err and len(err.splitlines()) == 1
