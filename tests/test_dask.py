@@ -23,7 +23,7 @@ from neardup.dask import ClusterOutputs, JobOptions, connect, dedup, read_output
 from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DedupParams, MinhashParams, SimhashMethodParams  # noqa: E402
 from neardup.testing.synth import near_duplicate_corpus, random_documents  # noqa: E402
-from tests.killing import kill_once_done, rerun_resumes  # noqa: E402
+from tests.killing import kill_once_done, one_letter_changed, rerun_resumes  # noqa: E402
 
 FOLDERS = ("kept", "clusters", "pairs")
 
@@ -591,3 +591,110 @@ def test_a_resumed_write_stage_writes_again_the_parts_deleted_since_it_was_kille
     (tmp_path / "kept" / "manifest.json").unlink()
     dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
     assert [concat(tmp_path / name) for name in FOLDERS] == want
+
+
+@pytest.mark.parametrize("state", ["finished", "killed"])
+def test_a_rerun_writes_again_a_part_replaced_by_a_file_of_the_same_size(
+    client: object, lines: list[str], tmp_path: Path, state: str
+) -> None:
+    # a part of the same size with other bytes (another program's, another run's) passed the
+    # check of the part's size and got this run's manifest: the output held its bytes
+    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
+    work = tmp_path / "work"
+    options = JobOptions(block_bytes=7000, work_dir=str(work))
+    dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    if state == "killed":  # as if killed while writing, every block's part done
+        (work / "write" / "_SUCCESS").unlink()
+        (tmp_path / "kept" / "manifest.json").unlink()
+    parts = sorted((tmp_path / "kept").glob("part-*"))
+    assert len(parts) > 2
+    parts[1].write_bytes(one_letter_changed(parts[1].read_bytes()))
+    before = {p: os.stat(p) for p in parts}
+    dedup(inputs, DedupParams(), _keep_folders(tmp_path), options, client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    if state == "killed":  # the other blocks' parts are kept as they were
+        now = {p: os.stat(p) for p in parts}
+        kept = [p for p in parts if (now[p].st_ino, now[p].st_mtime_ns) ==
+                (before[p].st_ino, before[p].st_mtime_ns)]  # fmt: skip
+        assert kept == [p for p in parts if p != parts[1]]
+
+
+def test_a_work_folder_of_the_version_without_stamps_writes_its_parts_again(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    # write answers that hold sizes only (an earlier version's) cannot tell a part of the same
+    # size put there since from this run's: their blocks are written again, nothing refused
+    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
+    work = tmp_path / "work"
+    options = JobOptions(block_bytes=7000, work_dir=str(work))
+    dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    for answer in (work / "write").glob("part-*.json"):
+        body = json.loads(answer.read_text())
+        body.pop("part_stamps", None)
+        answer.write_text(json.dumps(body))
+    parts = sorted((tmp_path / "kept").glob("part-*"))
+    before = {p: os.stat(p) for p in parts}
+    dedup(inputs, DedupParams(), _keep_folders(tmp_path), options, client)
+    assert [concat(tmp_path / name) for name in FOLDERS] == want
+    now = {p: os.stat(p) for p in parts}
+    assert all(now[p].st_ino != before[p].st_ino for p in parts)  # written again
+
+
+def test_a_part_on_s3_replaced_by_an_object_of_the_same_size_is_written_again(
+    client: object, lines: list[str], tmp_path: Path, s3: dict[str, object]
+) -> None:
+    import s3fs
+
+    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
+    fs = s3fs.S3FileSystem(**s3)  # type: ignore[arg-type]
+    fs.mkdir("stamps")
+    outs = ClusterOutputs(*(f"s3://stamps/{name}" for name in FOLDERS))
+    options = JobOptions(block_bytes=7000, work_dir=str(tmp_path / "work"), storage_options=s3)
+    dedup(inputs, DedupParams(), outs, options, client)
+    part = sorted(fs.glob("stamps/kept/part-*"))[1]
+    fs.pipe_file(part, one_letter_changed(fs.cat_file(part)))
+    assert read_output("s3://stamps/kept", s3) != want[0]
+    dedup(inputs, DedupParams(), outs, options, client)
+    assert [read_output(f"s3://stamps/{name}", s3) for name in FOLDERS] == want
+
+
+def test_a_part_s_stamp_is_its_etag_else_its_modification_time(tmp_path: Path) -> None:
+    import datetime
+
+    from fsspec.implementations.local import LocalFileSystem
+
+    from neardup.dask.inputs import file_stamp
+
+    when = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC)
+    etag = '"9e107d9d372bb6826bd81d3542a419d6"'
+    s3_like = {"name": "b/k/part-00000.jsonl", "size": 43, "type": "file", "ETag": etag,
+               "LastModified": when, "StorageClass": "STANDARD"}  # fmt: skip
+    assert file_stamp(s3_like) == etag
+    assert file_stamp({**s3_like, "ETag": None}) == str(when)
+    (tmp_path / "a").write_bytes(b"x")
+    info = LocalFileSystem().info(str(tmp_path / "a"))
+    assert file_stamp(info) == str(info["mtime"])
+    assert file_stamp({"name": "p", "size": 1, "type": "file"}) is None  # then the size alone
+    assert file_stamp({"name": "p", "size": 1, "ETag": ""}) is None
+
+
+def test_a_part_counts_as_written_with_its_size_and_stamp_or_its_size_alone_without_one(
+    tmp_path: Path,
+) -> None:
+    from fsspec.implementations.local import LocalFileSystem
+
+    from neardup.dask.folders import _parts_lost
+    from neardup.dask.inputs import file_stamp
+
+    (tmp_path / "part-00000.jsonl").write_bytes(b"abc\n")
+    stamp = file_stamp(LocalFileSystem().info(str(tmp_path / "part-00000.jsonl")))
+    folders = [(str(tmp_path), "jsonl", "kept")]
+
+    def lost(answer: dict[str, object]) -> bool:
+        return _parts_lost(folders, {0: answer}, {}) == [0]  # type: ignore[arg-type]
+
+    assert not lost({"part_bytes": {"kept": 4}, "part_stamps": {"kept": stamp}})
+    assert not lost({"part_bytes": {"kept": 4}, "part_stamps": {"kept": None}})  # none reported
+    assert lost({"part_bytes": {"kept": 4}, "part_stamps": {"kept": "another"}})
+    assert lost({"part_bytes": {"kept": 5}, "part_stamps": {"kept": stamp}})
+    assert lost({"part_bytes": {"kept": 4}})  # an earlier version's answer

@@ -27,7 +27,7 @@ from neardup.dask import (  # noqa: E402
 from neardup.errors import InputError, ParamError  # noqa: E402
 from neardup.params import DecontaminateParams  # noqa: E402
 from neardup.testing.synth import random_documents  # noqa: E402
-from tests.killing import kill_once_done, rerun_resumes  # noqa: E402
+from tests.killing import kill_once_done, one_letter_changed, rerun_resumes  # noqa: E402
 
 PARAMS = DecontaminateParams()
 
@@ -302,4 +302,27 @@ def test_a_rerun_writes_again_the_parts_another_run_left_in_its_folders(
     run(DecontaminateParams(containment=0.9), "other")
     assert _outputs(tmp_path) != want
     run(PARAMS, "work")
+    assert _outputs(tmp_path) == want
+
+
+def test_a_rerun_writes_again_the_parts_replaced_by_files_of_the_same_size(
+    client: object, corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    # a clean part and a matches part (written as it goes) of the same size with other bytes
+    # passed the check of their sizes and got this run's manifest
+    bench, inputs, want = _on_two_workers(client, corpus, tmp_path)
+    work = tmp_path / "work"
+    _run(tmp_path, inputs, bench, client, work_dir=str(work), block_bytes=4000)
+    (work / "write" / "_SUCCESS").unlink()  # as if killed while writing, every block's part done
+    (tmp_path / "clean" / "manifest.json").unlink()
+    (tmp_path / "matches" / "manifest.json").unlink()
+    clean = tmp_path / "clean" / "part-00001.jsonl"
+    matches = max((tmp_path / "matches").glob("part-*"), key=lambda p: p.stat().st_size)
+    for part in (clean, matches):
+        part.write_bytes(one_letter_changed(part.read_bytes()))
+    from neardup.run import ReadOptions
+
+    again = DecontaminateFolders(str(tmp_path / "clean"), str(tmp_path / "matches"))
+    decontaminate(inputs, str(bench), PARAMS, again, JobOptions(work_dir=str(work), block_bytes=4000),
+                  client, against_read=ReadOptions(text_field="q"))  # fmt: skip
     assert _outputs(tmp_path) == want

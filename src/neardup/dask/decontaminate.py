@@ -66,6 +66,7 @@ from .job import (
 from .scan import ReadSpec, block_meta, copy_kept, placed_docs, read_block
 from .stages import (
     PART_SIZES,
+    PART_STAMPS,
     dropped_of,
     duplicates,
     fill_ids,
@@ -73,6 +74,7 @@ from .stages import (
     kept_kind,
     open_part,
     part_name,
+    part_stamp,
     put_part,
 )
 from .tables import Docs
@@ -249,7 +251,8 @@ def write_block(
     present[np.asarray(dropped, dtype=np.int64)] = False
     storage = layout.storage_options
     file = layout.files[layout.blocks[index].file]
-    sizes: dict[str, int] = {}  # each part's bytes, by folder: a rerun checks the parts by them
+    sizes: dict[str, int] = {}  # each part's bytes and stamp, by folder: a rerun checks the
+    stamps: dict[str, str | None] = {}  # parts by them
     with contextlib.ExitStack() as stack:
         sink = None
         if folders.matches is not None:
@@ -259,16 +262,19 @@ def write_block(
         contaminated, n_matches, items, nbytes = _write_matches(
             layout, index, docs, present, bench_ids, sink
         )
-    if sink is not None:
+    if folders.matches is not None:  # whole now: its stamp is the one the folder keeps
         sizes["matches"] = nbytes
+        stamps["matches"] = part_stamp(folders.matches, part_name(index, "jsonl"), storage)
     keep = present & ~contaminated
     if folders.clean is not None:
         kept = io.BytesIO()
         block = layout.blocks[index]
         copy_kept(file, block, docs, keep, kept, layout.spec, storage)
-        sizes["kept"] = put_part(folders.clean, part_name(index, kind), kept.getvalue(), storage)
+        name = part_name(index, kind)
+        sizes["kept"], stamps["kept"] = put_part(folders.clean, name, kept.getvalue(), storage)
     answer: dict[str, Any] = {
         PART_SIZES: sizes,
+        PART_STAMPS: stamps,
         "block": index,
         "documents": int(present.sum()),
         "contaminated": int(contaminated.sum()),

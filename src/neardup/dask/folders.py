@@ -15,8 +15,8 @@ from typing import Any
 from ..errors import InputError, OutputError, ParamError
 from ..io._outputs import check_json_name
 from ..io._targets import classify, folder_problem, quick_kind
-from .inputs import InputFile, filesystem, is_url, reaching
-from .stages import PART_SIZES, part_name
+from .inputs import InputFile, file_stamp, filesystem, is_url, reaching
+from .stages import PART_SIZES, PART_STAMPS, part_name
 from .workdir import WorkDir, write_whole
 
 MANIFEST = "manifest.json"
@@ -167,8 +167,9 @@ def check_written(
     work: WorkDir, folders: list[Folder], n_blocks: int, storage: dict[str, Any]
 ) -> None:
     """Written parts count as done only while they are where this run writes them, as this run
-    wrote them: other output folders, parts deleted since, or parts of another size (another
-    run's written over them, a part cut short), write those blocks again."""
+    wrote them: other output folders, parts deleted since, or parts of another size or stamp
+    (another run's or program's written over them, even of the same size; a part cut short),
+    write those blocks again."""
     record: dict[str, Any] = {count: folder for folder, _, count in folders}
     record["kinds"] = [kind for _, kind, _ in folders]
     if work.exists("write") and (
@@ -190,17 +191,27 @@ def _parts_lost(
     folders: list[Folder], written: dict[int, dict[str, Any]], storage: dict[str, Any]
 ) -> list[int]:
     """The blocks (``written``: their write answers) whose part file is missing from one of the
-    output folders, or has another size than the block wrote (``PART_SIZES``)."""
+    output folders, or has another size or stamp than the block wrote (``PART_SIZES``,
+    ``PART_STAMPS``: the folder's listing, no part read). An answer without stamps (an earlier
+    version's) counts as lost; a stamp of None (a filesystem that reports neither ETag nor
+    modification time) leaves the size alone to check."""
     lost: set[int] = set()
     for folder, kind, count in folders:
         if folder is None or not written:
             continue
         fs, root = filesystem(folder, storage)
         found = fs.glob(f"{root.rstrip('/')}/part-*", detail=True)
-        have = {p.rsplit("/", 1)[-1]: info.get("size") for p, info in found.items()}
+        have = {
+            p.rsplit("/", 1)[-1]: (info.get("size"), file_stamp(info)) for p, info in found.items()
+        }
         for b, answer in written.items():
             size = answer.get(PART_SIZES, {}).get(count)
-            if size is None or have.get(part_name(b, kind)) != size:
+            stamps = answer.get(PART_STAMPS, {})  # none: an earlier version's answer
+            if size is None or count not in stamps:
+                lost.add(b)
+                continue
+            got_size, got_stamp = have.get(part_name(b, kind), (None, None))
+            if got_size != size or (stamps[count] is not None and got_stamp != stamps[count]):
                 lost.add(b)
     return sorted(lost)
 

@@ -108,11 +108,24 @@ def reaching(where: str, storage: dict[str, Any] | None) -> Iterator[None]:
         raise ParamError(storage_problem(where, exc, storage)) from None
 
 
-def _stamp(info: dict[str, Any]) -> str:
-    for key in ("ETag", "etag", "md5Hash", "mtime", "LastModified", "last_modified", "created"):
+#: The fields of an fsspec info dict that change when a file is written again, best first: an
+#: object store's ETag or content hash (s3fs, gcsfs, adlfs), else a modification time (a local
+#: file's ``mtime``, s3fs's ``LastModified``...).
+STAMP_FIELDS = ("ETag", "etag", "md5Hash", "mtime", "LastModified", "last_modified", "created")
+
+
+def file_stamp(info: dict[str, Any]) -> str | None:
+    """What tells a file apart from another of the same size, from its fsspec info dict (one
+    ``fs.info`` or ``fs.glob(detail=True)`` gives, nothing read): its ETag where the
+    filesystem reports one, else its modification time; None when it reports neither."""
+    for key in STAMP_FIELDS:
         if info.get(key) is not None:
-            return str(info[key])
-    return ""
+            return str(info[key]) or None
+    return None
+
+
+def _stamp(info: dict[str, Any]) -> str:
+    return file_stamp(info) or ""
 
 
 def _join(base: str, path: str, fs: Any) -> str:

@@ -36,7 +36,7 @@ from ..params import DedupParams
 from ..text import Utf8Texts
 from .bundles import Pieces, concat_tables, spread
 from .components import labels_file, stars
-from .inputs import Block, InputFile, filesystem, is_url
+from .inputs import Block, InputFile, file_stamp, filesystem, is_url
 from .refetch import Refetch
 from .scan import ReadSpec, copy_kept
 from .tables import (
@@ -64,6 +64,11 @@ ENGINE_SHARE = 1 / 8
 #: The field of a block's write answer holding its parts' sizes in bytes, by output folder
 #: (``kept``, ``clusters``...): a rerun writes a block again whose part has another size.
 PART_SIZES = "part_bytes"
+#: The field beside it holding each part's stamp (``file_stamp``: its ETag or modification time
+#: as its folder reported it right after the write), by output folder: a rerun writes a block
+#: again whose part has another stamp (a file of the same size put there since), or when the
+#: answer has none (written by a version that kept sizes only).
+PART_STAMPS = "part_stamps"
 #: Whether the finish stage writes clusters lines and pairs lines (only for outputs asked for).
 Lines = tuple[bool, bool]
 #: What the write stage reads of the scan (where records are), and what the graph stage
@@ -510,19 +515,23 @@ def write_take(
     written["kept"] = int(keep.sum())
     written["empty"] = int((docs.canonical[present] == np.uint64(0xFFFFFFFFFFFFFFFF)).sum())
     written["nbytes"] = int((docs.end[present] - docs.start[present]).sum())
-    sizes: dict[str, int] = {}  # each part's bytes, by folder: a rerun checks the parts by them
+    sizes: dict[str, int] = {}  # each part's bytes and stamp, by folder: a rerun checks the
+    stamps: dict[str, str | None] = {}  # parts by them
     if outputs.kept is not None:
         sink = io.BytesIO()
         place = layout.blocks[block]
         copy_kept(file, place, docs, keep, sink, layout.spec, layout.storage_options)
         data = sink.getvalue()
-        sizes["kept"] = put_part(outputs.kept, part_name(block, outputs.kind), data, storage)
+        name = part_name(block, outputs.kind)
+        sizes["kept"], stamps["kept"] = put_part(outputs.kept, name, data, storage)
         written["kept_bytes"] = len(data)
     for count, folder, lines in (("clusters", outputs.clusters, cluster_lines),
                                  ("pairs", outputs.pairs, pair_lines)):  # fmt: skip
         if folder is not None:
-            sizes[count] = put_part(folder, part_name(block, "jsonl"), b"".join(lines), storage)
+            name, data = part_name(block, "jsonl"), b"".join(lines)
+            sizes[count], stamps[count] = put_part(folder, name, data, storage)
     written[PART_SIZES] = sizes
+    written[PART_STAMPS] = stamps
     written["clusters"] = len(cluster_lines)
     written["pairs"] = len(pair_lines)
     work.write_json(rel, written)
@@ -538,11 +547,22 @@ def open_part(folder: str, name: str, storage: dict[str, Any]) -> Iterator[Binar
         yield fh
 
 
-def put_part(folder: str, name: str, data: bytes, storage: dict[str, Any]) -> int:
+def put_part(
+    folder: str, name: str, data: bytes, storage: dict[str, Any]
+) -> tuple[int, str | None]:
     """A part file, whole or absent; a name ending ``.gz`` gzipped (without a timestamp: the
-    same bytes every run). Returns its size, which a rerun checks the part against."""
+    same bytes every run). Returns its size and stamp (``part_stamp``), which a rerun checks
+    the part against."""
     if name.endswith(".gz"):
         data = gzip_bytes(data)
     fs, root = filesystem(folder, storage)
     write_whole(fs, f"{root.rstrip('/')}/{name}", data, is_url(folder))
-    return len(data)
+    return len(data), part_stamp(folder, name, storage)
+
+
+def part_stamp(folder: str, name: str, storage: dict[str, Any]) -> str | None:
+    """A part file's stamp as its folder reports it just after the write (``file_stamp``: ETag
+    or modification time; None when there is neither): a file of the same size written over
+    it since, by another program or run, has another one."""
+    fs, root = filesystem(folder, storage)
+    return file_stamp(fs.info(f"{root.rstrip('/')}/{name}"))
