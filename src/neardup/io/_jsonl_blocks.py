@@ -12,10 +12,7 @@ opening its line, so no output copies the mark.
 
 from __future__ import annotations
 
-import errno
 import io
-import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -28,6 +25,7 @@ from .._types import IntArray
 from ..text import Utf8Texts
 from ._gzip import GZIP_ERRORS, decompresses
 from ._jsonl import UTF8_BOM, LongLine, open_jsonl, parse_record, read_lines, report_long_line
+from ._kernel_copy import copied_by_kernel
 from ._report import Entry, Problems, RecordProblem, raise_changed, too_large
 
 #: Bytes read per chunk (whole lines are parsed; a longer line extends its chunk).
@@ -520,7 +518,7 @@ def copy_kept_spans(entry: Entry, keep: npt.NDArray[np.bool_], out: object) -> N
     brk = np.flatnonzero(s[1:] != e[:-1]) + 1
     run_s = s[np.concatenate([[0], brk])]
     run_e = e[np.concatenate([brk - 1, [len(e) - 1]])]
-    if _copied_by_kernel(entry, (run_s, run_e), (s, firsts[keep]), out):
+    if copied_by_kernel(entry, (run_s, run_e), (s, firsts[keep]), out):
         return
     write = out.write  # type: ignore[attr-defined]
     last = 0x0A
@@ -530,77 +528,6 @@ def copy_kept_spans(entry: Entry, keep: npt.NDArray[np.bool_], out: object) -> N
             last = piece[-1]
     if last != 0x0A:
         write(b"\n")
-
-
-#: ``copy_file_range`` errors that mean "not between these two files" (another filesystem, an
-#: appending output, a kernel without it): the runs are then read and written instead.
-_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF}
-#: Mean kept line length from which the kernel copies: each line's first byte is then checked
-#: by one ``pread`` (a cost per line that shorter lines would not repay).
-KERNEL_COPY_MIN_LINE = 4096
-
-
-def _copied_by_kernel(
-    entry: Entry,
-    runs: tuple[IntArray, IntArray],
-    lines: tuple[IntArray, npt.NDArray[np.uint8]],
-    out: object,
-) -> bool:
-    """The runs of kept lines copied from the input file into ``out`` by the kernel
-    (``os.copy_file_range``), when both are plain local files and the lines long: the bytes
-    never pass through Python (700 MB of kept lines: 0.3 s of system time, against 2.1 s read
-    and written on this project's VM). As on the other path, each line must still start with
-    the byte pass 1 saw, and the input's pass-1 size and modification time are checked before
-    and after. False: not possible here, nothing written."""
-    (run_s, run_e), (starts, firsts) = runs, lines
-    if (
-        int((run_e - run_s).sum()) < KERNEL_COPY_MIN_LINE * len(starts)
-        or not hasattr(os, "copy_file_range")
-        or entry.path is None
-        or entry.opener is not None
-        or entry.stream is not None
-        or entry.compressed
-        or entry.stamp is None
-        or not isinstance(out, io.BufferedWriter | io.FileIO)  # not a gzip or text wrapper
-    ):
-        return False
-    try:
-        dst = out.fileno()
-        if not stat.S_ISREG(os.fstat(dst).st_mode):  # a pipe or device: written directly
-            return False
-    except (OSError, ValueError):
-        return False
-    out.flush()
-    with open(entry.path, "rb", buffering=0) as handle:
-        src = handle.fileno()
-        _check_stamp(entry, src)
-        copied = False
-        for lo, hi in zip(run_s.tolist(), run_e.tolist(), strict=True):
-            while lo < hi:
-                try:
-                    n = os.copy_file_range(src, dst, hi - lo, lo)
-                except OSError as exc:
-                    if not copied and exc.errno in _NO_KERNEL_COPY:
-                        return False
-                    raise
-                if n == 0:  # the file ends before a range pass 1 read
-                    raise_changed(entry)
-                lo, copied = lo + n, True
-        for at, first in zip(starts.tolist(), firsts.tolist(), strict=True):
-            if os.pread(src, 1, at) != bytes((first,)):
-                raise_changed(entry)
-        ends_line = os.pread(src, 1, int(run_e[-1]) - 1) == b"\n"
-        _check_stamp(entry, src)
-    if not ends_line:  # the file's last line, without a newline: it gets one
-        out.write(b"\n")
-    return True
-
-
-def _check_stamp(entry: Entry, fd: int) -> None:
-    """Raise as for a changed file when ``fd``'s size or modification time is not pass 1's."""
-    st = os.fstat(fd)
-    if (st.st_size, st.st_mtime_ns) != entry.stamp:
-        raise_changed(entry)
 
 
 def texts_at_spans(entry: Entry, wanted: IntArray, text_field: str, id_field: str) -> list[str]:
