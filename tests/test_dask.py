@@ -577,13 +577,22 @@ def test_a_rerun_writes_again_the_parts_another_run_or_a_cut_left_in_its_folders
     assert [concat(tmp_path / name) for name in FOLDERS] == want
 
 
-def test_a_resumed_write_stage_writes_again_the_parts_deleted_since_it_was_killed(
+def _written_with_work_dir(
     client: object, lines: list[str], tmp_path: Path
-) -> None:
+) -> tuple[list[str], list[bytes], Path, JobOptions]:
+    """One file on two workers written once with a work folder: (inputs, the outputs, the work
+    folder, the options to run again with)."""
     inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
     work = tmp_path / "work"
     options = JobOptions(block_bytes=7000, work_dir=str(work))
     dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    return inputs, want, work, options
+
+
+def test_a_resumed_write_stage_writes_again_the_parts_deleted_since_it_was_killed(
+    client: object, lines: list[str], tmp_path: Path
+) -> None:
+    inputs, want, work, options = _written_with_work_dir(client, lines, tmp_path)
     (work / "write" / "_SUCCESS").unlink()  # as if killed while writing, every block's part done
     parts = sorted((tmp_path / "kept").glob("part-*"))
     assert len(parts) > 1
@@ -599,10 +608,7 @@ def test_a_rerun_writes_again_a_part_replaced_by_a_file_of_the_same_size(
 ) -> None:
     # a part of the same size with other bytes (another program's, another run's) passed the
     # check of the part's size and got this run's manifest: the output held its bytes
-    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
-    work = tmp_path / "work"
-    options = JobOptions(block_bytes=7000, work_dir=str(work))
-    dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    inputs, want, work, options = _written_with_work_dir(client, lines, tmp_path)
     if state == "killed":  # as if killed while writing, every block's part done
         (work / "write" / "_SUCCESS").unlink()
         (tmp_path / "kept" / "manifest.json").unlink()
@@ -624,10 +630,7 @@ def test_a_work_folder_of_the_version_without_stamps_writes_its_parts_again(
 ) -> None:
     # write answers that hold sizes only (an earlier version's) cannot tell a part of the same
     # size put there since from this run's: their blocks are written again, nothing refused
-    inputs, want = _one_file_on_two_workers(client, lines, tmp_path)
-    work = tmp_path / "work"
-    options = JobOptions(block_bytes=7000, work_dir=str(work))
-    dedup(inputs, DedupParams(), _outputs(tmp_path), options, client)
+    inputs, want, work, options = _written_with_work_dir(client, lines, tmp_path)
     for answer in (work / "write").glob("part-*.json"):
         body = json.loads(answer.read_text())
         body.pop("part_stamps", None)

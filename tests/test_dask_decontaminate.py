@@ -177,12 +177,21 @@ def test_a_block_s_matches_are_found_and_written_in_pieces_with_the_same_bytes(
     assert pq.ParquetFile(work / "scan" / "matches-00000.parquet").num_row_groups > 5
 
 
-def test_a_rerun_resumes_writing_only_the_unfinished_blocks(
+def _written_with_work_dir(
     client: object, corpus: tuple[Path, list[str]], tmp_path: Path
-) -> None:
+) -> tuple[Path, list[str], tuple[bytes, bytes], Path]:
+    """The corpus on two workers decontaminated once with a work folder: (benchmark, inputs,
+    the outputs, the work folder)."""
     bench, inputs, want = _on_two_workers(client, corpus, tmp_path)
     work = tmp_path / "work"
     _run(tmp_path, inputs, bench, client, work_dir=str(work), block_bytes=4000)
+    return bench, inputs, want, work
+
+
+def test_a_rerun_resumes_writing_only_the_unfinished_blocks(
+    client: object, corpus: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    bench, inputs, want, work = _written_with_work_dir(client, corpus, tmp_path)
     # As if killed while writing: block 1's part and record gone, no manifest, stage unfinished.
     for gone in ("write/_SUCCESS", "write/part-00001.json", "scan/_SUCCESS"):
         (work / gone).unlink()
@@ -310,9 +319,7 @@ def test_a_rerun_writes_again_the_parts_replaced_by_files_of_the_same_size(
 ) -> None:
     # a clean part and a matches part (written as it goes) of the same size with other bytes
     # passed the check of their sizes and got this run's manifest
-    bench, inputs, want = _on_two_workers(client, corpus, tmp_path)
-    work = tmp_path / "work"
-    _run(tmp_path, inputs, bench, client, work_dir=str(work), block_bytes=4000)
+    bench, inputs, want, work = _written_with_work_dir(client, corpus, tmp_path)
     (work / "write" / "_SUCCESS").unlink()  # as if killed while writing, every block's part done
     (tmp_path / "clean" / "manifest.json").unlink()
     (tmp_path / "matches" / "manifest.json").unlink()
