@@ -256,6 +256,28 @@ def test_an_input_changed_while_the_kernel_copies_it_is_one_error_line_and_no_ou
     assert not out.exists()
 
 
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG])
+def test_a_full_disk_met_by_the_kernel_copy_names_the_output_as_a_write_does(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    code: int,
+) -> None:
+    """The kernel's copy writes the output: a full disk (or quota, or file size limit) met there
+    is the output's error, named as on the path that reads and writes, and no output is left."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _kept_corpus(src)
+
+    def full(*args: int) -> int:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(os, "copy_file_range", full)
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write {out}:" in err and len(err.splitlines()) == 1
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
 def test_short_kept_lines_are_read_and_written_not_copied_line_by_line_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

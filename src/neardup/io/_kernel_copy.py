@@ -15,6 +15,7 @@ import numpy.typing as npt
 
 from .._types import IntArray
 from ._report import Entry, raise_changed
+from ._targets import output_error
 
 #: ``copy_file_range`` errors that mean "not between these two files" (another filesystem, an
 #: appending output, a kernel without it): the runs are then read and written instead.
@@ -22,6 +23,8 @@ _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, er
 #: Mean kept line length from which the kernel copies: each line's first byte is then checked
 #: by one ``pread`` (a cost per line that shorter lines would not repay).
 KERNEL_COPY_MIN_LINE = 4096
+#: ``copy_file_range`` errors that only writing the output meets: named as a write names them.
+_OUTPUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
 def copied_by_kernel(
@@ -66,6 +69,8 @@ def copied_by_kernel(
                 except OSError as exc:
                     if not copied and exc.errno in _NO_KERNEL_COPY:
                         return False
+                    if exc.errno in _OUTPUT_FULL:
+                        raise output_error(_label(out), exc) from None
                     raise
                 if n == 0:  # the file ends before a range pass 1 read
                     raise_changed(entry)
@@ -78,6 +83,13 @@ def copied_by_kernel(
     if not ends_line:  # the file's last line, without a newline: it gets one
         out.write(b"\n")
     return True
+
+
+def _label(out: object) -> str:
+    """The output's name in messages: a guarded writer's label (the final name, not its
+    temporary), else the file's name."""
+    label = getattr(getattr(out, "raw", None), "label", None)
+    return str(label if label is not None else getattr(out, "name", "the output"))
 
 
 def _check_stamp(entry: Entry, fd: int) -> None:
