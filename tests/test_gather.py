@@ -292,11 +292,11 @@ def test_short_kept_lines_are_read_and_written_not_copied_line_by_line_checked(
     assert calls == []
 
 
-def test_kept_lines_appended_to_standard_output_are_written_when_the_kernel_cannot_copy(
+def test_kept_lines_written_to_standard_output_appending_to_a_file_follow_what_it_held(
     tmp_path: Path,
 ) -> None:
-    """``>> file``: the kernel refuses to copy into an appending file; the lines are read and
-    written instead, after what the file held."""
+    """``-o - >> file``: standard output is written through its wrapper (the kernel's copy is
+    not asked; it would refuse an appending file), the lines after what the file held."""
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     _kept_corpus(src)
     assert main(["dedup", str(src), "-o", str(tmp_path / "whole.jsonl"), "-q"]) == 0
