@@ -89,3 +89,34 @@ def test_trim_keeps_free_pages_while_the_process_is_within_its_allowance(
     assert not _heap.trim() and fake.calls == 1  # well within it: kept
     _heap.allow_resident(held // 4)
     assert _heap.trim() and fake.calls == 2  # past it: handed back
+
+
+def test_trim_skips_a_stage_that_held_less_than_a_small_stage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = _FakeTrim()
+    monkeypatch.setattr(_heap, "_malloc_trim", lambda: fake)
+    monkeypatch.setattr(_heap, "_allowance", 0)
+    assert not _heap.trim(_heap.SMALL_STAGE - 1) and fake.calls == 0
+    assert _heap.trim(_heap.SMALL_STAGE) and fake.calls == 1
+    assert _heap.trim() and fake.calls == 2  # no size given: as before
+
+
+def test_a_small_dedup_never_walks_mallocs_arenas_and_a_large_one_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An index batch or a service request is a small Deduplicator run: its finish trimmed the
+    heap five times (0.25 ms each), more than some of its own stages took."""
+    from neardup import Deduplicator, DedupParams
+    from neardup.testing.synth import near_duplicate_corpus, random_documents
+
+    fake = _FakeTrim()
+    monkeypatch.setattr(_heap, "_malloc_trim", lambda: fake)
+    monkeypatch.setattr(_heap, "_allowance", 0)
+    texts = list(near_duplicate_corpus(random_documents(300, seed=1), 300, 0.3, seed=2).texts)
+    small = Deduplicator(DedupParams()).fit(texts)
+    assert fake.calls == 0
+    monkeypatch.setattr(_heap, "SMALL_STAGE", 1)  # the same run, as if its stages were large
+    large = Deduplicator(DedupParams()).fit(texts)
+    assert fake.calls >= 2
+    assert (small.kept_ == large.kept_).all()

@@ -389,9 +389,10 @@ class Deduplicator:
         blocks = self.blocks
         if not len(blocks):  # nothing fed: empty blocks of the right shapes
             self.append(self.sign([]))
-        memory_per_doc = blocks.nbytes / max(len(blocks), 1)
+        held = blocks.nbytes
+        memory_per_doc = held / max(len(blocks), 1)
         canonical, lengths = blocks.hashes()
-        _heap.trim()  # what the batches left free in malloc's heap, before the peak stages
+        _heap.trim(held)  # what the batches left free in malloc's heap, before the peak stages
         n = len(canonical)
         groups = exact_groups(canonical)
         empty = canonical == EMPTY
@@ -402,7 +403,7 @@ class Deduplicator:
         self._keep(found, groups, empty, memory_per_doc)
         blocks.close()
         self._finished = True
-        _heap.trim()
+        _heap.trim(held)
         return self
 
     def _search(self, fetch_texts: FetchTexts | None) -> Search:

@@ -164,6 +164,12 @@ class _ExactScores:
         self.scores = np.zeros(0, dtype=np.float64)
         self.held: tuple[npt.NDArray[np.uint64], IntArray, IntArray] | None = None
 
+    def held_bytes(self) -> int:
+        """Bytes of exact sets in memory, in the store and gathered by ``hold`` (about what
+        computing them from their texts took)."""
+        gathered = 0 if self.held is None else sum(int(a.nbytes) for a in self.held)
+        return gathered + (0 if self.store is None else int(self.store.held))
+
     def hold(self, component: IntArray, waiting: IntArray) -> None:
         """Gather the sets of every row of each component of at least ``HOLD_MIN_DOCS`` rows
         where the ``waiting`` rows are at least ``HOLD_SHARE`` of them, for the next pass to
@@ -360,12 +366,13 @@ class _Removal:
             )  # fmt: skip
             found.merge(redone, a, x, s, stats)
             exact.drop()
-            _heap.trim()  # the pass's bucket lists, freed: a pass or an exact round does not stack
+            # the pass's bucket lists, freed: a pass or an exact round does not stack
+            _heap.trim(self.buckets.nbytes + exact.held_bytes())
             if len(wa) == 0:
                 return found
             exact.hold(self.component, np.unique(wa))
             exact.add(wa, wx)  # pairs with both sets held are left to the next pass
-            _heap.trim()
+            _heap.trim(self.buckets.nbytes + exact.held_bytes())
             run = np.isin(self.component, np.unique(self.component[wa]))
             fresh = np.zeros(len(part), dtype=np.bool_)
             fresh[wa] = True  # their estimates in the band now have exact scores

@@ -189,11 +189,12 @@ def by_keys(s: Search, docs: Docs, columns: KeyColumns) -> Found:
     column, k = columns
     buckets = bucket_lists(column, len(docs.reps), k, s.jobs)
     listed = _listed_pairs(s, method, columns, len(docs.reps)) if s.every_pair else None
+    held = s.blocks.nbytes
     s.blocks.drop_signatures()
-    _heap.trim()  # the signatures and the bucket lists' temporaries, before evidence is copied
+    _heap.trim(held)  # the signatures and the bucket lists' temporaries, before evidence is copied
     active = docs.reps[buckets.docs]
     ev = s.blocks.take_evidence(active)
-    _heap.trim()
+    _heap.trim(held)
     count_score, count_ok = method.candidate_scores(np.arange(k + 1, dtype=np.int32))
     sizes = None if docs.lengths is None else docs.lengths[active]
     sets = SetStore(len(active), _fetch_sets(s, active), s.set_budget, s.spill_dir, sizes)
@@ -317,12 +318,13 @@ def by_pairs(s: Search, docs: Docs, columns: KeyColumns | None) -> Found:
     found, sigs, in_buckets, bucket_docs = _candidates(s, docs.reps, columns)
     a, b = docs.reps[found.a], docs.reps[found.b]
     needed = np.unique(np.concatenate([a, b, in_buckets]))
+    held = s.blocks.nbytes
     ev = s.blocks.take_evidence(needed)
-    _heap.trim()  # the blocks' pages go back to the system, not to malloc's free lists
+    _heap.trim(held)  # the blocks' pages go back to the system, not to malloc's free lists
     la, lb = np.searchsorted(needed, a), np.searchsorted(needed, b)
     verdict = s.verifier.decide(ev, la, lb, found.score, found.accepted)
     verdict = s.verifier.recheck(a, b, verdict, s.fetch_texts, s.jobs)
-    _heap.trim()
+    _heap.trim(held)
     ok = verdict.ok
     a, b, score = a[ok], b[ok], verdict.score[ok]
 
