@@ -278,6 +278,51 @@ def test_a_full_disk_met_by_the_kernel_copy_names_the_output_as_a_write_does(
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
 
 
+def test_an_io_error_in_the_kernel_copy_names_the_input_and_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """EIO from the kernel's copy can be the input's disk or the output's: one line naming
+    both (not an unnamed "Input/output error"), and no output left."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _kept_corpus(src)
+    copied: list[int] = []
+    real = os.copy_file_range
+
+    def failing(*args: int) -> int:
+        if copied:  # the first range goes through: EIO is not the "no kernel copy here" case
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        copied.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(os, "copy_file_range", failing)
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot copy the kept lines of {src} into {out}:" in err and "I/O error" in err
+    assert len(err.splitlines()) == 1
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_an_io_error_checking_the_copied_lines_names_the_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After the copy, each kept line's first byte is read from the input: an EIO there is the
+    input's, said in one line naming it."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _kept_corpus(src)
+    real = os.pread
+
+    def failing(fd: int, n: int, at: int) -> bytes:
+        if n == 1:  # the kernel copy's one-byte checks
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(fd, n, at)
+
+    monkeypatch.setattr(os, "pread", failing)
+    assert main(["dedup", str(src), "-o", str(out), "-q"]) == 1
+    err = capsys.readouterr().err
+    assert f"{src}: cannot read it (an I/O error on the device; check the disk)" in err
+    assert len(err.splitlines()) == 1 and not out.exists()
+
+
 def test_short_kept_lines_are_read_and_written_not_copied_line_by_line_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

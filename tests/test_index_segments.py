@@ -262,7 +262,9 @@ def _stored_runs(draw: st.DrawFn) -> list[tuple[object, object, object]]:
             field = draw(st.integers(0, 2))
             odd = draw(_ODD)
             slot, blob, crc = (
-                odd if field == 0 else slot, odd if field == 1 else blob, odd if field == 2 else crc
+                odd if field == 0 else slot,
+                odd if field == 1 else blob,
+                odd if field == 2 else crc,
             )
         rows.append((slot, blob, crc))
     return rows

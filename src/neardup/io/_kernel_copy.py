@@ -14,8 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .._types import IntArray
+from ..errors import InputError, OutputError
 from ._report import Entry, raise_changed
-from ._targets import output_error
+from ._targets import describe_os_error, output_error
 
 #: ``copy_file_range`` errors that mean "not between these two files" (another filesystem, an
 #: appending output, a kernel without it): the runs are then read and written instead.
@@ -71,18 +72,29 @@ def copied_by_kernel(
                         return False
                     if exc.errno in _OUTPUT_FULL:
                         raise output_error(_label(out), exc) from None
-                    raise
+                    raise _copy_error(entry, out, exc) from None
                 if n == 0:  # the file ends before a range pass 1 read
                     raise_changed(entry)
                 lo, copied = lo + n, True
-        for at, first in zip(starts.tolist(), firsts.tolist(), strict=True):
-            if os.pread(src, 1, at) != bytes((first,)):
-                raise_changed(entry)
-        ends_line = os.pread(src, 1, int(run_e[-1]) - 1) == b"\n"
+        try:
+            for at, first in zip(starts.tolist(), firsts.tolist(), strict=True):
+                if os.pread(src, 1, at) != bytes((first,)):
+                    raise_changed(entry)
+            ends_line = os.pread(src, 1, int(run_e[-1]) - 1) == b"\n"
+        except OSError as exc:  # the input alone is read here
+            raise InputError(f"{entry.name}: cannot read it ({describe_os_error(exc)})") from None
         _check_stamp(entry, src)
     if not ends_line:  # the file's last line, without a newline: it gets one
         out.write(b"\n")
     return True
+
+
+def _copy_error(entry: Entry, out: object, exc: OSError) -> OutputError:
+    """Another error of the kernel's copy (EIO: a disk or filesystem fault): it reads the
+    input and writes the output in one call, so both are named."""
+    return OutputError(
+        f"cannot copy the kept lines of {entry.name} into {_label(out)}: {describe_os_error(exc)}"
+    )
 
 
 def _label(out: object) -> str:
