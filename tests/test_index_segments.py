@@ -8,8 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from neardup import Index, InputError
 from neardup.index import segments
@@ -236,49 +234,3 @@ def test_memory_store_after_small_adds_and_removals_answers_as_one_built_at_once
     assert grown.stats()["postings"] == whole.stats()["postings"]
     assert grown.check() == [] and len(grown) == len(live)
     assert len(grown.store._blocks) <= 12  # type: ignore[attr-defined]  # halving sizes: few
-
-
-_SLOTS = st.integers(0, (1 << 62) - 1)
-_BLOBS = st.binary(max_size=40).map(lambda b: b[: len(b) - len(b) % 12]) | st.binary(max_size=40)
-_ODD = st.one_of(st.none(), st.text(max_size=3), st.floats(allow_nan=False), st.booleans())
-
-
-@st.composite
-def _stored_runs(draw: st.DrawFn) -> list[tuple[object, object, object]]:
-    """Rows as SQLite hands them back: mostly sound, some with a bit flipped, a wrong length
-    or a field rewritten as another type."""
-    rows: list[tuple[object, object, object]] = []
-    for _ in range(draw(st.integers(0, 12))):
-        slot, blob = draw(_SLOTS), draw(_BLOBS)
-        crc: object = segments.run_crc(slot, blob)
-        damage = draw(st.sampled_from(["none", "none", "none", "crc", "slot", "blob", "type"]))
-        if damage == "crc":
-            crc = int(crc) ^ (1 << draw(st.integers(0, 31)))  # type: ignore[call-overload]
-        elif damage == "slot":
-            slot ^= 1 << draw(st.integers(0, 61))
-        elif damage == "blob" and blob:
-            blob = blob[:-1]
-        elif damage == "type":
-            field = draw(st.integers(0, 2))
-            odd = draw(_ODD)
-            slot, blob, crc = (
-                odd if field == 0 else slot,
-                odd if field == 1 else blob,
-                odd if field == 2 else crc,
-            )
-        rows.append((slot, blob, crc))
-    return rows
-
-
-@settings(max_examples=300, deadline=None)
-@given(_stored_runs())
-def test_runs_verified_a_column_at_a_time_judge_as_one_at_a_time(rows: list) -> None:
-    """The column-wise check (one C call a run) finds damage exactly where the one-row check
-    does; a field of the wrong type raises, and the caller then checks row by row."""
-    want = all(segments.run_sound(*r) for r in rows)
-    try:
-        got = segments.runs_sound(rows)
-    except (TypeError, ValueError, OverflowError):
-        assert not want or any(not isinstance(r[0], int) or type(r[0]) is bool for r in rows)
-        return
-    assert got == want
