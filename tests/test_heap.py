@@ -75,13 +75,20 @@ class _FakeTrim:
         return 1
 
 
-@pytest.mark.skipif(_heap.resident_bytes() is None, reason="needs /proc/self/statm")
-def test_trim_keeps_free_pages_while_the_process_is_within_its_allowance(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def fake_trim(monkeypatch: pytest.MonkeyPatch) -> _FakeTrim:
+    """malloc_trim counted instead of called, with no allowance set."""
     fake = _FakeTrim()
     monkeypatch.setattr(_heap, "_malloc_trim", lambda: fake)
     monkeypatch.setattr(_heap, "_allowance", 0)
+    return fake
+
+
+@pytest.mark.skipif(_heap.resident_bytes() is None, reason="needs /proc/self/statm")
+def test_trim_keeps_free_pages_while_the_process_is_within_its_allowance(
+    fake_trim: _FakeTrim,
+) -> None:
+    fake = fake_trim
     held = _heap.resident_bytes()
     assert held is not None and held > 0
     assert _heap.trim() and fake.calls == 1  # no allowance: always handed back
@@ -91,28 +98,22 @@ def test_trim_keeps_free_pages_while_the_process_is_within_its_allowance(
     assert _heap.trim() and fake.calls == 2  # past it: handed back
 
 
-def test_trim_skips_a_stage_that_held_less_than_a_small_stage(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    fake = _FakeTrim()
-    monkeypatch.setattr(_heap, "_malloc_trim", lambda: fake)
-    monkeypatch.setattr(_heap, "_allowance", 0)
+def test_trim_skips_a_stage_that_held_less_than_a_small_stage(fake_trim: _FakeTrim) -> None:
+    fake = fake_trim
     assert not _heap.trim(_heap.SMALL_STAGE - 1) and fake.calls == 0
     assert _heap.trim(_heap.SMALL_STAGE) and fake.calls == 1
     assert _heap.trim() and fake.calls == 2  # no size given: as before
 
 
 def test_a_small_dedup_never_walks_mallocs_arenas_and_a_large_one_does(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_trim: _FakeTrim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An index batch or a service request is a small Deduplicator run: its finish trimmed the
     heap five times (0.25 ms each), more than some of its own stages took."""
     from neardup import Deduplicator, DedupParams
     from neardup.testing.synth import near_duplicate_corpus, random_documents
 
-    fake = _FakeTrim()
-    monkeypatch.setattr(_heap, "_malloc_trim", lambda: fake)
-    monkeypatch.setattr(_heap, "_allowance", 0)
+    fake = fake_trim
     texts = list(near_duplicate_corpus(random_documents(300, seed=1), 300, 0.3, seed=2).texts)
     small = Deduplicator(DedupParams()).fit(texts)
     assert fake.calls == 0
