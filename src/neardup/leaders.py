@@ -365,9 +365,10 @@ class _Removal:
                 run, fresh, redone, fates.kept, fates.dup, fates.score, self.keep_pairs,
             )  # fmt: skip
             found.merge(redone, a, x, s, stats)
+            freed = self.buckets.nbytes + exact.held_bytes()  # the sets counted before the drop
             exact.drop()
             # the pass's bucket lists, freed: a pass or an exact round does not stack
-            _heap.trim(self.buckets.nbytes + exact.held_bytes())
+            _heap.trim(freed)
             if len(wa) == 0:
                 return found
             exact.hold(self.component, np.unique(wa))
