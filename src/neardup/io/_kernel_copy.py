@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from .._types import IntArray
 from ..errors import InputError, OutputError
-from ._report import Entry, raise_changed
+from ._report import Entry, raise_changed, stat_stamp
 from ._targets import describe_os_error, output_error
 
 #: ``copy_file_range`` errors that mean "not between these two files" (another filesystem, an
@@ -106,6 +106,5 @@ def _label(out: object) -> str:
 
 def _check_stamp(entry: Entry, fd: int) -> None:
     """Raise as for a changed file when ``fd``'s size or modification time is not pass 1's."""
-    st = os.fstat(fd)
-    if (st.st_size, st.st_mtime_ns) != entry.stamp:
+    if stat_stamp(os.fstat(fd)) != entry.stamp:
         raise_changed(entry)

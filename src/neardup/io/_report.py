@@ -7,6 +7,7 @@ number so that pass 2 drops exactly the same records and global positions never 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,6 +257,12 @@ def fields_text(record: dict[str, object], most: int = 12) -> str:
     names = [str(k) for k in record]
     shown = ", ".join(names[:most]) + (f", ... ({len(names)} fields)" if len(names) > most else "")
     return shown or "no fields"
+
+
+def stat_stamp(st: os.stat_result) -> tuple[int, int]:
+    """A file's stamp as pass 1 records it (``Entry.stamp``): its size and modification time
+    in nanoseconds, which a file changed between the passes does not keep."""
+    return st.st_size, st.st_mtime_ns
 
 
 def raise_changed(entry: Entry) -> None:

@@ -39,6 +39,7 @@ from ._report import (
     Problems,
     RecordProblem,
     duplicate_problem,
+    stat_stamp,
 )
 from ._sinks import OutFmt, make_sink
 from ._targets import open_guarded
@@ -58,10 +59,9 @@ _DUPLICATE_FIX = "make the ids unique"
 def _stamp(path: Path) -> tuple[int, int] | None:
     """(size, mtime in ns) of a file, None if it cannot be read: tells a changed file apart."""
     try:
-        st = path.stat()
+        return stat_stamp(path.stat())
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns
 
 
 def _unlink_quietly(path: str) -> None:
