@@ -63,7 +63,7 @@ def trim(held: int | None = None) -> bool:
     if fn is None or (held is not None and held < SMALL_STAGE):
         return False
     if _allowance:
-        held = resident_bytes()
-        if held is not None and held <= _allowance:
+        resident = resident_bytes()
+        if resident is not None and resident <= _allowance:
             return False
     return bool(fn(0))
