@@ -612,7 +612,10 @@ def test_the_default_memory_limit_is_a_share_of_the_available_memory(
         (["compare", "a", "b"], "compare"),
         (["report", "x", "-o", "y"], "report"),
         (["serve", "ix.db"], "serve"),
-        *((["index", c, "ix.db"], "index") for c in ("create", "stats", "check", "repair")),
+        *(
+            (["index", c, "ix.db"], "index")
+            for c in ("create", "stats", "check", "repair", "compact")
+        ),
         (["index", "upgrade", "ix.db"], "index"),
         (["index", "remove", "ix.db", "a"], "index"),
         (["index", "retire", "ix.db", "a"], "index"),

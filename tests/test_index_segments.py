@@ -3,8 +3,12 @@ merges, removals and replacements, and the same index whatever the number of sig
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -234,3 +238,119 @@ def test_memory_store_after_small_adds_and_removals_answers_as_one_built_at_once
     assert grown.stats()["postings"] == whole.stats()["postings"]
     assert grown.check() == [] and len(grown) == len(live)
     assert len(grown.store._blocks) <= 12  # type: ignore[attr-defined]  # halving sizes: few
+
+
+def _built(index: Index, texts: list[str]) -> list[str]:
+    """Batches of adds, replacements and removals: several segments, some postings dead."""
+    rng = random.Random(3)
+    live: set[str] = set()
+    for step in range(30):
+        ids = list(dict.fromkeys(f"d{rng.randrange(200)}" for _ in range(rng.randrange(1, 25))))
+        index.add(ids, [texts[rng.randrange(len(texts))] for _ in ids])
+        live |= set(ids)
+        if step % 4 == 3:
+            gone = rng.sample(sorted(live), 5)
+            index.remove(gone)
+            live -= set(gone)
+    return sorted(live)
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+@pytest.mark.parametrize(
+    "params", [DedupParams(verify="sketch"), DedupParams(method=SampledParams(m=2), threshold=0.8)]
+)
+def test_compact_merges_every_segment_into_one_and_answers_as_before(
+    params: DedupParams, on_disk: bool, tmp_path: Path
+) -> None:
+    texts = _texts(400, seed=17)
+    index = Index.create(str(tmp_path / "i.db") if on_disk else None, params)
+    live = _built(index, texts)
+    probes = texts[::5]
+    before = _answers(index, probes)
+    assert sum(bool(a) for a in before) > 10  # not vacuous
+    held = index.stats()["postings"]
+    done = index.compact()
+    assert done.segments_before > done.segments_after
+    assert done.dropped > 0  # the removed documents' postings went
+    assert _answers(index, probes) == before
+    assert index.check() == []
+    assert index.stats()["postings"] == held
+    assert all(d in index for d in live) and len(index) == len(live)
+    if on_disk:
+        assert index.stats()["segments"] == done.segments_after == 2  # postings, id/hash keys
+        assert index.stats()["dead_postings"] == 0
+        again = index.compact()
+        assert (again.segments_before, again.segments_after, again.dropped) == (2, 2, 0)
+    index.add(["late"], [texts[1]])  # adds go on after a compaction
+    assert ("exact", "late") in [(m.kind, m.id) for m in index.query([texts[1]])[0]]
+
+
+def test_a_compaction_that_fails_midway_leaves_the_index_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "i.db"
+    index = Index.create(str(path), DedupParams(verify="sketch"))
+    _built(index, _texts(300, seed=19))
+    was = _dump(path)
+    written = []
+
+    def failing(self: Segments, *args: object) -> None:
+        written.append(args)
+        if len(written) > 1:
+            raise OSError("disk gone")
+        real(self, *args)
+
+    real = Segments._write_runs
+    monkeypatch.setattr(Segments, "_write_runs", failing)
+    with pytest.raises(OSError, match="disk gone"):
+        index.compact()
+    monkeypatch.setattr(Segments, "_write_runs", real)
+    assert _dump(path) == was
+    assert index.check() == []
+
+
+def test_a_compaction_killed_midway_leaves_the_index_as_it_was(tmp_path: Path) -> None:
+    # SIGKILL once the postings are merged and written, in the open transaction, before the
+    # id and hash keys are
+    path = tmp_path / "i.db"
+    index = Index.create(str(path), DedupParams(verify="sketch"))
+    _built(index, texts := _texts(300, seed=29))
+    probes = texts[::4]
+    before, segs = _answers(index, probes), index.stats()["segments"]
+    index.close()
+    was = _dump(path)
+    code = (
+        "import os, signal; from neardup import Index; from neardup.index.segments import "
+        "Segments as S; real = S._write_runs; calls = []; "
+        "S._write_runs = lambda self, *a: calls.append(a) or (len(calls) > 1 and "
+        "os.kill(os.getpid(), signal.SIGKILL)) or real(self, *a); "
+        f"Index.open({str(path)!r}).compact()"
+    )
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": src})
+    assert proc.returncode == -signal.SIGKILL
+    index = Index.open(str(path))
+    assert index.check() == []
+    assert index.stats()["segments"] == segs > 2
+    assert _answers(index, probes) == before
+    index.close()
+    assert _dump(path) == was
+
+
+def test_index_compact_says_what_it_merged_then_that_nothing_is_left_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from neardup.cli import main
+
+    path = tmp_path / "i.db"
+    index = Index.create(str(path), DedupParams(verify="sketch"))
+    _built(index, _texts(300, seed=23))
+    segs = index.stats()["segments"]
+    index.close()
+    assert main(["index", "compact", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"{path}: {segs:,} segments merged into 2, " in err and "postings of removed" in err
+    assert main(["index", "compact", str(path)]) == 0
+    assert (
+        capsys.readouterr().err == f"neardup: {path}: already compact (2 segments); nothing to do\n"
+    )

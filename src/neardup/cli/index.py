@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 
 from ..errors import IndexCorrupt, NeardupError
@@ -92,6 +93,26 @@ def _upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compact(args: argparse.Namespace) -> int:
+    """Merge the index's segments (one transaction); what it did on stderr."""
+    index = Index.open(args.path)
+    try:
+        started = time.perf_counter()
+        done = index.compact()
+    finally:
+        index.close()
+    seconds = time.perf_counter() - started
+    if done.segments_before == done.segments_after and not done.dropped:
+        said = f"already compact ({done.segments_after:,} segments); nothing to do"
+    else:
+        said = (
+            f"{done.segments_before:,} segments merged into {done.segments_after:,}, "
+            f"{done.dropped:,} postings of removed documents dropped ({seconds:.1f} s)"
+        )
+    sys.stderr.write(f"neardup: {args.path}: {said}\n")
+    return 0
+
+
 #: index subcommand -> its function; stats, check and moved are ``_show``.
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "create": _create,
@@ -99,4 +120,5 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "retire": _edit,
     "repair": _repair,
     "upgrade": _upgrade,
+    "compact": _compact,
 }

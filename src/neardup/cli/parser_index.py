@@ -48,6 +48,7 @@ def add_index_parser(sub: Any) -> None:
         ("check", "integrity check: every record's checksum, and the tables agree"),
         ("repair", "remove the damaged documents check names (prints their ids: add them again)"),
         ("upgrade", "give an index of schema 3 its record checksums, in place"),
+        ("compact", "merge its lookup segments into one each: faster queries (one transaction)"),
     ):
         x = isub.add_parser(name, help=text)
         x.add_argument("path", help="the index")

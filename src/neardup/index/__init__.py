@@ -56,7 +56,7 @@ from .codec import decode_evidence, decode_signatures, encode_evidence, encode_s
 from .creating import create_file
 from .deduping import dedup_batches
 from .memory_store import MemoryStore
-from .results import AddResult, Answers, Batch, Deduplicated, Match
+from .results import AddResult, Answers, Batch, Compacted, Deduplicated, Match
 from .schema import SCHEMA_VERSION, check_meta, params_to_json
 from .scoring import near_pairs
 from .sqlite_store import SqliteStore, upgrade
@@ -67,6 +67,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "AddResult",
     "Answers",
+    "Compacted",
     "Damage",
     "Deduplicated",
     "Index",
@@ -316,6 +317,14 @@ class Index:
             return len(docs)
 
         return int(self._write(work))
+
+    def compact(self) -> Compacted:
+        """Merge the lookup keys' segments into one each (one transaction), dropping removed
+        documents' postings: a query then reads one run per key, not one per segment (an index
+        built batch by batch holds a few segments per size tier). For an index mostly queried;
+        the file needs free room for one more copy of its postings until the commit."""
+        before, after, dropped = cast(tuple[int, int, int], self._write(self.store.compact))
+        return Compacted(segments_before=before, segments_after=after, dropped=dropped)
 
     def _known(self, ids: list[str]) -> IntArray:
         docs = self.store.find_ids(ids)

@@ -202,5 +202,17 @@ class MemoryStore:
     def repair(self) -> Damage:
         return self.damage()
 
+    def compact(self) -> tuple[int, int, int]:
+        before, held = len(self._blocks), sum(len(k) for k, _ in self._blocks)
+        live = [(k, d) for k, d in self._live_blocks() if len(k)]
+        dropped = held - sum(len(k) for k, _ in live)
+        if len(live) > 1:
+            key = np.concatenate([k for k, _ in live])
+            doc = np.concatenate([d for _, d in live])
+            order = np.argsort(key, kind="stable")
+            live = [(key[order], doc[order])]
+        self._blocks, self._dead = live, self._dead[:0]
+        return before, len(live), dropped
+
     def close(self) -> None:
         self.rollback()

@@ -185,6 +185,16 @@ class AddResult:
 
 
 @dataclass(frozen=True)
+class Compacted:
+    """What a ``compact`` did: segments before and after (postings and id/hash keys together),
+    and postings of removed documents it dropped."""
+
+    segments_before: int
+    segments_after: int
+    dropped: int
+
+
+@dataclass(frozen=True)
 class Deduplicated:
     """What ``Index.dedup`` decided: ``kept``, one flag per document in input order; the others
     duplicate a stored document or a kept one earlier in the input. ``added``: kept documents

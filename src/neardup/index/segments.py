@@ -243,6 +243,15 @@ class Segments:
                 return
             self.merge(tiers[full[0]])
 
+    def compact(self) -> tuple[int, int, int]:
+        """Merge every segment into one, dropping removed documents' postings, so a lookup
+        reads one run per key; (segments before, after, postings dropped)."""
+        segs = self.segments()
+        dead = self.dead
+        if len(segs) > 1 or (segs and dead):
+            self.merge(segs)
+        return len(segs), len(self.segments()), dead - self.dead
+
     def merge(self, segs: Sequence[tuple[int, int, int]]) -> None:
         """One segment from ``segs`` (seg, bits, postings), postings of removed documents dropped.
 

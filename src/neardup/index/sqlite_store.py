@@ -519,6 +519,11 @@ class SqliteStore:
         with self._lenient_text():
             return self._repair()
 
+    @_sqlite_errors
+    def compact(self) -> tuple[int, int, int]:
+        post, key = self.post.compact(), self.key.compact()
+        return post[0] + key[0], post[1] + key[1], post[2] + key[2]
+
     def _repair(self) -> Damage:
         damage = self._survey()[1]
         if not damage:

@@ -155,4 +155,9 @@ class Store(Protocol):
         """Remove damaged documents and runs (in the open transaction); returns what it removed."""
         ...
 
+    def compact(self) -> tuple[int, int, int]:
+        """Merge the lookup keys into as few parts as they allow (in the open transaction);
+        (parts before, after, postings of removed documents dropped)."""
+        ...
+
     def close(self) -> None: ...
