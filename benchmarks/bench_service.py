@@ -7,7 +7,9 @@ Run (loopback only; bounded by --seconds and --max-requests):
 
 The index (``--docs`` generated documents, as in bench_index.py: threshold 0.8, ``--verify
 sketch``) is built once with ``Index.add`` in batches of 5,000 and kept at ``--index-path``, so
-later runs reuse it. Then ``neardup serve`` starts on a free loopback port and ``--clients``
+later runs reuse it. Before each run it is compacted (``Index.compact``, as ``neardup index
+compact`` does: the adds of earlier runs left small segments; ``--as-built`` serves it as it
+is). Then ``neardup serve`` starts on a free loopback port and ``--clients``
 threads, each with its own HTTP connection (``neardup.Client``), send requests for
 ``--seconds``: a single-document add with probability ``--add-share`` (new ids), otherwise a
 single-document query (half near copies of indexed documents, half new text). Reported:
@@ -71,14 +73,32 @@ def build(path: Path, n: int, mean_words: int, batch: int = 5000) -> dict[str, f
     return {"build_seconds": round(seconds, 1), "build_docs_per_s": round(n / seconds)}
 
 
+def compact(path: Path) -> dict[str, float]:
+    """``Index.compact`` as a user would run it before serving (``neardup index compact``):
+    one segment per family, so a query reads one run per key."""
+    started = time.perf_counter()
+    index = Index.open(str(path))
+    try:
+        done = index.compact()
+    finally:
+        index.close()
+    return {
+        "segments_before": done.segments_before,
+        "segments_served": done.segments_after,
+        "compact_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-def start_server(path: Path, port: int) -> subprocess.Popen[bytes]:
+def start_server(path: Path, port: int, readers: int | None = None) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "neardup.cli", "serve", str(path), "--port", str(port)]
+    if readers is not None:
+        cmd += ["--readers", str(readers)]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE)
     client = Client(f"http://127.0.0.1:{port}", timeout=5.0)
     deadline = time.monotonic() + 120
@@ -172,21 +192,30 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--max-requests", type=int, default=200_000, help="stop after this many")
     ap.add_argument("--add-share", type=float, default=0.2, help="share of requests that add")
+    ap.add_argument("--readers", type=int, help="the server's --readers [its default]")
+    ap.add_argument(
+        "--as-built",
+        action="store_true",
+        help="serve the index as built and added to (its segments as they are), not compacted",
+    )
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     path = args.index_path or Path(f"/tmp/neardup-bench/service-{args.docs}.db")
     result: dict[str, object] = {"docs": args.docs, "index": str(path)}
     result.update(build(path, args.docs, args.mean_words))
+    if not args.as_built:
+        result.update(compact(path))
     if args.build_only:
         print(json.dumps(result, indent=1))
         return
     qs = queries(args.docs, 2000, args.mean_words)
     new_texts = common.synthetic_texts(2000, seed=4242, mean_words=args.mean_words)
     port = free_port()
-    server = start_server(path, port)
+    server = start_server(path, port, args.readers)
     try:
         result["add_share"] = args.add_share
+        result["readers"] = args.readers
         before_server, before_here = cpu_seconds(server.pid), cpu_seconds(os.getpid())
         result.update(load(args, port, qs, new_texts))
         result["server_cpu_s"] = round(cpu_seconds(server.pid) - before_server, 1)
