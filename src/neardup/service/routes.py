@@ -40,7 +40,8 @@ class _AnyText(Convertor[str]):
 register_url_convertor("any_text", _AnyText())
 
 
-def _lanes(request: Request) -> Lanes:
+async def _lanes(request: Request) -> Lanes:
+    """The app's lanes (async: a plain function would run on a worker thread, one hop more)."""
     lanes: Lanes = request.app.state.lanes
     return lanes
 
@@ -53,7 +54,7 @@ def _only_query(*names: str) -> Any:
     bodies refuse unknown fields: ``?lmit=3`` would otherwise be ignored without a word."""
     fits = ", ".join([f"{names[0]} (required)", *names[1:]])
 
-    def check(request: Request) -> None:
+    async def check(request: Request) -> None:
         unknown = [k for k in request.query_params if k not in names]
         if unknown:
             raise RequestValidationError(
