@@ -164,7 +164,13 @@ def _add_serve_limits(s: argparse.ArgumentParser) -> None:
         default=30.0,
         help="seconds for a whole request body to arrive, and to wait for the index [30]",
     )
-    s.add_argument("--readers", type=int, default=4, help="reader threads [4]")
+    s.add_argument(
+        "--readers",
+        type=int,
+        default=2,
+        help="reader threads, each with its own connection; Python runs one at a time, so more "
+        "help only an index that waits on the disk [2]",
+    )
     s.add_argument(
         "--header-timeout",
         type=float,

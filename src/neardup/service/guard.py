@@ -24,7 +24,7 @@ class Limits:
     max_body: int = 16 * 1024 * 1024
     max_batch: int = 1000
     timeout: float = 30.0
-    readers: int = 4
+    readers: int = 2
 
     def __post_init__(self) -> None:
         for name in ("max_body", "max_batch", "readers"):
