@@ -153,3 +153,41 @@ def test_text_functions_refuse_a_str_or_non_str_texts(texts: object) -> None:
 def test_shingle_batch_refuses_params_that_are_not_shingle_params(params: object) -> None:
     with pytest.raises(ParamError, match=r"params must be a ShingleParams, got"):
         shingle_batch(["the cat sat on the mat today"], params)  # type: ignore[arg-type]
+
+
+#: Fingerprints a test draws: any 64-bit value, or crowded into a few top-bit buckets (a crafted
+#: document: one bucket holding many values), or a few values repeated.
+_FP = st.one_of(
+    st.integers(0, 2**64 - 1),
+    st.integers(0, 2**20).map(lambda v: (0xABCD << 48) | v),
+    st.sampled_from([0, 1, 2**63, 2**64 - 1]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sets=st.lists(st.lists(_FP, max_size=300), max_size=6))
+def test_unique_per_doc_is_each_documents_sorted_set_whatever_its_values(
+    sets: list[list[int]],
+) -> None:
+    from neardup._kernels.shingles import unique_per_doc
+
+    fps = np.array([v for s in sets for v in s], dtype=np.uint64)
+    offsets = np.cumsum([0] + [len(s) for s in sets]).astype(np.int64)
+    out, out_offsets = unique_per_doc(fps, offsets)
+    assert [out[out_offsets[i] : out_offsets[i + 1]].tolist() for i in range(len(sets))] == [
+        sorted(set(s)) for s in sets
+    ]
+
+
+def test_unique_per_doc_sorts_a_long_document_whose_values_share_their_top_bits() -> None:
+    from neardup._kernels.shingles import unique_per_doc
+
+    rng = np.random.default_rng(5)
+    spread = rng.integers(0, 2**63, size=5000, dtype=np.uint64)
+    crowded = (spread >> np.uint64(20)) | np.uint64(0xFFF << 52)  # one bucket: np.sort's path
+    fps = np.concatenate([spread, crowded, spread[:100]])
+    offsets = np.array([0, 5000, 10000, 10100], dtype=np.int64)
+    out, out_offsets = unique_per_doc(fps, offsets)
+    for i in range(3):
+        got = out[out_offsets[i] : out_offsets[i + 1]]
+        assert got.tolist() == np.unique(fps[offsets[i] : offsets[i + 1]]).tolist()
