@@ -588,3 +588,27 @@ def test_a_store_gathers_each_groups_sets_while_they_fit_its_room_whatever_the_c
     assert gathered(1) == gathered(4) == gathered(6) == want
     rows, _ = SetStore(7, fetch).gather(np.arange(7), group, None)
     assert rows.tolist() == list(range(7))
+
+
+@pytest.mark.parametrize("budget", [None, 8 * 40])
+def test_a_set_store_filled_in_many_adds_holds_each_set_as_fetched_and_earlier_views_stay_true(
+    budget: int | None,
+) -> None:
+    # its buffer grows (doubling) as adds come; with a budget it spills midway to a file
+    rng = np.random.default_rng(3)
+    sets = [np.unique(rng.integers(0, 1 << 40, rng.integers(0, 30))).tolist() for _ in range(60)]
+    store = SetStore(len(sets), lambda r: _sets_of([sets[i] for i in r.tolist()]), budget=budget)
+    views = []
+    for start in range(0, 60, 7):
+        store.add(np.arange(start, min(start + 7, 60)))
+        views.append((store.sets(), store.row.copy()))
+    for view, row in views:  # each view still holds what it held when taken
+        for d in np.flatnonzero(row >= 0).tolist():
+            assert view.doc(int(row[d])).tolist() == sets[d]
+    assert (store.held > 0) == (budget is None) and (store.spilled > 0) == (budget is not None)
+    a, b = np.arange(59), np.arange(1, 60)
+    want = [
+        len(set(sets[x]) & set(sets[y])) / max(1, len(set(sets[x]) | set(sets[y])))
+        for x, y in zip(a, b, strict=True)
+    ]
+    assert np.allclose(store.jaccard(a, b), want)

@@ -59,7 +59,11 @@ class SetStore:
         self._fetch = fetch
         self._budget = budget
         self._spill_dir = spill_dir
-        self._parts: list[npt.NDArray[np.uint64]] = []
+        #: Sets held in memory: one buffer, filled to ``_used``, grown by doubling (its pages
+        #: past ``_used`` are never touched, so they cost no memory); ``sets`` is a view of it,
+        #: not a copy of every set held after each fetch.
+        self._buf = np.zeros(0, dtype=np.uint64)
+        self._used = 0
         self._lengths: list[IntArray] = []
         self._count = 0
         self._file: Path | None = None
@@ -158,7 +162,13 @@ class SetStore:
         self._view = None
         over = self._budget is not None and self.held + fps.nbytes > self._budget
         if self._file is None and not over:
-            self._parts.append(fps)
+            end = self._used + len(fps)
+            if end > len(self._buf):  # doubled: each set is copied O(1) times in all
+                grown = np.empty(max(end, 2 * len(self._buf)), dtype=np.uint64)
+                grown[: self._used] = self._buf[: self._used]
+                self._buf = grown
+            self._buf[self._used : end] = fps
+            self._used = end
             self.held += int(fps.nbytes)
             return
         if self._file is None:  # the budget is reached: what is held goes to disk first
@@ -166,9 +176,9 @@ class SetStore:
             self._cleanup = weakref.finalize(self, shutil.rmtree, folder, True)
             self._file = folder / "sets.bin"
             self._file.touch()
-            parts, self._parts, self.held = self._parts, [], 0
-            for part in parts:
-                self._append(part)
+            if self._used:
+                self._append(self._buf[: self._used])
+            self._buf, self._used, self.held = np.zeros(0, dtype=np.uint64), 0, 0
         self._append(fps)
 
     def _append(self, fps: npt.NDArray[np.uint64]) -> None:
@@ -185,8 +195,7 @@ class SetStore:
         if self._lengths:
             np.cumsum(np.concatenate(self._lengths), out=offsets[1:])
         if self._file is None:
-            fps = np.concatenate([np.zeros(0, dtype=np.uint64), *self._parts])
-            self._parts = [fps]
+            fps = self._buf[: self._used]
         elif os.path.getsize(self._file) == 0:
             fps = np.zeros(0, dtype=np.uint64)
         else:
@@ -212,7 +221,8 @@ class SetStore:
 
     def close(self) -> None:
         """Drop the sets and remove the file now."""
-        self._parts, self._lengths, self._view = [], [], None
+        self._buf, self._used = np.zeros(0, dtype=np.uint64), 0
+        self._lengths, self._view = [], None
         if self._cleanup is not None:
             self._cleanup()
 
