@@ -265,6 +265,15 @@ def _sort_small(a: np.ndarray, lo: int, hi: int) -> None:
 
 
 @njit(cache=True, nogil=True)
+def _floor_log2(m: int) -> int:
+    """The largest b with 2**b <= m (0 for m < 2)."""
+    b = 0
+    while (1 << (b + 1)) <= m:
+        b += 1
+    return b
+
+
+@njit(cache=True, nogil=True)
 def unique_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Sort each document's fingerprints and drop repeats: the shingle *set* of each document.
 
@@ -280,10 +289,7 @@ def unique_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np
     for d in range(n):
         longest = max(longest, offsets[d + 1] - offsets[d])
     tmp = np.empty(longest, dtype=np.uint64)
-    bits = 1
-    while (1 << (bits + 1)) <= longest:
-        bits += 1
-    starts = np.zeros((1 << bits) + 1, dtype=np.int64)
+    starts = np.zeros((1 << _floor_log2(longest)) + 1, dtype=np.int64)
     k = 0
     for d in range(n):
         out_offsets[d] = k
@@ -295,10 +301,7 @@ def unique_per_doc(fps: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np
             tmp[:m] = fps[lo : lo + m]
             _sort_small(tmp, 0, m)
         else:
-            b = 1
-            while (1 << (b + 1)) <= m:
-                b += 1  # 2**b <= m < 2**(b + 1): about m / 2 buckets after the shift below
-            b -= 1
+            b = _floor_log2(m) - 1  # 2**b <= m / 2: about m / 2 buckets
             shift = np.uint64(64 - b)
             nb = 1 << b
             starts[: nb + 1] = 0
