@@ -9,7 +9,18 @@ from hypothesis import strategies as st
 
 from neardup import Decontaminator
 from neardup.errors import ParamError, ParamTypeError
-from neardup.text import canonical_tokens, check_texts, encode_batch, fold_char, tables
+from neardup.index.checks import not_unicode
+from neardup.text import (
+    Utf8Texts,
+    canonical_tokens,
+    check_texts,
+    encode_batch,
+    fold_char,
+    is_unicode,
+    tables,
+)
+
+from .strategies import texts
 
 
 def test_case_and_punctuation_are_ignored() -> None:
@@ -117,3 +128,16 @@ def test_a_dict_of_texts_is_refused_rather_than_its_keys_taken_as_the_texts() ->
         Decontaminator({"q1": "the quick brown fox jumps"})  # type: ignore[arg-type]
     with pytest.raises(ParamTypeError, match="got a dict"):
         encode_batch({"q1": "the quick brown fox jumps"})  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(texts, max_size=12), st.integers(0, 12))
+def test_utf8_texts_find_the_texts_with_a_surrogate_as_encoding_each_would(
+    values: list[str], start: int
+) -> None:
+    """``Utf8Texts.surrogate_rows`` reads the buffer; the reference encodes each text."""
+    held = Utf8Texts.from_strings(values)
+    assert held.surrogate_rows() == [i for i, v in enumerate(values) if not is_unicode(v)]
+    tail = held[start:]
+    assert tail.surrogate_rows() == [i for i, v in enumerate(values[start:]) if not is_unicode(v)]
+    assert not_unicode(tail) == not_unicode(list(values[start:]))

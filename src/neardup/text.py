@@ -183,6 +183,10 @@ def token_spans(
     return kernel(buf, offsets, tables()[0], mode == "char")
 
 
+#: A surrogate code point (U+D800-U+DFFF) in UTF-8 written with "surrogatepass": its first two bytes.
+_SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
+
+
 class Utf8Texts(Sequence[str]):
     """Texts held as one UTF-8 buffer and offsets: text i is ``buf[offsets[i]:offsets[i+1]]``.
 
@@ -259,6 +263,17 @@ class Utf8Texts(Sequence[str]):
             raise IndexError("text index out of range")
         lo, hi = int(self.offsets[i]), int(self.offsets[i + 1])
         return self.buf[lo:hi].tobytes().decode("utf-8", "surrogatepass")
+
+    def surrogate_rows(self) -> list[int]:
+        """The texts holding a surrogate code point (which ``is_unicode`` refuses), found in the
+        buffer without decoding one: "surrogatepass" keeps each as its three bytes ``ED A0-BF
+        ..``, and no other code point's UTF-8 has ``ED`` followed by ``A0-BF``."""
+        lo, hi = int(self.offsets[0]), int(self.offsets[-1])
+        found = [m.start() + lo for m in _SURROGATE_BYTES.finditer(self.buf[lo:hi].data)]
+        if not found:
+            return []
+        rows = np.searchsorted(self.offsets, np.asarray(found, dtype=np.int64), side="right") - 1
+        return [int(r) for r in np.unique(rows)]
 
     def __iter__(self) -> Iterator[str]:
         lo = int(self.offsets[0])

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InputError, ParamError
 from ..methods import needs_fit
 from ..params import DedupParams, SimhashMethodParams
-from ..text import is_unicode
+from ..text import Utf8Texts, is_unicode
 
 
 def refuse_fit(params: DedupParams) -> None:
@@ -101,6 +101,8 @@ SURROGATE = (
 
 def not_unicode(values: Sequence[str | None]) -> list[int]:
     """The positions of the values that cannot be written as UTF-8 (lone surrogates)."""
+    if isinstance(values, Utf8Texts):  # read in their buffer, not decoded and joined
+        return values.surrogate_rows()
     try:
         "".join(v for v in values if v).encode("utf-8")
     except UnicodeEncodeError:
