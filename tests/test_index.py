@@ -21,6 +21,7 @@ from neardup.cli import main
 from neardup.errors import UnknownIdError
 from neardup.index import SCHEMA_VERSION
 from neardup.params import DedupParams, SampledParams, SimhashMethodParams
+from neardup.text import Utf8Texts
 from neardup.testing.synth import near_duplicate_corpus, random_documents
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -926,3 +927,27 @@ def test_index_create_add_and_query_take_quiet_as_dedup_does(
             assert "added" not in err
         else:
             assert err == ""
+
+
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_texts_read_as_utf8_bytes_are_stored_as_the_same_strings_would_be(
+    tmp_path: Path, on_disk: bool
+) -> None:
+    """Texts from JSONL (``Utf8Texts``) are written as views of their bytes, never decoded:
+    the index holds what the same texts as strings give, byte for byte, checksums included."""
+    texts = [*random_documents(4, seed=3, words=(30, 40)), "nul\x00inside é😀 中文", "", "x"]
+    ids = [f"d{i}" for i in range(len(texts))]
+    paths = [str(tmp_path / f"{name}.db") if on_disk else None for name in ("s", "u")]
+    as_str = Index.create(paths[0], store_text=True)
+    as_bytes = Index.create(paths[1], store_text=True)
+    with as_str:
+        as_str.add(ids, texts)
+    with as_bytes:
+        as_bytes.add(ids, Utf8Texts.from_strings(texts))
+    for i, text in zip(ids, texts, strict=True):
+        got = as_bytes.get(i)
+        assert got is not None and got["text"] == text
+    assert as_bytes.check() == [] and as_str.check() == []
+    if on_disk:
+        dumps = [list(sqlite3.connect(str(p)).iterdump()) for p in paths]
+        assert dumps[0] == dumps[1]

@@ -275,6 +275,12 @@ class Utf8Texts(Sequence[str]):
         rows = np.searchsorted(self.offsets, np.asarray(found, dtype=np.int64), side="right") - 1
         return [int(r) for r in np.unique(rows)]
 
+    def views(self) -> list[memoryview]:
+        """Each text's UTF-8 bytes as a view of the buffer: nothing decoded or copied (what an
+        index stores, as SQLite text, and checksums)."""
+        whole = self.buf.data
+        return [whole[lo:hi] for lo, hi in pairwise(self.offsets.tolist())]
+
     def __iter__(self) -> Iterator[str]:
         lo = int(self.offsets[0])
         data = self.buf[lo : int(self.offsets[-1])].tobytes()

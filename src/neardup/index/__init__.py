@@ -39,6 +39,7 @@ from ..methods import Method, Signatures, make_method, postings
 from ..methods.base import column_keys
 from ..params import DedupParams, check_flag
 from ..signing import sign_texts
+from ..text import Utf8Texts
 from ..textbatch import TextBatch, check_texts
 from ..verify import Evidence, Verifier, make_verifier
 from .checks import (
@@ -262,7 +263,7 @@ class Index:
             hashes=signed.canonical,
             sigs=encode_signatures(sigs),
             evidence=encode_evidence(signed.evidence),
-            texts=list(texts) if self.store_text else [None] * n,
+            texts=_stored(texts) if self.store_text else [None] * n,
             meta=stored_meta,
             first_seen=list(date_list),
             last_seen=date_list,
@@ -581,3 +582,9 @@ def _neg_date(date: str | None) -> tuple[int, str]:
     if date is None:
         return (1, "")
     return (0, "".join(chr(0x10FFFF - ord(c)) for c in date))
+
+
+def _stored(texts: Sequence[str]) -> list[str | memoryview | None]:
+    """Texts as a store writes them: texts read from JSONL as views of their UTF-8 bytes (not
+    decoded, then encoded again by SQLite and the checksum)."""
+    return list(texts.views() if isinstance(texts, Utf8Texts) else texts)

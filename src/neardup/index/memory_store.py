@@ -87,7 +87,7 @@ class MemoryStore:
                 nkeys[i],
                 new.sigs[i],
                 new.evidence[i],
-                new.texts[i],
+                _as_str(new.texts[i]),
                 new.meta[i],
                 new.first_seen[i],
                 new.last_seen[i],
@@ -216,3 +216,10 @@ class MemoryStore:
 
     def close(self) -> None:
         self.rollback()
+
+
+def _as_str(text: str | memoryview | None) -> str | None:
+    """A text to store as the SQLite store reads it back: a view of UTF-8 bytes decoded."""
+    return (
+        text.tobytes().decode("utf-8", "surrogateescape") if isinstance(text, memoryview) else text
+    )

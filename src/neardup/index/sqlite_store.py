@@ -91,6 +91,13 @@ _HASH_TAG = np.int64((1 << 40) + 1)
 #: WAL size past which a commit copies pages into the file itself (the checkpoint thread lags).
 WAL_LIMIT = 256 << 20
 
+#: A document row's insert; a text given as a view of its UTF-8 bytes is bound as a blob and
+#: cast, byte for byte, to text (SQLite's encoding is UTF-8): the text is never decoded.
+_INSERT_DOC = (
+    f"INSERT INTO docs ({', '.join(DOC_FIELDS)}, crc) VALUES "
+    f"({', '.join('CAST(? AS TEXT)' if c == 'text' else '?' for c in DOC_FIELDS)}, ?)"
+)
+
 
 #: SQLite errors of a write that found no room: a full disk (SQLITE_FULL), or a file size
 #: limit (RLIMIT_FSIZE: the write fails with EFBIG, which SQLite reports as an I/O error).
@@ -380,7 +387,7 @@ class SqliteStore:
             strict=True,
         )
         self.db.executemany(
-            f"INSERT INTO docs ({', '.join(DOC_FIELDS)}, crc) VALUES ({', '.join('?' * 12)})",
+            _INSERT_DOC,
             ((*row, doc_crc(row)) for row in rows),
         )
         self.post.append(new.posting_key, docs[new.posting_row])

@@ -23,7 +23,7 @@ class NewDocs:
     hashes: KeyArray
     sigs: list[bytes]
     evidence: list[bytes]
-    texts: list[str | None]
+    texts: list[str | memoryview | None]  # a view: the text's UTF-8 bytes (``Utf8Texts.views``)
     meta: list[str | None]
     first_seen: list[str | None]
     last_seen: list[str | None]
