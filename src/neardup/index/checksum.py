@@ -35,8 +35,8 @@ DOC_COLUMNS = ", ".join(f"d.{c}" for c in [*DOC_FIELDS, "crc"])
 def doc_crc(row: Sequence[Any]) -> int:
     """The checksum of a document row (doc, id, hash, nkeys, sig, ev, text, meta, first_seen,
     last_seen, gone), texts as the UTF-8 SQLite holds (invalid bytes included; a text to store
-    may be a view of its UTF-8 bytes, ``Utf8Texts.views``). Unrolled: it
-    runs once per document added, so per-field calls would cost as much as the CRC itself."""
+    may be a view of its UTF-8 bytes, ``Utf8Texts.views``). Unrolled: it runs once per document
+    added, so per-field calls would cost as much as the CRC itself."""
     try:
         doc, id_, hash_, nkeys, sig, ev, text, meta, first, last, gone = row
         i = id_.encode("utf-8", "surrogateescape")
