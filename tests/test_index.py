@@ -21,8 +21,8 @@ from neardup.cli import main
 from neardup.errors import UnknownIdError
 from neardup.index import SCHEMA_VERSION
 from neardup.params import DedupParams, SampledParams, SimhashMethodParams
-from neardup.text import Utf8Texts
 from neardup.testing.synth import near_duplicate_corpus, random_documents
+from neardup.text import Utf8Texts
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
