@@ -30,6 +30,12 @@ DOC_FIELDS = [
 ]  # fmt: skip
 #: Those columns and ``crc``, as a query selects them from ``docs d``.
 DOC_COLUMNS = ", ".join(f"d.{c}" for c in [*DOC_FIELDS, "crc"])
+#: A document row's insert: its columns, then ``crc``. A text given as a view of its UTF-8
+#: bytes is bound as a blob and cast to text byte for byte (the index's encoding is UTF-8).
+INSERT_DOC = (
+    f"INSERT INTO docs ({', '.join(DOC_FIELDS)}, crc) VALUES "
+    f"({', '.join('CAST(? AS TEXT)' if c == 'text' else '?' for c in DOC_FIELDS)}, ?)"
+)
 
 
 def doc_crc(row: Sequence[Any]) -> int:

@@ -28,6 +28,26 @@ from ..params import (
 SCHEMA_VERSION = 4
 #: The version ``upgrade`` turns into this one (the same tables without checksums).
 UPGRADABLE = 3
+#: The tables of an index besides its postings segments (``segments.schema``), and its counters.
+TABLES = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE docs(
+    doc INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    hash INTEGER NOT NULL,
+    nkeys INTEGER NOT NULL,
+    sig BLOB NOT NULL,
+    ev BLOB NOT NULL,
+    text TEXT,
+    meta TEXT,
+    first_seen TEXT,
+    last_seen TEXT,
+    gone TEXT,
+    crc INTEGER NOT NULL
+);
+CREATE TABLE removed(doc INTEGER PRIMARY KEY);
+INSERT INTO meta VALUES ('next_doc', '0'), ('documents', '0');
+"""
 
 _METHODS: dict[str, type] = {
     "minhash": MinhashParams,

@@ -40,36 +40,14 @@ from ..candidates import key_matches, pairs_from_hits
 from ..errors import IndexCorrupt, IndexMismatchError, InputError, NeardupError, OutputError
 from ..methods.base import column_keys
 from .checkpoint import Checkpointer
-from .checksum import DOC_COLUMNS, DOC_FIELDS, doc_crc, stored_text
-from .schema import SCHEMA_VERSION, UPGRADABLE
+from .checksum import DOC_COLUMNS, INSERT_DOC, doc_crc, stored_text
+from .schema import SCHEMA_VERSION, TABLES, UPGRADABLE
 from .segments import MAX_DOCS, Segments, schema
 from .sqlite_check import add_checksums, survey
 from .store import Damage, IntArray, KeyArray, NewDocs, StoredDocs
 from .usage import nested
 
-_SCHEMA = (
-    """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE docs(
-    doc INTEGER PRIMARY KEY,
-    id TEXT NOT NULL,
-    hash INTEGER NOT NULL,
-    nkeys INTEGER NOT NULL,
-    sig BLOB NOT NULL,
-    ev BLOB NOT NULL,
-    text TEXT,
-    meta TEXT,
-    first_seen TEXT,
-    last_seen TEXT,
-    gone TEXT,
-    crc INTEGER NOT NULL
-);
-CREATE TABLE removed(doc INTEGER PRIMARY KEY);
-INSERT INTO meta VALUES ('next_doc', '0'), ('documents', '0');
-"""
-    + schema("post")
-    + schema("key")
-)
+_SCHEMA = TABLES + schema("post") + schema("key")
 
 #: (postings per run, segments per tier before they merge) of the two families. A lookup reads
 #: one run per key and segment, so fewer, smaller segments answer faster and cost more merging:
@@ -90,13 +68,6 @@ _HASH_TAG = np.int64((1 << 40) + 1)
 
 #: WAL size past which a commit copies pages into the file itself (the checkpoint thread lags).
 WAL_LIMIT = 256 << 20
-
-#: A document row's insert; a text given as a view of its UTF-8 bytes is bound as a blob and
-#: cast, byte for byte, to text (SQLite's encoding is UTF-8): the text is never decoded.
-_INSERT_DOC = (
-    f"INSERT INTO docs ({', '.join(DOC_FIELDS)}, crc) VALUES "
-    f"({', '.join('CAST(? AS TEXT)' if c == 'text' else '?' for c in DOC_FIELDS)}, ?)"
-)
 
 
 #: SQLite errors of a write that found no room: a full disk (SQLITE_FULL), or a file size
@@ -387,7 +358,7 @@ class SqliteStore:
             strict=True,
         )
         self.db.executemany(
-            _INSERT_DOC,
+            INSERT_DOC,
             ((*row, doc_crc(row)) for row in rows),
         )
         self.post.append(new.posting_key, docs[new.posting_row])
