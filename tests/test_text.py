@@ -138,6 +138,17 @@ def test_utf8_texts_find_the_texts_with_a_surrogate_as_encoding_each_would(
     """``Utf8Texts.surrogate_rows`` reads the buffer; the reference encodes each text."""
     held = Utf8Texts.from_strings(values)
     assert held.surrogate_rows() == [i for i, v in enumerate(values) if not is_unicode(v)]
+    assert held.surrogate_rows() == held.surrogate_rows()  # kept, and a copy each time
     tail = held[start:]
     assert tail.surrogate_rows() == [i for i, v in enumerate(values[start:]) if not is_unicode(v)]
     assert not_unicode(tail) == not_unicode(list(values[start:]))
+
+
+def test_utf8_texts_read_their_buffer_once_for_surrogates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``index add`` asks a batch twice (to skip bad records, then to store it): one scan."""
+    held = Utf8Texts.from_strings(["ok", "bad \ud800", "fine"])
+    assert held.surrogate_rows() == [1]
+    monkeypatch.setattr("neardup.text._SURROGATE_BYTES", None)  # a second scan would fail
+    assert not_unicode(held) == [1]

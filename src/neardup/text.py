@@ -194,11 +194,12 @@ class Utf8Texts(Sequence[str]):
     indexing decodes one text ("surrogatepass", so lone surrogates survive). Slices are views.
     """
 
-    __slots__ = ("buf", "offsets")
+    __slots__ = ("_surrogates", "buf", "offsets")
 
     def __init__(self, buf: np.ndarray, offsets: np.ndarray) -> None:
         self.buf = buf
         self.offsets = offsets
+        self._surrogates: list[int] | None = None  # ``surrogate_rows``, once found
 
     @classmethod
     def from_strings(cls, texts: Sequence[str]) -> Utf8Texts:
@@ -267,13 +268,14 @@ class Utf8Texts(Sequence[str]):
     def surrogate_rows(self) -> list[int]:
         """The texts holding a surrogate code point (which ``is_unicode`` refuses), found in the
         buffer without decoding one: "surrogatepass" keeps each as its three bytes ``ED A0-BF
-        ..``, and no other code point's UTF-8 has ``ED`` followed by ``A0-BF``."""
-        lo, hi = int(self.offsets[0]), int(self.offsets[-1])
-        found = [m.start() + lo for m in _SURROGATE_BYTES.finditer(self.buf[lo:hi].data)]
-        if not found:
-            return []
-        rows = np.searchsorted(self.offsets, np.asarray(found, dtype=np.int64), side="right") - 1
-        return [int(r) for r in np.unique(rows)]
+        ..``, and no other code point's UTF-8 has ``ED`` followed by ``A0-BF``. Kept once
+        found: ``index add`` asks twice of a batch (to skip its bad records, then to store it)."""
+        if self._surrogates is None:
+            lo, hi = int(self.offsets[0]), int(self.offsets[-1])
+            found = [m.start() + lo for m in _SURROGATE_BYTES.finditer(self.buf[lo:hi].data)]
+            rows = np.searchsorted(self.offsets, np.asarray(found, dtype=np.int64), "right") - 1
+            self._surrogates = [int(r) for r in np.unique(rows)]
+        return list(self._surrogates)
 
     def views(self) -> list[memoryview]:
         """Each text's UTF-8 bytes as a view of the buffer: nothing decoded or copied (what an
